@@ -1,0 +1,119 @@
+// Authentication lookups with a short-lived cache, so a known key costs no database round
+// trip in steady state. An entry is served as is for FRESH_MS, then served while it is
+// refreshed in the background until MAX_AGE_MS, after which the request waits for the
+// database. So a revoked key or a changed account is seen by every instance within
+// MAX_AGE_MS (< 5 s, DECISIONS A), and a brand-new key works at once (it was never cached).
+// Unknown hashes are cached too (negatively), so a flood of bad keys costs no round trips.
+import { expandScopes } from '../domain/scopes.ts';
+import { compileAllowList, type IpMatcher } from '../domain/ip-allowlist.ts';
+import { effectiveRateLimits } from '../domain/plans.ts';
+import type { Db } from '../infra/db/database.ts';
+import type { AuthContext } from '../http/context.ts';
+import { findKeyWithAccount, type KeyRow } from './key-repository.ts';
+import { overridesOf, type AccountRow } from './account-repository.ts';
+
+export interface AuthEntry {
+  context: AuthContext;
+  ipMatcher: IpMatcher | null;
+}
+
+interface CacheSlot {
+  entry: AuthEntry | null;
+  loadedAt: number;
+  refreshing?: Promise<AuthEntry | null>;
+}
+
+export interface KeyCacheOptions {
+  freshMs?: number;
+  maxAgeMs?: number;
+  maxEntries?: number;
+  now?: () => number;
+}
+
+export class KeyCache {
+  private readonly slots = new Map<string, CacheSlot>();
+  private readonly inflight = new Map<string, Promise<AuthEntry | null>>();
+  private readonly freshMs: number;
+  private readonly maxAgeMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly db: Db,
+    options: KeyCacheOptions = {},
+  ) {
+    this.freshMs = options.freshMs ?? 2_000;
+    this.maxAgeMs = options.maxAgeMs ?? 4_500;
+    this.maxEntries = options.maxEntries ?? 50_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The key with this hash and its account, or null when no such key exists. */
+  async lookup(hash: string): Promise<AuthEntry | null> {
+    const slot = this.slots.get(hash);
+    if (slot) {
+      const age = this.now() - slot.loadedAt;
+      if (age < this.freshMs) return slot.entry;
+      if (age < this.maxAgeMs) {
+        // Serve the cached answer; refresh in the background. A failed refresh keeps the slot.
+        if (!slot.refreshing) {
+          slot.refreshing = this.load(hash).catch(() => slot.entry);
+          slot.refreshing.finally(() => {
+            slot.refreshing = undefined;
+          });
+        }
+        return slot.entry;
+      }
+    }
+    return this.load(hash);
+  }
+
+  private load(hash: string): Promise<AuthEntry | null> {
+    let pending = this.inflight.get(hash);
+    if (!pending) {
+      pending = findKeyWithAccount(this.db, hash)
+        .then((found) => {
+          const entry = found ? toAuthEntry(found.key, found.account) : null;
+          this.store(hash, entry);
+          return entry;
+        })
+        .finally(() => this.inflight.delete(hash));
+      this.inflight.set(hash, pending);
+    }
+    return pending;
+  }
+
+  private store(hash: string, entry: AuthEntry | null): void {
+    this.slots.delete(hash);
+    if (this.slots.size >= this.maxEntries) {
+      // Maps iterate in insertion order: drop the oldest entry.
+      const oldest = this.slots.keys().next().value;
+      if (oldest !== undefined) this.slots.delete(oldest);
+    }
+    this.slots.set(hash, { entry, loadedAt: this.now() });
+  }
+}
+
+export function toAuthEntry(key: KeyRow, account: AccountRow): AuthEntry {
+  return {
+    context: {
+      keyId: key.id,
+      keyName: key.name,
+      keyLast4: key.last4,
+      mode: key.mode,
+      scopes: key.scopes,
+      granted: expandScopes(key.scopes),
+      allowedIps: key.allowed_ips,
+      expiresAt: key.expires_at,
+      revoked: key.revoked_at !== null,
+      accountId: account.id,
+      accountName: account.name,
+      planCode: account.plan_code,
+      modules: account.modules,
+      apiEnabled: account.api_enabled,
+      readOnly: account.read_only,
+      rateLimits: effectiveRateLimits(account.plan_code, overridesOf(account)),
+    },
+    ipMatcher: compileAllowList(key.allowed_ips),
+  };
+}

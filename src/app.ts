@@ -1,0 +1,72 @@
+// The composition root of the HTTP service: buildApp(deps) assembles the pipeline and the
+// routes over the given database and rate limiter. It never listens; `balcao serve` does.
+import Fastify, { type FastifyInstance } from 'fastify';
+import { KeyCache } from './accounts/key-cache.ts';
+import type { Config } from './config.ts';
+import type { Database } from './infra/db/database.ts';
+import { createAuthenticateHook } from './http/authenticate.ts';
+import { createErrorHandler } from './http/error-handler.ts';
+import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts';
+import { generateRequestId } from './http/request-id.ts';
+import { trackRoutes } from './http/route-table.ts';
+import { registerMeRoute } from './resources/me.ts';
+import './http/context.ts';
+
+export interface AppDeps {
+  config: Config;
+  database: Database;
+  /** Defaults to one built from config.redisUrl. */
+  rateLimiter?: RateLimiter;
+  /** Injected clock (ms) for rate limits, key expiry and caches in tests. */
+  now?: () => number;
+  logger?: boolean | { level: string };
+}
+
+export const BODY_LIMIT = 1024 * 1024;
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config, database } = deps;
+  const app = Fastify({
+    logger: deps.logger ?? { level: config.logLevel },
+    genReqId: generateRequestId,
+    trustProxy: config.trustProxy,
+    bodyLimit: BODY_LIMIT,
+    return503OnClosing: false,
+    ajv: {
+      // Bodies are not coerced ("3" is not 3), every refused field is reported, and fields a
+      // write schema does not name are dropped before the handler sees them (DECISIONS B.7).
+      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: true, useDefaults: true },
+    },
+  });
+
+  const rateLimiter = deps.rateLimiter ?? createRateLimiter({ redisUrl: config.redisUrl, now: deps.now, logger: app.log });
+  const keyCache = new KeyCache(database.db, { now: deps.now });
+
+  app.decorateRequest('auth', null);
+  app.decorateRequest('tenant', null);
+  app.decorate('database', database);
+
+  // text/plain is not a write body here: only JSON is parsed, anything else is a 415.
+  app.removeContentTypeParser(['text/plain']);
+
+  const routes = trackRoutes(app);
+  app.setNotFoundHandler(routes.notFound);
+  app.setErrorHandler(createErrorHandler(config.errorsUrl, routes.routeMiss));
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onRequest', createAuthenticateHook({ keyCache, rateLimiter, keyBrand: config.keyBrand, now: deps.now }));
+  app.addHook('onClose', async () => {
+    await rateLimiter.close();
+  });
+
+  registerMeRoute(app);
+
+  return app;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    database: Database;
+  }
+}

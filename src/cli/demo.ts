@@ -1,0 +1,54 @@
+// `balcao demo`: create (once) a demo account with every module and sample data in every
+// resource, print a new `*:write` key, and serve.
+import type { Command } from 'commander';
+import { createAccount, findDemoAccount } from '../accounts/account-repository.ts';
+import { createKey } from '../accounts/key-repository.ts';
+import { MODULES } from '../domain/modules.ts';
+import { commandContext, output } from './runtime.ts';
+import { openMigrated, startServing } from './serve.ts';
+
+export function registerDemoCommand(program: Command): void {
+  program
+    .command('demo')
+    .description('create (once) a demo account with sample data, print a new key, and serve')
+    .option('--json', 'print one JSON object when listening (logs go to stderr)')
+    .action(async (flags: { json?: boolean }) => {
+      const { config } = commandContext();
+      const database = await openMigrated(config, 'balcao demo');
+      let account = await findDemoAccount(database.db);
+      const created = !account;
+      if (!account) {
+        account = await database.db.transaction().execute(async (tx) => {
+          const row = await createAccount(tx, { name: 'Pet & Beleza Demo Ltda', plan_code: 'enterprise', modules: [...MODULES], is_demo: true });
+          await seedDemo(tx, row.id);
+          return row;
+        });
+      }
+      const { row, key } = await createKey(database.db, {
+        accountId: account.id,
+        name: `demo ${new Date().toISOString()}`,
+        mode: 'live',
+        scopes: ['*:write'],
+        allowedIps: [],
+        expiresAt: null,
+        brand: config.keyBrand,
+      });
+      const listening = await startServing(config, database, !!flags.json);
+      output(!!flags.json, { account_id: account.id, created, key_id: row.id, key, url: listening.url }, () =>
+        [
+          '',
+          `Balcão demo ${created ? 'account created' : 'account reused'}: ${account.id}`,
+          `API key (*:write): ${key}`,
+          `Listening on ${listening.url}`,
+          '',
+          `Try:  curl -H "Authorization: Bearer ${key}" ${listening.url}/v1/me`,
+          `      curl -H "Authorization: Bearer ${key}" "${listening.url}/v1/customers?limit=5"`,
+          '',
+        ].join('\n'),
+      );
+    });
+}
+
+async function seedDemo(_db: unknown, _teamId: string): Promise<void> {
+  // Wired to the demo data generator (src/demo) once it lands.
+}

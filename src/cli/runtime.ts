@@ -1,0 +1,50 @@
+// What every command shares: configuration, opening (and migrating) the database for the
+// duration of a command, printing exactly one JSON object with --json, and failing with a
+// one-line message on stderr and a non-zero exit code.
+import { type Config, loadConfig } from '../config.ts';
+import { type Database, openDatabase } from '../infra/db/database.ts';
+import { migrate } from '../infra/db/migrate.ts';
+
+export class CliError extends Error {}
+
+export interface CommandContext {
+  config: Config;
+}
+
+export function commandContext(): CommandContext {
+  return { config: loadConfig() };
+}
+
+/** Opens the database named by the configuration, migrates it, runs `fn`, closes it. */
+export async function withDatabase<T>(config: Config, holder: string, fn: (database: Database) => Promise<T>): Promise<T> {
+  const database = await openDatabase(config, holder);
+  try {
+    await migrate(database.db);
+    return await fn(database);
+  } finally {
+    await database.close();
+  }
+}
+
+/** Prints the JSON object alone with --json, else the human text. */
+export function output(json: boolean, value: unknown, human: () => string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human()}\n`);
+}
+
+export function fail(message: string, code = 1): never {
+  process.stderr.write(`balcao: ${message.split('\n')[0]}\n`);
+  process.exit(code);
+}
+
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function requireUuid(value: string, what: string): string {
+  if (!UUID_PATTERN.test(value)) throw new CliError(`${what} "${value}" is not a valid id (expected a UUID)`);
+  return value;
+}
+
+export const splitList = (value: string): string[] =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);

@@ -1,0 +1,69 @@
+// `balcao serve`: migrate if needed, then serve the API until SIGINT/SIGTERM.
+// With --json, stdout carries one JSON object once listening and the logs go to stderr.
+import type { Command } from 'commander';
+import { buildApp } from '../app.ts';
+import type { Config } from '../config.ts';
+import { type Database, openDatabase } from '../infra/db/database.ts';
+import { migrate } from '../infra/db/migrate.ts';
+import { commandContext, output } from './runtime.ts';
+
+export interface Listening {
+  url: string;
+  host: string;
+  port: number;
+  database: Database['engine'];
+}
+
+/** Serves over an open, migrated database; resolves once listening. Closes everything on a signal. */
+export async function startServing(config: Config, database: Database, json: boolean): Promise<Listening> {
+  const app = await buildApp({
+    config,
+    database,
+    logger: json ? { level: config.logLevel, stream: process.stderr } : { level: config.logLevel },
+  } as Parameters<typeof buildApp>[0]);
+  await app.listen({ host: config.host, port: config.port });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => process.exit(1), 10_000).unref();
+    try {
+      await app.close();
+      await database.close();
+    } finally {
+      clearTimeout(timer);
+      process.exit(0);
+    }
+  };
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return { url: `http://${host}:${port}`, host: config.host, port, database: database.engine };
+}
+
+export async function openMigrated(config: Config, holder: string): Promise<Database> {
+  const database = await openDatabase(config, holder);
+  try {
+    await migrate(database.db);
+    return database;
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+}
+
+export function registerServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('migrate the schema if needed, then serve the API')
+    .option('--json', 'print one JSON object when listening (logs go to stderr)')
+    .action(async (flags: { json?: boolean }) => {
+      const { config } = commandContext();
+      const database = await openMigrated(config, 'balcao serve');
+      const listening = await startServing(config, database, !!flags.json);
+      if (flags.json) output(true, listening, () => '');
+    });
+}

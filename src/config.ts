@@ -1,0 +1,48 @@
+// Environment → one frozen, typed configuration, parsed once in the composition root.
+import path from 'node:path';
+
+export interface Config {
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly redisUrl: string | undefined;
+  readonly port: number;
+  readonly host: string;
+  readonly keyBrand: string;
+  readonly publicUrl: string;
+  readonly errorsUrl: string;
+  /** Fastify trustProxy value: false, true, or a list of IPs/CIDRs. */
+  readonly trustProxy: boolean | string[];
+  readonly logLevel: string;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = env.PORT ? Number(env.PORT) : 3000;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got "${env.PORT}"`);
+  const brand = env.BALCAO_KEY_BRAND || 'balcao';
+  if (!/^[a-z][a-z0-9]{1,19}$/.test(brand))
+    throw new Error('BALCAO_KEY_BRAND must be 2..20 lowercase letters or digits, starting with a letter');
+  const publicUrl = (env.BALCAO_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, '');
+  const errorsUrl = (env.BALCAO_ERRORS_URL || `${publicUrl}/errors`).replace(/\/+$/, '');
+  const dataDir = env.BALCAO_DATA_DIR || './.balcao';
+  return Object.freeze({
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: dataDir.startsWith('memory://') ? dataDir : path.resolve(dataDir),
+    redisUrl: env.REDIS_URL || undefined,
+    port,
+    host: env.HOST || '127.0.0.1',
+    keyBrand: brand,
+    publicUrl,
+    errorsUrl,
+    trustProxy: parseTrustProxy(env.BALCAO_TRUST_PROXY),
+    logLevel: env.LOG_LEVEL || 'info',
+  });
+}
+
+function parseTrustProxy(value: string | undefined): boolean | string[] {
+  if (!value) return false;
+  if (value.trim().toLowerCase() === 'true') return true;
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

@@ -1,0 +1,33 @@
+// Database failures mapped in one table. Nothing of the driver's text reaches a response:
+// a lost or refused connection is 503, anything else unexpected is 500.
+import { AppError, errors } from './app-error.ts';
+
+const UNAVAILABLE_SQLSTATE_CLASSES = ['08', '53', '57']; // connection, resources, operator intervention
+const UNAVAILABLE_NODE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+]);
+
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') {
+    if (UNAVAILABLE_NODE_CODES.has(code)) return errors.serviceUnavailable(err);
+    if (/^[0-9A-Z]{5}$/.test(code) && UNAVAILABLE_SQLSTATE_CLASSES.includes(code.slice(0, 2))) return errors.serviceUnavailable(err);
+  }
+  return errors.internal(err);
+}
+
+/** SQLSTATE of a driver error, when it has one (both postgres.js and PGlite expose `code`). */
+export function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}

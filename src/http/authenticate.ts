@@ -1,0 +1,62 @@
+// Authentication, rate limiting and the guard, in the order of SPEC 5.7:
+//   malformed/unknown key → 401 invalid_token; revoked → token_revoked; expired → token_expired;
+//   caller outside the key's IP list → 403 ip_not_allowed   (all of these: charged to the client IP)
+//   then the key is authenticated and every request counts against its limits (SPEC 8),
+//   then the account: API disabled → api_disabled; then the route's scope (read-only plans
+//   refuse writes) → insufficient_scope; then its module → module_not_enabled.
+// A key whose checksum fails never reaches the cache or the database.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { KeyCache } from '../accounts/key-cache.ts';
+import { parseApiKey } from '../domain/api-keys.ts';
+import { errors } from '../errors/app-error.ts';
+import type { RouteConfig } from './context.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+export interface AuthenticateDeps {
+  keyCache: KeyCache;
+  rateLimiter: RateLimiter;
+  keyBrand: string;
+  now?: () => number;
+}
+
+const BEARER = /^Bearer +(\S+) *$/i;
+
+export function createAuthenticateHook(deps: AuthenticateDeps) {
+  const now = deps.now ?? Date.now;
+
+  async function refuseAnonymous(request: FastifyRequest, reply: FastifyReply, error: Error): Promise<never> {
+    await deps.rateLimiter.chargeAnonymous(request.ip, reply);
+    throw error;
+  }
+
+  return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const config = request.routeOptions.config as Partial<RouteConfig>;
+    if (!config.operationId || config.public) return;
+
+    const header = request.headers.authorization;
+    const match = header ? BEARER.exec(header) : null;
+    const parsed = match ? parseApiKey(match[1] as string, deps.keyBrand) : undefined;
+    if (!parsed) return refuseAnonymous(request, reply, errors.invalidToken());
+
+    const entry = await deps.keyCache.lookup(parsed.hash);
+    if (!entry) return refuseAnonymous(request, reply, errors.invalidToken());
+    const auth = entry.context;
+    if (auth.revoked) return refuseAnonymous(request, reply, errors.tokenRevoked());
+    if (auth.expiresAt !== null && auth.expiresAt.getTime() <= now()) return refuseAnonymous(request, reply, errors.tokenExpired());
+    if (entry.ipMatcher && !entry.ipMatcher(request.ip)) return refuseAnonymous(request, reply, errors.ipNotAllowed());
+
+    request.auth = auth;
+    request.tenant = { teamId: auth.accountId, mode: auth.mode };
+    const method = request.method;
+    await deps.rateLimiter.chargeKey(auth, method === 'GET' || method === 'HEAD' ? 'read' : 'write', reply);
+
+    if (!auth.apiEnabled) throw errors.apiDisabled();
+    const { resource, access, module } = config;
+    if (resource && access) {
+      if (access === 'write' && auth.readOnly) throw errors.insufficientScope('The plan of this account allows reads only.');
+      if (!auth.granted.has(`${resource}:${access}`))
+        throw errors.insufficientScope(`This operation requires the scope ${resource}:${access}.`);
+    }
+    if (module && !auth.modules.includes(module)) throw errors.moduleNotEnabled(module);
+  };
+}

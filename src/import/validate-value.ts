@@ -1,0 +1,114 @@
+// Checks one value against its column type and returns the value to bind, or the reason it is
+// refused. Strict as the API is: no coercion ("3" is not a number), real calendar dates.
+import type { ColumnSpec } from './column-spec.ts';
+
+export type Checked = { ok: true; value: unknown } | { ok: false; reason: string };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const TIME = /^(\d{2}):(\d{2}):(\d{2})$/;
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+
+const ok = (value: unknown): Checked => ({ ok: true, value });
+const no = (reason: string): Checked => ({ ok: false, reason });
+
+export function checkValue(column: ColumnSpec, value: unknown): Checked {
+  switch (column.kind) {
+    case 'uuid':
+      return typeof value === 'string' && UUID.test(value) ? ok(value) : no('must be a UUID');
+    case 'text':
+      return typeof value === 'string' ? checkText(value) : no('must be a string');
+    case 'number':
+      return typeof value === 'number' ? checkNumeric(column, value) : no('must be a number');
+    case 'integer':
+      if (typeof value !== 'number' || !Number.isInteger(value)) return no('must be an integer');
+      if ((column.min !== undefined && value < column.min) || (column.max !== undefined && value > column.max)) {
+        return no(`must be an integer between ${column.min} and ${column.max}`);
+      }
+      return ok(value);
+    case 'boolean':
+      return typeof value === 'boolean' ? ok(value) : no('must be true or false');
+    case 'date':
+      return typeof value === 'string' && isDate(value) ? ok(value) : no('must be a date YYYY-MM-DD');
+    case 'time':
+      return typeof value === 'string' && isTime(value) ? ok(value) : no('must be a time HH:MM:SS');
+    case 'timestamp':
+      return typeof value === 'string' && isTimestamp(value) ? ok(value) : no('must be an ISO 8601 timestamp (2026-11-21T10:00:00.000Z)');
+    case 'text_array':
+      if (!Array.isArray(value)) return no('must be an array of strings');
+      for (const [i, item] of value.entries()) {
+        if (typeof item !== 'string') return no(`must be an array of strings ([${i}] is not a string)`);
+        if (item.includes('\u0000')) return no(`[${i}] must not contain the NUL character`);
+      }
+      return ok(value);
+    case 'json':
+      // A JSON text the database parses; PostgreSQL refuses the NUL character in jsonb strings.
+      return JSON.stringify(value).includes('\\u0000') ? no('must not contain the NUL character') : ok(JSON.stringify(value));
+  }
+}
+
+function checkText(value: string): Checked {
+  return value.includes('\u0000') ? no('must not contain the NUL character') : ok(value);
+}
+
+/** numeric(p, s) rounds to s places and refuses values of 10^(p-s) or more: refuse them here, by name. */
+function checkNumeric(column: ColumnSpec, value: number): Checked {
+  if (!Number.isFinite(value)) return no('must be a finite number');
+  if (column.precision !== undefined && column.scale !== undefined) {
+    const limit = 10 ** (column.precision - column.scale);
+    const rounded = Math.abs(Number(value.toFixed(column.scale)));
+    if (rounded >= limit) return no(`must be less than ${limit} in absolute value`);
+  }
+  return ok(value);
+}
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const isLeapYear = (year: number) => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+
+function daysInMonth(year: number, month: number): number {
+  return month === 2 && isLeapYear(year) ? 29 : (DAYS_IN_MONTH[month - 1] as number);
+}
+
+function isCalendarDate(y: string, m: string, d: string): boolean {
+  const year = Number(y);
+  const month = Number(m);
+  const day = Number(d);
+  return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month);
+}
+
+function isClock(h: string, m: string, s = '00'): boolean {
+  return Number(h) <= 23 && Number(m) <= 59 && Number(s) <= 59;
+}
+
+export function isDate(value: string): boolean {
+  const m = DATE.exec(value);
+  return m !== null && isCalendarDate(m[1] as string, m[2] as string, m[3] as string);
+}
+
+export function isTime(value: string): boolean {
+  const m = TIME.exec(value);
+  return m !== null && isClock(m[1] as string, m[2] as string, m[3] as string);
+}
+
+export function isTimestamp(value: string): boolean {
+  return timestampMs(value) !== undefined;
+}
+
+/** Epoch milliseconds of an ISO 8601 timestamp, or undefined when it is not one. No zone means UTC, as the database session. */
+export function timestampMs(value: string): number | undefined {
+  const m = TIMESTAMP.exec(value);
+  if (!m) return undefined;
+  const [, y, mo, d, h, mi, s = '00', frac = '0', zone = 'Z'] = m as unknown as string[];
+  if (!isCalendarDate(y as string, mo as string, d as string) || !isClock(h as string, mi as string, s)) return undefined;
+  let offsetMinutes = 0;
+  if (zone.toUpperCase() !== 'Z') {
+    const digits = zone.slice(1).replace(':', '');
+    const hours = Number(digits.slice(0, 2));
+    const minutes = Number(digits.slice(2) || '0');
+    if (hours > 14 || minutes > 59) return undefined;
+    offsetMinutes = (zone[0] === '-' ? -1 : 1) * (hours * 60 + minutes);
+  }
+  const ms = Number(frac.padEnd(3, '0').slice(0, 3));
+  const utc = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), ms);
+  return utc - offsetMinutes * 60_000;
+}

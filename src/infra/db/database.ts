@@ -1,0 +1,77 @@
+// One query layer over both engines: Kysely with postgres.js (PostgreSQL) or PGlite (embedded).
+// Both drivers are set to return the same JS values: numeric → number, date/time → the
+// string PostgreSQL prints, timestamptz → Date, bigint → number.
+import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
+import { Kysely } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import { PostgresJSDialect } from 'kysely-postgres-js';
+import postgres from 'postgres';
+import type { Config } from '../../config.ts';
+import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
+
+/** Rows of account-owned tables are dynamic (the resource engine is descriptor driven). */
+export type Db = Kysely<any>;
+
+export interface Database {
+  readonly db: Db;
+  readonly engine: 'postgres' | 'pglite';
+  close(): Promise<void>;
+}
+
+const OID = { int8: 20, numeric: 1700, date: 1082, time: 1083, timestamptz: 1184, timestamp: 1114 } as const;
+
+const toNumber = (v: string) => (v === null ? null : Number(v));
+const asIs = (v: string) => v;
+
+export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>, holder = 'balcao'): Promise<Database> {
+  if (config.databaseUrl) return openPostgres(config.databaseUrl);
+  return openPglite(config.dataDir, holder);
+}
+
+function openPostgres(url: string): Database {
+  const sql = postgres(url, {
+    max: Number(process.env.BALCAO_DB_POOL_SIZE || 10),
+    onnotice: () => {},
+    connection: { TimeZone: 'UTC', application_name: 'balcao' },
+    types: {
+      bigint: { to: OID.int8, from: [OID.int8], serialize: String, parse: toNumber },
+      numeric: { to: OID.numeric, from: [OID.numeric], serialize: String, parse: toNumber },
+      date: { to: OID.date, from: [OID.date, OID.time], serialize: String, parse: asIs },
+    },
+  });
+  const db = new Kysely({ dialect: new PostgresJSDialect({ postgres: sql }) });
+  return {
+    db,
+    engine: 'postgres',
+    close: () => db.destroy(),
+  };
+}
+
+async function openPglite(dataDir: string, holder: string): Promise<Database> {
+  let lock: DataDirLock | undefined;
+  if (!dataDir.startsWith('memory://')) lock = await acquireDataDirLock(dataDir, holder);
+  try {
+    const pg = await PGlite.create({
+      dataDir: dataDir.startsWith('memory://') ? undefined : dataDir,
+      parsers: {
+        [pgliteTypes.INT8]: toNumber,
+        [pgliteTypes.NUMERIC]: toNumber,
+        [pgliteTypes.DATE]: asIs,
+        [OID.time]: asIs,
+      },
+    });
+    await pg.exec("SET TIME ZONE 'UTC'");
+    const db = new Kysely({ dialect: new PGliteDialect(pg) });
+    return {
+      db,
+      engine: 'pglite',
+      close: async () => {
+        await db.destroy();
+        lock?.release();
+      },
+    };
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
+}

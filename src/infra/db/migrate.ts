@@ -1,0 +1,47 @@
+// Versioned migrations: plain SQL files in /migrations, applied in name order, each in its
+// own transaction and recorded in schema_migrations. On PostgreSQL an advisory lock keeps
+// several instances starting at once from racing.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
+import type { Db } from './database.ts';
+
+const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../migrations');
+const LOCK_ID = 4_242_001;
+
+export async function migrate(db: Db): Promise<string[]> {
+  const files = fs
+    .readdirSync(MIGRATIONS_DIR)
+    .filter((f) => /^\d+_.*\.sql$/.test(f))
+    .sort();
+  const applied: string[] = [];
+  await db.transaction().execute(async (tx) => {
+    await sql`SELECT pg_advisory_xact_lock(${LOCK_ID})`.execute(tx);
+    await sql`CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(
+      tx,
+    );
+    const done = new Set((await sql<{ name: string }>`SELECT name FROM schema_migrations`.execute(tx)).rows.map((r) => r.name));
+    for (const file of files) {
+      if (done.has(file)) continue;
+      for (const statement of splitStatements(fs.readFileSync(path.join(MIGRATIONS_DIR, file), 'utf8'))) {
+        await sql.raw(statement).execute(tx);
+      }
+      await sql`INSERT INTO schema_migrations (name) VALUES (${file})`.execute(tx);
+      applied.push(file);
+    }
+  });
+  return applied;
+}
+
+/**
+ * Both drivers run one statement per query (PGlite prepares every query), so a migration file
+ * is split at semicolons that end a line. Migrations keep to that form: no function bodies.
+ */
+export function splitStatements(text: string): string[] {
+  return text
+    .replace(/^\s*--.*$/gm, '')
+    .split(/;\s*$/m)
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

@@ -1,0 +1,178 @@
+// Rate-limit counters shared through Redis by every instance, failing open to in-process counters while Redis is away.
+//
+// Decision (DECISIONS B.16): when Redis is unreachable the service keeps answering and counts per instance
+// (fail open). Rate limiting protects capacity and fairness; it is not an authorization check, so losing the
+// shared counters must not take the API down with it — that would turn a cache outage into a full outage.
+// Each instance still enforces every limit with its own counters meanwhile, so a single client gets at most
+// (number of instances) × its limits. The outage is logged once when it starts and once when it ends (not per
+// request) and shows in `healthy()` for readiness and metrics. Only the database's loss gives 503.
+//
+// A dead Redis adds no latency per request: the offline queue is disabled (a command on a broken connection
+// fails at once), connecting and each command have short timeouts, and after one failure requests go straight
+// to the memory counters until a background probe (or a reconnection) shows Redis works again.
+//
+// Atomicity: one Lua script (EVALSHA via `defineCommand`) increments every layer of a request and sets the
+// expiry of new counters in ONE round trip, so N instances sharing Redis let exactly as many requests through
+// as one instance would. The window start is in the key and the expiry is relative to the caller's clock, so
+// an injected clock works against a real Redis. Instances derive windows from their own clocks: keep them on
+// NTP (a skew only matters for requests within that skew of a window boundary).
+import { Redis } from 'ioredis';
+import type { FastifyBaseLogger } from 'fastify';
+import { counterKey, decide, type Decision, type Layer } from './layers.ts';
+import { MemoryRateLimitStore } from './memory-store.ts';
+import type { RateLimitStore } from './store.ts';
+
+const CHARGE_SCRIPT = `
+local counts = {}
+for i, key in ipairs(KEYS) do
+  local count = redis.call('INCR', key)
+  if count == 1 then redis.call('PEXPIRE', key, ARGV[i]) end
+  counts[i] = count
+end
+return counts
+`;
+const COMMAND = 'balcaoRateLimitCharge';
+type ChargeCommand = (numKeys: number, ...keysThenTtls: (string | number)[]) => Promise<number[]>;
+
+/** Counters live a little past their window so an instance whose clock lags slightly still finds them. */
+const EXPIRY_SLACK_MS = 5_000;
+const PROBE_SUBJECT = 'health-probe';
+const PROBE_LAYER: Layer = { name: 'probe', limit: Number.MAX_SAFE_INTEGER, windowMs: 1_000 };
+
+export interface RedisStoreOptions {
+  url: string;
+  logger: FastifyBaseLogger;
+  keyPrefix: string;
+  now?: () => number;
+  connectTimeoutMs?: number;
+  /** Longest a request may wait on a Redis that accepts connections but does not answer. */
+  commandTimeoutMs?: number;
+  /** How often to retry Redis after a failed command while the connection looks open. */
+  probeEveryMs?: number;
+  maxReconnectDelayMs?: number;
+}
+
+type State = 'starting' | 'up' | 'down';
+
+export class RedisRateLimitStore implements RateLimitStore {
+  readonly kind = 'redis' as const;
+  private readonly client: Redis;
+  private readonly fallback: MemoryRateLimitStore;
+  private readonly logger: FastifyBaseLogger;
+  private readonly prefix: string;
+  private readonly now: () => number;
+  private readonly probeEveryMs: number;
+  private state: State = 'starting';
+  private lastError = 'not connected yet';
+  private probe: NodeJS.Timeout | undefined;
+  private closed = false;
+  /** Settles on the first connection attempt's outcome: only requests arriving before it wait, once. */
+  private readonly started: Promise<void>;
+
+  constructor(options: RedisStoreOptions) {
+    this.logger = options.logger;
+    this.prefix = options.keyPrefix;
+    this.now = options.now ?? Date.now;
+    this.probeEveryMs = options.probeEveryMs ?? 1_000;
+    this.fallback = new MemoryRateLimitStore(options.keyPrefix);
+    const connectTimeout = options.connectTimeoutMs ?? 1_000;
+    const maxReconnectDelay = options.maxReconnectDelayMs ?? 1_000;
+    this.client = new Redis(options.url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout,
+      commandTimeout: options.commandTimeoutMs ?? 250,
+      retryStrategy: (attempt) => Math.min(attempt * 100, maxReconnectDelay),
+    });
+    this.client.defineCommand(COMMAND, { lua: CHARGE_SCRIPT });
+    // Without a listener ioredis prints every failed reconnection; transitions are logged once instead.
+    this.client.on('error', (err: Error) => {
+      this.lastError = err.message;
+    });
+    this.client.on('ready', () => this.markUp());
+    this.client.on('close', () => this.markDown(this.lastError === '' ? 'connection closed' : this.lastError));
+    this.started = new Promise<void>((resolve) => {
+      const settle = () => {
+        clearTimeout(timer);
+        this.client.off('ready', settle);
+        this.client.off('close', settle);
+        resolve();
+      };
+      const timer = setTimeout(settle, connectTimeout + 100);
+      timer.unref();
+      this.client.once('ready', settle);
+      this.client.once('close', settle);
+    });
+  }
+
+  async charge(subject: string, layers: readonly Layer[], now: number): Promise<Decision> {
+    if (this.state === 'starting') await this.started;
+    if (this.state === 'up') {
+      try {
+        return decide(layers, await this.count(subject, layers, now), now);
+      } catch (err) {
+        this.markDown(err instanceof Error ? err.message : String(err));
+      }
+    }
+    return this.fallback.charge(subject, layers, now);
+  }
+
+  healthy(): boolean {
+    return this.state === 'up';
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.stopProbe();
+    this.client.disconnect(false);
+    await this.fallback.close();
+  }
+
+  private count(subject: string, layers: readonly Layer[], now: number): Promise<number[]> {
+    const keys = layers.map((layer) => counterKey(this.prefix, subject, layer, now));
+    const ttls = layers.map((layer) => layer.windowMs - (now % layer.windowMs) + EXPIRY_SLACK_MS);
+    const command = (this.client as unknown as Record<string, ChargeCommand>)[COMMAND] as ChargeCommand;
+    return command.call(this.client, keys.length, ...keys, ...ttls);
+  }
+
+  private markUp(): void {
+    if (this.closed || this.state === 'up') return;
+    const recovered = this.state === 'down';
+    this.state = 'up';
+    this.lastError = '';
+    this.stopProbe();
+    // Counts taken during the outage are per instance; dropping them keeps the next outage from starting stale.
+    this.fallback.clear();
+    if (recovered) this.logger.info({ rateLimitStore: 'redis' }, 'rate limits: Redis reachable again; counters are shared again');
+    else this.logger.info({ rateLimitStore: 'redis' }, 'rate limits: counters shared through Redis');
+  }
+
+  private markDown(reason: string): void {
+    if (this.closed || this.state === 'down') return;
+    this.state = 'down';
+    this.logger.warn(
+      { rateLimitStore: 'redis', reason },
+      'rate limits: Redis unreachable; failing open to per-instance counters until it is back',
+    );
+    this.startProbe();
+  }
+
+  // A command can fail while the connection stays open (a hung or read-only server), in which case no
+  // 'ready' event will announce recovery: probe with the real script until it succeeds.
+  private startProbe(): void {
+    if (this.probe) return;
+    this.probe = setInterval(() => {
+      if (this.client.status !== 'ready') return;
+      this.count(PROBE_SUBJECT, [PROBE_LAYER], this.now()).then(
+        () => this.markUp(),
+        () => {},
+      );
+    }, this.probeEveryMs);
+    this.probe.unref();
+  }
+
+  private stopProbe(): void {
+    if (this.probe) clearInterval(this.probe);
+    this.probe = undefined;
+  }
+}

@@ -1,0 +1,14 @@
+// The rate-limit store interface: counts one request in all its layers at once, then evaluates them.
+import type { Decision, Layer } from './layers.ts';
+
+export interface RateLimitStore {
+  readonly kind: 'memory' | 'redis';
+  /**
+   * Counts one request of `subject` in every layer (a refused request counts too), then evaluates the layers
+   * in the order given. Atomic: concurrent charges never see the same count, so a limit N lets exactly N through.
+   */
+  charge(subject: string, layers: readonly Layer[], now: number): Promise<Decision>;
+  /** False while the store runs on a fallback (Redis unreachable). */
+  healthy(): boolean;
+  close(): Promise<void>;
+}

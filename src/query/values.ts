@@ -1,0 +1,97 @@
+// Typed values of the query language: a raw string (filter value) or a cursor's JSON value is
+// parsed by the field's kind into the canonical text PostgreSQL casts back, or refused (null).
+import type { FieldKind } from '../schemas/common.ts';
+
+/** The PostgreSQL type a parameter of each kind is cast to; integers go through numeric so no
+ *  out-of-range value can make the cast fail. */
+export const SQL_TYPE: Readonly<Record<FieldKind, string>> = {
+  uuid: 'uuid',
+  text: 'text',
+  number: 'numeric',
+  integer: 'numeric',
+  boolean: 'boolean',
+  date: 'date',
+  time: 'time',
+  timestamp: 'timestamptz',
+  json: 'jsonb',
+  text_array: 'text[]',
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DECIMAL = /^[-+]?(?:\d+(?:\.\d*)?|\.\d+)$/;
+const INTEGER = /^[-+]?\d+$/;
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const TIME = /^(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?$/;
+// Date-time with optional seconds, fraction and zone; `+` may have become a space in the query string.
+const TIMESTAMP = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+\- ]\d{2}(?::?\d{2})?)?$/i;
+// What a cursor stores for a timestamp: PostgreSQL's full microsecond precision, UTC.
+const CURSOR_TIMESTAMP = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})\.\d{6}Z$/;
+const MAX_DIGITS = 40;
+
+export const isUuid = (value: string): boolean => UUID.test(value);
+
+function validDate(value: string): boolean {
+  const m = DATE.exec(value);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (y < 1 || mo < 1 || mo > 12 || d < 1) return false;
+  return d <= new Date(Date.UTC(y, mo, 0)).getUTCDate();
+}
+
+const validClock = (h: number, mi: number, s: number): boolean => h < 24 && mi < 60 && s < 60;
+
+/** A timestamp filter value as epoch milliseconds (a bare date is midnight UTC), or null. */
+export function parseTimestampMs(value: string): number | null {
+  if (validDate(value)) return Date.parse(`${value}T00:00:00Z`);
+  const m = TIMESTAMP.exec(value);
+  if (!m || !validDate(m[1] as string)) return null;
+  if (!validClock(Number(m[2]), Number(m[3]), Number(m[4] ?? 0))) return null;
+  const zone = (m[6] ?? 'Z').replace(/^ /, '+');
+  const offset = zone.toUpperCase() === 'Z' ? 'Z' : zone.length === 3 ? `${zone}:00` : zone.includes(':') ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
+  const fraction = (m[5] ?? '').slice(0, 4);
+  const ms = Date.parse(`${m[1]}T${m[2]}:${m[3]}:${m[4] ?? '00'}${fraction}${offset}`);
+  return Number.isNaN(ms) ? null : ms;
+}
+
+/** A scalar filter value parsed by kind into the text sent as a cast parameter; null = refused.
+ *  Timestamps come back as epoch milliseconds (the compiler turns them into ranges). */
+export function parseScalar(kind: FieldKind, raw: string): string | number | null {
+  switch (kind) {
+    case 'uuid':
+      return UUID.test(raw) ? raw.toLowerCase() : null;
+    case 'text':
+      return raw.includes('\u0000') ? null : raw;
+    case 'number':
+      return raw.length <= MAX_DIGITS && DECIMAL.test(raw) ? raw : null;
+    case 'integer':
+      return raw.length <= MAX_DIGITS && INTEGER.test(raw) ? raw : null;
+    case 'boolean':
+      return raw === 'true' || raw === 'false' ? raw : null;
+    case 'date':
+      return validDate(raw) ? raw : null;
+    case 'time': {
+      const m = TIME.exec(raw);
+      return m && validClock(Number(m[1]), Number(m[2]), Number(m[3] ?? 0)) ? raw : null;
+    }
+    case 'timestamp':
+      return parseTimestampMs(raw);
+    default:
+      return null;
+  }
+}
+
+/** A sort value read back from a cursor (JSON), checked by kind; undefined = refused. */
+export function parseCursorValue(kind: FieldKind, value: unknown): string | null | undefined {
+  if (value === null) return null;
+  if (kind === 'number' || kind === 'integer') {
+    if (typeof value !== 'number' || !Number.isFinite(value) || (kind === 'integer' && !Number.isInteger(value))) return undefined;
+    return String(value);
+  }
+  if (typeof value !== 'string') return undefined;
+  if (kind === 'timestamp') {
+    const m = CURSOR_TIMESTAMP.exec(value);
+    return m && validDate(m[1] as string) && validClock(Number(m[2]), Number(m[3]), Number(m[4])) ? value : undefined;
+  }
+  const parsed = parseScalar(kind, value);
+  return typeof parsed === 'string' ? parsed : undefined;
+}

@@ -1,0 +1,60 @@
+// GET /v1/me: the calling key and its account (SPEC 2.11). No scope, no module.
+import { type Static, Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { MODULES } from '../domain/modules.ts';
+import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
+import type { AuthContext } from '../http/context.ts';
+
+export const MeSchema = Type.Object(
+  {
+    team_id: Type.String({ format: 'uuid' }),
+    team_name: Type.Union([Type.String(), Type.Null()]),
+    key_id: Type.String({ format: 'uuid' }),
+    key_name: Type.String(),
+    key_last4: Type.String({ minLength: 4, maxLength: 4, description: 'Last four characters of the key.' }),
+    key_prefix: Type.Union([Type.Literal('live'), Type.Literal('test')]),
+    scopes: Type.Array(Type.String(), { examples: [['customers:write', 'sales:read']] }),
+    plan_code: Type.String({ examples: ['pro'] }),
+    modules: Type.Array(Type.String({ enum: [...MODULES] }), { description: 'Enabled modules.' }),
+    rate_limits: Type.Object({
+      burst_per_second: Type.Integer(),
+      requests_per_minute_read: Type.Integer(),
+      requests_per_minute_write: Type.Integer(),
+      requests_per_day_total: Type.Integer(),
+    }),
+  },
+  { $id: 'Me', title: 'Me' },
+);
+
+export type Me = Static<typeof MeSchema>;
+
+export function describeKey(auth: AuthContext): Me {
+  return {
+    team_id: auth.accountId,
+    team_name: auth.accountName,
+    key_id: auth.keyId,
+    key_name: auth.keyName,
+    key_last4: auth.keyLast4,
+    key_prefix: auth.mode,
+    scopes: [...auth.scopes],
+    plan_code: auth.planCode,
+    modules: MODULES.filter((m) => auth.modules.includes(m)),
+    rate_limits: { ...auth.rateLimits },
+  };
+}
+
+export function registerMeRoute(app: FastifyInstance) {
+  app.get(
+    '/v1/me',
+    {
+      config: { operationId: 'me.get' },
+      schema: {
+        operationId: 'me.get',
+        summary: 'Describe the calling API key',
+        tags: ['Me'],
+        response: { 200: itemEnvelopeSchema(MeSchema) },
+      },
+    },
+    async (request) => itemEnvelope(request, describeKey(request.auth as AuthContext)),
+  );
+}

@@ -1,0 +1,164 @@
+// Starts the real app on 127.0.0.1 (random port) over a fresh database: PGlite in memory by
+// default, or a throwaway PostgreSQL database when TEST_DATABASE_URL is set (CI runs the
+// suite both ways). Exposes helpers to create accounts and keys the way the CLI does.
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import postgres from 'postgres';
+import { createAccount, type AccountRow } from '../../src/accounts/account-repository.ts';
+import { createKey } from '../../src/accounts/key-repository.ts';
+import { buildApp } from '../../src/app.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
+import type { KeyMode } from '../../src/domain/api-keys.ts';
+import { MODULES, type ModuleName } from '../../src/domain/modules.ts';
+import type { PlanCode, RateLimitOverrides } from '../../src/domain/plans.ts';
+import { type Database, type Db, openDatabase } from '../../src/infra/db/database.ts';
+import { migrate } from '../../src/infra/db/migrate.ts';
+import type { RateLimiter } from '../../src/http/rate-limit.ts';
+
+export interface TestServerOptions {
+  env?: Record<string, string>;
+  rateLimiter?: RateLimiter;
+  now?: () => number;
+  /** Use this database instead of a fresh one (e.g. two instances over one database). */
+  database?: Database;
+}
+
+export interface AccountOptions {
+  name?: string;
+  plan?: PlanCode;
+  modules?: ModuleName[] | 'all';
+  readOnly?: boolean;
+  apiEnabled?: boolean;
+  rateLimits?: Partial<RateLimitOverrides>;
+}
+
+export interface KeyOptions {
+  name?: string;
+  scopes?: string[];
+  test?: boolean;
+  expiresAt?: Date | null;
+  allowedIps?: string[];
+}
+
+export interface TestResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface TestServer {
+  url: string;
+  app: FastifyInstance;
+  db: Db;
+  database: Database;
+  config: Config;
+  createAccount(options?: AccountOptions): Promise<AccountRow>;
+  createKey(accountId: string, options?: KeyOptions): Promise<{ id: string; key: string }>;
+  /** An account with every module and a `*:write` key: the common case. */
+  createAccountWithKey(options?: AccountOptions & KeyOptions): Promise<{ account: AccountRow; key: string; keyId: string }>;
+  request<T = any>(
+    method: string,
+    path: string,
+    options?: { key?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<TestResponse<T>>;
+  close(): Promise<void>;
+}
+
+/** A fresh database: in-memory PGlite, or a new PostgreSQL database named for this server. */
+export async function openTestDatabase(): Promise<Database & { drop: () => Promise<void> }> {
+  const adminUrl = process.env.TEST_DATABASE_URL;
+  if (!adminUrl) {
+    const database = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://' });
+    await migrate(database.db);
+    return { ...database, drop: async () => {} };
+  }
+  const name = `balcao_test_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '' });
+  await migrate(database.db);
+  return {
+    ...database,
+    drop: async () => {
+      const again = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      await again.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await again.end();
+    },
+  };
+}
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const ownDatabase = options.database ? undefined : await openTestDatabase();
+  const database = options.database ?? (ownDatabase as Database);
+  const config = loadConfig({ PORT: '0', BALCAO_PUBLIC_URL: 'http://balcao.test', ...options.env });
+  const app = await buildApp({ config, database, rateLimiter: options.rateLimiter, now: options.now, logger: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+
+  const server: TestServer = {
+    url,
+    app,
+    db: database.db,
+    database,
+    config,
+    async createAccount(o = {}) {
+      return createAccount(database.db, {
+        name: o.name ?? 'Loja Teste',
+        plan_code: o.plan ?? 'enterprise',
+        modules: o.modules === 'all' || o.modules === undefined ? [...MODULES] : o.modules,
+        read_only: o.readOnly ?? false,
+        api_enabled: o.apiEnabled ?? true,
+        rate_limit_overrides: o.rateLimits,
+      });
+    },
+    async createKey(accountId, o = {}) {
+      const mode: KeyMode = o.test ? 'test' : 'live';
+      const { row, key } = await createKey(database.db, {
+        accountId,
+        name: o.name ?? 'test key',
+        mode,
+        scopes: o.scopes ?? ['*:write'],
+        allowedIps: o.allowedIps ?? [],
+        expiresAt: o.expiresAt ?? null,
+        brand: config.keyBrand,
+      });
+      return { id: row.id, key };
+    },
+    async createAccountWithKey(o = {}) {
+      const account = await server.createAccount(o);
+      const { id, key } = await server.createKey(account.id, o);
+      return { account, key, keyId: id };
+    },
+    async request(method, path, o = {}) {
+      const headers: Record<string, string> = { ...o.headers };
+      if (o.key) headers.authorization = `Bearer ${o.key}`;
+      let body: string | undefined;
+      if (o.body !== undefined) {
+        body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const res = await fetch(url + path, { method, headers, body });
+      const text = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: res.status, headers: res.headers, body: parsed as any, text };
+    },
+    async close() {
+      await app.close();
+      if (ownDatabase) {
+        await ownDatabase.close();
+        await ownDatabase.drop();
+      }
+    },
+  };
+  return server;
+}

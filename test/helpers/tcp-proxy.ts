@@ -1,0 +1,85 @@
+// A TCP relay in front of a server, to make it vanish (stop), come back (resume) or hang (freeze) in tests.
+import net from 'node:net';
+
+export class TcpProxy {
+  private server: net.Server | undefined;
+  private readonly sockets = new Set<net.Socket>();
+  private readonly held: Array<() => void> = [];
+  private frozen = false;
+  port = 0;
+
+  private constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {}
+
+  static async start(targetHost: string, targetPort: number): Promise<TcpProxy> {
+    const proxy = new TcpProxy(targetHost, targetPort);
+    await proxy.listen(0);
+    return proxy;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** Refuses new connections and cuts the open ones, as a dead server would. */
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** Accepts connections again on the same port. */
+  async resume(): Promise<void> {
+    await this.listen(this.port);
+  }
+
+  /** Keeps connections open but forwards nothing, as a hung server would. */
+  freeze(): void {
+    this.frozen = true;
+  }
+
+  thaw(): void {
+    this.frozen = false;
+    for (const deliver of this.held.splice(0)) deliver();
+  }
+
+  private forward(from: net.Socket, to: net.Socket): void {
+    from.on('data', (chunk) => {
+      const deliver = () => {
+        if (!to.destroyed) to.write(chunk);
+      };
+      if (this.frozen) this.held.push(deliver);
+      else deliver();
+    });
+  }
+
+  private listen(port: number): Promise<void> {
+    const server = net.createServer((client) => {
+      const upstream = net.connect(this.targetPort, this.targetHost);
+      this.sockets.add(client);
+      this.sockets.add(upstream);
+      this.forward(client, upstream);
+      this.forward(upstream, client);
+      const close = () => {
+        client.destroy();
+        upstream.destroy();
+        this.sockets.delete(client);
+        this.sockets.delete(upstream);
+      };
+      client.on('close', close).on('error', close);
+      upstream.on('close', close).on('error', close);
+    });
+    this.server = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        this.port = (server.address() as net.AddressInfo).port;
+        resolve();
+      });
+    });
+  }
+}
