@@ -21,6 +21,8 @@ export interface TestServerOptions {
   now?: () => number;
   /** Use this database instead of a fresh one (e.g. two instances over one database). */
   database?: Database;
+  /** Routes registered before listening (failure injection). */
+  extraRoutes?: (app: FastifyInstance) => void;
 }
 
 export interface AccountOptions {
@@ -96,6 +98,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const database = options.database ?? (ownDatabase as Database);
   const config = loadConfig({ PORT: '0', BALCAO_PUBLIC_URL: 'http://balcao.test', ...options.env });
   const app = await buildApp({ config, database, rateLimiter: options.rateLimiter, now: options.now, logger: false });
+  options.extraRoutes?.(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -131,7 +134,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     },
     async createAccountWithKey(o = {}) {
       const account = await server.createAccount(o);
-      const { id, key } = await server.createKey(account.id, o);
+      const { id, key } = await server.createKey(account.id, { ...o, name: undefined });
       return { account, key, keyId: id };
     },
     async request(method, path, o = {}) {

@@ -1,0 +1,112 @@
+// Runs the real `balcao` command in a child process against a scratch database: a temp
+// BALCAO_DATA_DIR, or a fresh PostgreSQL database when TEST_DATABASE_URL is set.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+
+export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/balcao.js');
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface ScratchEnv {
+  env: Record<string, string>;
+  cleanup(): Promise<void>;
+}
+
+export async function scratchEnv(): Promise<ScratchEnv> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-cli-'));
+  const adminUrl = process.env.TEST_DATABASE_URL;
+  if (!adminUrl) {
+    return { env: { BALCAO_DATA_DIR: dir }, cleanup: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `balcao_cli_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    env: { DATABASE_URL: url.toString(), BALCAO_DATA_DIR: dir },
+    cleanup: async () => {
+      const again = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      await again.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await again.end();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const childEnv = (env: Record<string, string>) => {
+  const { TEST_DATABASE_URL: _t, DATABASE_URL: _d, REDIS_URL: _r, ...rest } = process.env;
+  return { ...rest, LOG_LEVEL: 'warn', ...env };
+};
+
+export function balcao(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: childEnv(env), timeout: 60_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export async function balcaoJson<T = any>(args: string[], env: Record<string, string>): Promise<T> {
+  const r = await balcao([...args, '--json'], env);
+  if (r.code !== 0) throw new Error(`balcao ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+export interface RunningServer {
+  child: ChildProcess;
+  url: string;
+  stdout: string;
+  stop(): Promise<void>;
+}
+
+/** Starts `balcao <command> --json` (serve or demo) on a free port and waits for its JSON line. */
+export function startServe(command: 'serve' | 'demo', env: Record<string, string>): Promise<RunningServer & { announced: any }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, command, '--json'], { env: childEnv({ PORT: '0', HOST: '127.0.0.1', ...env }) });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`balcao ${command} did not start: ${stderr}`));
+    }, 60_000);
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      const line = stdout.split('\n').find((l) => l.trim().startsWith('{'));
+      if (line && stdout.includes('\n')) {
+        clearTimeout(timer);
+        const announced = JSON.parse(line);
+        resolve({
+          child,
+          url: announced.url,
+          stdout,
+          announced,
+          stop: () =>
+            new Promise((done) => {
+              if (child.exitCode !== null) return done();
+              child.once('exit', () => done());
+              child.kill('SIGTERM');
+            }),
+        });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`balcao ${command} exited with ${code}: ${stderr}`));
+    });
+  });
+}
