@@ -10,6 +10,8 @@ import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts';
 import { generateRequestId } from './http/request-id.ts';
 import { trackRoutes } from './http/route-table.ts';
 import { registerMeRoute } from './resources/me.ts';
+import { registerReadRoutes } from './resources/read-routes.ts';
+import { registerWriteRoutes } from './resources/write-routes.ts';
 import './http/context.ts';
 
 export interface AppDeps {
@@ -61,6 +63,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   registerMeRoute(app);
+  registerReadRoutes(app, deps);
+  registerWriteRoutes(app, deps);
 
   return app;
 }

@@ -18,7 +18,12 @@ after(() => redis.close());
 const T0 = Date.UTC(2031, 4, 6, 12, 0, 0);
 const NEXT_UTC_MIDNIGHT = Date.UTC(2031, 4, 7);
 
-const WIDE: RateLimits = { burst_per_second: 1000, requests_per_minute_read: 1000, requests_per_minute_write: 1000, requests_per_day_total: 100_000 };
+const WIDE: RateLimits = {
+  burst_per_second: 1000,
+  requests_per_minute_read: 1000,
+  requests_per_minute_write: 1000,
+  requests_per_day_total: 100_000,
+};
 
 function authWith(limits: Partial<RateLimits>): AuthContext {
   return {
@@ -70,7 +75,8 @@ async function outcome(run: (reply: FastifyReply) => Promise<void>): Promise<Out
   }
 }
 
-const charge = (limiter: RateLimiter, auth: AuthContext, access: 'read' | 'write') => outcome((reply) => limiter.chargeKey(auth, access, reply));
+const charge = (limiter: RateLimiter, auth: AuthContext, access: 'read' | 'write') =>
+  outcome((reply) => limiter.chargeKey(auth, access, reply));
 const chargeIp = (limiter: RateLimiter, ip: string) => outcome((reply) => limiter.chargeAnonymous(ip, reply));
 
 async function chargeTimes(limiter: RateLimiter, auth: AuthContext, access: 'read' | 'write', times: number): Promise<Outcome[]> {
@@ -113,7 +119,8 @@ const cases: StoreCase[] = [
   {
     name: 'redis',
     store: 'redis',
-    make: (clock) => createRateLimiter({ redisUrl: redis.url, keyPrefix: redis.newPrefix(), now: clock.now, logger: recordingLogger().logger }),
+    make: (clock) =>
+      createRateLimiter({ redisUrl: redis.url, keyPrefix: redis.newPrefix(), now: clock.now, logger: recordingLogger().logger }),
   },
 ];
 
@@ -287,7 +294,13 @@ describe('two limiters sharing one Redis', () => {
       const results = await Promise.all(Array.from({ length: 60 }, (_, i) => charge(i % 2 === 0 ? a : b, auth, 'write')));
       assert.equal(allowed(results), 25);
       for (const r of results) if (!r.ok) assert.equal(r.error.detail, 'per minute');
-      assert.deepEqual([a.status(), b.status()], [{ store: 'redis', healthy: true }, { store: 'redis', healthy: true }]);
+      assert.deepEqual(
+        [a.status(), b.status()],
+        [
+          { store: 'redis', healthy: true },
+          { store: 'redis', healthy: true },
+        ],
+      );
     } finally {
       await Promise.all([a.close(), b.close()]);
     }

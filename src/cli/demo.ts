@@ -3,6 +3,7 @@
 import type { Command } from 'commander';
 import { createAccount, findDemoAccount } from '../accounts/account-repository.ts';
 import { createKey } from '../accounts/key-repository.ts';
+import { seedDemoData } from '../demo/seed-demo-data.ts';
 import { MODULES } from '../domain/modules.ts';
 import { commandContext, output } from './runtime.ts';
 import { openMigrated, startServing } from './serve.ts';
@@ -20,7 +21,8 @@ export function registerDemoCommand(program: Command): void {
       if (!account) {
         account = await database.db.transaction().execute(async (tx) => {
           const row = await createAccount(tx, { name: 'Pet & Beleza Demo Ltda', plan_code: 'enterprise', modules: [...MODULES], is_demo: true });
-          await seedDemo(tx, row.id);
+          await seedDemoData(tx, row.id, 'live');
+          await seedDemoData(tx, row.id, 'test');
           return row;
         });
       }
@@ -47,8 +49,4 @@ export function registerDemoCommand(program: Command): void {
         ].join('\n'),
       );
     });
-}
-
-async function seedDemo(_db: unknown, _teamId: string): Promise<void> {
-  // Wired to the demo data generator (src/demo) once it lands.
 }

@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { DataDirInUseError } from '../infra/db/data-dir-lock.ts';
 import { registerAccountsCommand } from './accounts.ts';
 import { registerDemoCommand } from './demo.ts';
+import { registerImportCommand } from './import.ts';
 import { registerKeysCommand } from './keys.ts';
 import { registerMigrateCommand } from './migrate.ts';
 import { CliError, fail } from './runtime.ts';
@@ -18,6 +19,7 @@ registerServeCommand(program);
 registerMigrateCommand(program);
 registerAccountsCommand(program);
 registerKeysCommand(program);
+registerImportCommand(program);
 registerDemoCommand(program);
 
 try {

@@ -1,6 +1,6 @@
 // Exact decimal arithmetic for money and quantities (DECISIONS B.5): amounts never pass
 // through binary floating point; money rounds half-up to 2 places, quantities to 3.
-import Decimal from 'decimal.js';
+import { Decimal } from 'decimal.js';
 
 /** A private Decimal constructor, so no other module's global settings can change ours. */
 const D = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_UP });

@@ -1,11 +1,211 @@
-// PLACEHOLDER until the write API lands: Ajv errors → errors[] of a 422.
+// Validation of write bodies (DECISIONS B.7, B.8): one Ajv instance compiles the write schemas
+// (every error, no coercion, unknown fields dropped) and its errors become `errors[]` items
+// `{field: 'items[3].quantity', code, message}` with stable codes and pt-BR messages.
+import { Ajv, type ErrorObject } from 'ajv';
+import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 import type { FieldError } from '../errors/app-error.ts';
 
-export function toFieldErrors(validation: FastifySchemaValidationError[]): FieldError[] {
-  return validation.map((e) => ({
-    field: e.instancePath.replace(/^\//, '').replace(/\/(\d+)/g, '[$1]').replace(/\//g, '.') || 'body',
-    code: 'invalid',
-    message: 'Valor inválido.',
-  }));
+type ValidationError = Pick<FastifySchemaValidationError, 'keyword' | 'instancePath' | 'params'> & { schemaPath?: string; message?: string };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATE_TIME = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:[Zz]|[+-](\d{2}):?(\d{2}))?$/;
+const EMAIL = /^[^\s@"(),:;<>[\]\\]+@[^\s@"(),:;<>[\]\\.]+(?:\.[^\s@"(),:;<>[\]\\.]+)+$/;
+
+/** A real calendar day (2026-02-30 is refused) that PostgreSQL stores (year 1 onwards). */
+export function isCalendarDate(value: string): boolean {
+  const m = DATE.exec(value);
+  if (!m) return false;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] as number;
+  return day <= days;
+}
+
+/** ISO 8601 / RFC 3339 timestamp; without an offset it is read as UTC (the sessions' zone). */
+export function isTimestamp(value: string): boolean {
+  const m = DATE_TIME.exec(value);
+  if (!m || !isCalendarDate(m[1] as string)) return false;
+  const [hour, minute, second] = [Number(m[2]), Number(m[3]), Number(m[4] ?? 0)];
+  if (hour > 23 || minute > 59 || second > 59) return false;
+  return m[5] === undefined || (Number(m[5]) <= 23 && Number(m[6]) <= 59);
+}
+
+function createBodyAjv(): Ajv {
+  const ajv = new Ajv({
+    allErrors: true, // bodies and arrays are bounded (1 MiB, 200 items), so this is safe
+    coerceTypes: false,
+    removeAdditional: 'all', // unknown and read-only fields are ignored, never refused
+    useDefaults: false, // defaults are applied by the rules, so PATCH never gains a field
+    strict: false, // schemas carry annotations (x-balcao-type, examples)
+    validateFormats: true,
+  });
+  ajv.addFormat('uuid', (v: string) => UUID.test(v));
+  ajv.addFormat('date', isCalendarDate);
+  ajv.addFormat('date-time', isTimestamp);
+  ajv.addFormat('email', (v: string) => v.length <= 254 && EMAIL.test(v));
+  return ajv;
+}
+
+const bodyAjv = createBodyAjv();
+
+/** A body that is absent or JSON `null` is reported as one `body` / `required` error. */
+const MISSING_BODY: FastifySchemaValidationError = { keyword: 'required', instancePath: '', schemaPath: '#/required', params: {}, message: 'body is required' };
+
+const acceptAll = () => true;
+
+/**
+ * Route-level validator compiler of the write routes: bodies through our Ajv; params and the
+ * rest are documentation only (a malformed id is a 404, decided by the engine, not a 422).
+ */
+export const writeValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  if (httpPart !== 'body') return acceptAll;
+  const validate = bodyAjv.compile(schema as object);
+  const run = (data: unknown) => {
+    if (data === null || data === undefined) {
+      run.errors = [MISSING_BODY];
+      return false;
+    }
+    const ok = validate(data);
+    run.errors = ok ? null : (validate.errors ?? []);
+    return ok;
+  };
+  run.errors = null as FastifySchemaValidationError[] | ErrorObject[] | null;
+  return run;
+};
+
+/** JSON pointer `/items/3/quantity` → `items[3].quantity`. */
+export function fieldPath(instancePath: string, child?: string): string {
+  const parts = instancePath.split('/').slice(1);
+  if (child !== undefined && child !== '') parts.push(child);
+  let out = '';
+  for (const raw of parts) {
+    const part = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (/^\d+$/.test(part)) out += `[${part}]`;
+    else out += out ? `.${part}` : part;
+  }
+  return out || 'body';
+}
+
+const TYPE_NAMES: Record<string, string> = {
+  string: 'texto',
+  number: 'número',
+  integer: 'número inteiro',
+  boolean: 'booleano',
+  object: 'objeto',
+  array: 'lista',
+  null: 'nulo',
+};
+
+// Which error speaks for a field when Ajv reports several (a nullable field reports its
+// non-null branch, the null branch and the anyOf): the most specific one.
+const PRIORITY: Record<string, number> = { required: 0, type: 1, anyOf: 9, oneOf: 9 };
+
+function describe(e: ValidationError): FieldError {
+  const field = fieldPath(e.instancePath, e.keyword === 'required' ? String(e.params.missingProperty ?? '') : undefined);
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'required':
+      return { field, code: 'required', message: field === 'body' ? 'O corpo da requisição é obrigatório.' : 'Campo obrigatório.' };
+    case 'type': {
+      const expected = String(p.type)
+        .split(',')
+        .filter((t) => t !== 'null')
+        .map((t) => TYPE_NAMES[t] ?? t)
+        .join(' ou ');
+      return { field, code: 'invalid_type', message: `Tipo inválido: esperado ${expected || 'outro tipo'}.` };
+    }
+    case 'format':
+      switch (p.format) {
+        case 'uuid':
+          return { field, code: 'invalid_uuid', message: 'Deve ser um UUID válido.' };
+        case 'email':
+          return { field, code: 'invalid_email', message: 'Deve ser um endereço de e-mail válido.' };
+        case 'date':
+          return { field, code: 'invalid_date', message: 'Deve ser uma data válida no formato AAAA-MM-DD.' };
+        case 'date-time':
+          return { field, code: 'invalid_format', message: 'Deve ser uma data e hora ISO 8601 válida (ex.: 2026-11-21T10:00:00Z).' };
+        default:
+          return { field, code: 'invalid_format', message: 'Formato inválido.' };
+      }
+    case 'pattern':
+      return { field, code: 'invalid_format', message: 'Formato inválido.' };
+    case 'minLength':
+      return { field, code: 'too_short', message: `Deve ter pelo menos ${p.limit} caractere(s).` };
+    case 'maxLength':
+      return { field, code: 'too_long', message: `Deve ter no máximo ${p.limit} caracteres.` };
+    case 'minItems':
+      return { field, code: 'too_short', message: `Deve ter pelo menos ${p.limit} item(ns).` };
+    case 'maxItems':
+      return { field, code: 'too_long', message: `Deve ter no máximo ${p.limit} itens.` };
+    case 'minimum':
+      return { field, code: 'too_small', message: `Deve ser maior ou igual a ${p.limit}.` };
+    case 'exclusiveMinimum':
+      return { field, code: 'too_small', message: `Deve ser maior que ${p.limit}.` };
+    case 'maximum':
+      return { field, code: 'too_big', message: `Deve ser menor ou igual a ${p.limit}.` };
+    case 'exclusiveMaximum':
+      return { field, code: 'too_big', message: `Deve ser menor que ${p.limit}.` };
+    case 'enum':
+    case 'const': {
+      const allowed = (p.allowedValues as unknown[] | undefined) ?? [p.allowedValue];
+      return { field, code: 'invalid_enum', message: `Valor não permitido; valores aceitos: ${allowed.join(', ')}.` };
+    }
+    case 'anyOf':
+    case 'oneOf':
+      return { field, code: 'invalid_type', message: 'Tipo inválido.' };
+    default:
+      return { field, code: 'invalid', message: 'Valor inválido.' };
+  }
+}
+
+/**
+ * Ajv errors → one FieldError per refused field, in the order of the body. Also used by the
+ * app's error handler for any Fastify body validation failure.
+ */
+export function toFieldErrors(validation: readonly ValidationError[]): FieldError[] {
+  const byField = new Map<string, { rank: number; error: FieldError }>();
+  for (const e of validation) {
+    // The `null` branch of a nullable field failing says nothing when the value is not null.
+    if (e.keyword === 'type' && (e.params as { type?: unknown }).type === 'null') continue;
+    const error = describe(e);
+    const rank = PRIORITY[e.keyword] ?? 2;
+    const seen = byField.get(error.field);
+    if (!seen || rank < seen.rank) byField.set(error.field, { rank, error });
+  }
+  // A nullable field whose only complaint was the null branch (cannot happen with our
+  // schemas, but never answer a refused body with an empty list).
+  if (byField.size === 0 && validation.length > 0) {
+    const first = validation[0] as ValidationError;
+    return [describe({ ...first, keyword: first.keyword === 'type' ? 'anyOf' : first.keyword })];
+  }
+  return [...byField.values()].map((v) => v.error);
+}
+
+/** PostgreSQL text cannot hold U+0000; refuse it as a field error instead of failing the insert. */
+export function nulCharacterErrors(body: unknown, path = ''): FieldError[] {
+  if (typeof body === 'string') {
+    return body.includes('\u0000') ? [{ field: fieldPath(path), code: 'invalid_format', message: 'O texto contém caracteres não permitidos.' }] : [];
+  }
+  if (Array.isArray(body)) return body.flatMap((v, i) => nulCharacterErrors(v, `${path}/${i}`));
+  if (body && typeof body === 'object') {
+    return Object.entries(body).flatMap(([k, v]) => nulCharacterErrors(v, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`));
+  }
+  return [];
+}
+
+/** Field errors merged so each field appears once (the first reason wins). */
+export function mergeFieldErrors(...lists: readonly FieldError[][]): FieldError[] {
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const list of lists) {
+    for (const e of list) {
+      if (seen.has(e.field)) continue;
+      seen.add(e.field);
+      out.push(e);
+    }
+  }
+  return out;
 }

@@ -2,7 +2,7 @@
 // so an operator can fix the file; nothing is written when one is thrown.
 
 export interface ImportIssue {
-  /** `resource[index].field`, `resource[index]`, `resource` or `file`. */
+  /** `resource[index].field`, `resource[index]` or `resource`; empty for the file or the account as a whole. */
   path: string;
   message: string;
 }
@@ -13,12 +13,17 @@ export class ImportError extends Error {
   constructor(issues: readonly ImportIssue[], totalIssues = issues.length) {
     const first = issues[0] ?? { path: 'file', message: 'invalid import file' };
     const more = totalIssues - 1;
-    super(`${first.path}: ${first.message}${more > 0 ? ` (and ${more} more ${more === 1 ? 'error' : 'errors'})` : ''}`);
+    super(`${first.path ? `${first.path}: ` : ''}${first.message}${more > 0 ? ` (and ${more} more ${more === 1 ? 'error' : 'errors'})` : ''}`);
     this.name = 'ImportError';
     this.issues = issues;
   }
 
   static at(path: string, message: string): ImportError {
     return new ImportError([{ path, message }]);
+  }
+
+  /** A refusal of the whole import (unreadable file, unknown account). */
+  static plain(message: string): ImportError {
+    return new ImportError([{ path: '', message }]);
   }
 }

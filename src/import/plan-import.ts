@@ -32,7 +32,6 @@ export interface ImportPlan {
 }
 
 const MAX_REPORTED_ISSUES = 50;
-const BIGINT_MAX = 9_223_372_036_854_775_807n;
 
 class Issues {
   readonly list: ImportIssue[] = [];
@@ -63,7 +62,7 @@ export function planImport(file: unknown, specs: ReadonlyMap<string, TableSpec>,
   const table = (name: string) => tables.get(name) as TableContext;
   const plan: ImportPlan = { rows: new Map(), givenIds: new Map(), counts: {}, nested: {}, maxTransactionNumber: null };
 
-  if (!isRecord(file)) throw ImportError.at('file', 'must be a JSON object whose keys are resource names');
+  if (!isRecord(file)) throw ImportError.plain('the file must hold a JSON object whose keys are resource names');
   for (const key of Object.keys(file)) {
     if (!(IMPORT_RESOURCE_NAMES as readonly string[]).includes(key)) {
       issues.add(key, `unknown resource (expected some of ${IMPORT_RESOURCE_NAMES.join(', ')})`);
@@ -194,9 +193,9 @@ function planRecord(issues: Issues, ctx: TableContext, record: unknown, path: st
 }
 
 function trackTransactionNumber(plan: ImportPlan, value: unknown): void {
-  if (typeof value !== 'string' || !/^\d{1,19}$/.test(value)) return;
+  // Numbers of up to 18 digits, as the counter (src/domain/numbering.ts) reads stored ones.
+  if (typeof value !== 'string' || !/^\d{1,18}$/.test(value)) return;
   const n = BigInt(value);
-  if (n > BIGINT_MAX) return;
   if (plan.maxTransactionNumber === null || n > plan.maxTransactionNumber) plan.maxTransactionNumber = n;
 }
 

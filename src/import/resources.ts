@@ -1,7 +1,7 @@
 // What each resource key of an import file (DECISIONS C) maps to: its table, the nested arrays
 // stored in child tables, the values the API would fill in, and the few rules the data model
 // states beyond column types (enums, e-mails, pix keys). Column types come from the database.
-import { randomBytes } from 'node:crypto';
+import { generateExpenseNumber } from '../domain/numbering.ts';
 
 export const IMPORT_RESOURCE_NAMES = [
   'customers',
@@ -34,12 +34,6 @@ export interface ImportResource {
   defaults?: Readonly<Record<string, () => unknown>>;
 }
 
-/** DECISIONS B.6: the form of an expense_number the server generates. */
-const generatedExpenseNumber = () => {
-  const suffix = [...randomBytes(6)].map((b) => (b % 36).toString(36)).join('');
-  return `API-${Date.now()}-${suffix}`;
-};
-
 export const IMPORT_RESOURCES: Readonly<Record<ImportResourceName, ImportResource>> = {
   customers: { table: 'customers' },
   sales: {
@@ -51,7 +45,7 @@ export const IMPORT_RESOURCES: Readonly<Record<ImportResourceName, ImportResourc
     defaults: { transaction_type: () => 'sale' },
   },
   suppliers: { table: 'suppliers' },
-  expenses: { table: 'expenses', defaults: { expense_number: generatedExpenseNumber } },
+  expenses: { table: 'expenses', defaults: { expense_number: () => generateExpenseNumber() } },
   recurring_expenses: { table: 'recurring_expenses' },
   appointments: { table: 'appointments' },
   services: { table: 'services' },

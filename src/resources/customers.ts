@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
 import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { customerWrite } from './writes/customers.ts';
 
 export const customerRow = Type.Object(
   {
@@ -51,4 +52,5 @@ export const customers: ResourceDescriptor = {
     'updated_at',
   ]),
   sorts: ['created_at', 'updated_at', 'full_name'],
+  write: customerWrite,
 };

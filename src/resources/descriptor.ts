@@ -1,7 +1,8 @@
 // What one resource declares; the generic engine (list/get/create/update/delete) does the rest.
-import type { TObject, TSchema } from '@sinclair/typebox';
+import type { TObject } from '@sinclair/typebox';
 import type { ModuleName } from '../domain/modules.ts';
 import type { ScopeResource } from '../domain/scopes.ts';
+import type { WriteRules } from './write-engine.ts';
 
 export const FILTER_OPERATORS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'ilike', 'is_null'] as const;
 export type FilterOperator = (typeof FILTER_OPERATORS)[number];
@@ -39,10 +40,18 @@ export interface ResourceDescriptor {
 }
 
 export interface WriteDescriptor {
-  create?: TSchema;
-  update?: TSchema;
-  /** How DELETE soft-deletes: the column values it sets. */
-  softDelete?: Readonly<Record<string, unknown>>;
+  /** POST body (TypeBox): validation, `Static<>` types and OpenAPI. Fields it does not name are ignored. */
+  create: TObject;
+  /** PATCH body: the fields a PATCH may change, none required. */
+  update: TObject;
+  /** How DELETE soft-deletes: the column values it sets (the record is kept). */
+  softDelete: Readonly<Record<string, unknown>>;
+  /** Body fields naming records that must exist in the caller's tenant: field → table (else 422 `not_found`). */
+  references?: Readonly<Record<string, string>>;
+  /** Includes (names in `includes`) the POST response carries: a created sale answers with its items. */
+  createIncludes?: readonly string[];
+  /** Server-side rules the shared write engine calls at fixed points (cross-field checks, totals, numbering, history). */
+  rules?: WriteRules;
 }
 
 export const ALL_OPERATORS: readonly FilterOperator[] = FILTER_OPERATORS;

@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
 import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { expenseWrite } from './writes/expenses.ts';
 
 export const expenseRow = Type.Object(
   {
@@ -78,6 +79,7 @@ export const expenses: ResourceDescriptor = {
     'created_at',
   ]),
   sorts: ['created_at', 'updated_at', 'payment_date', 'due_date'],
+  write: expenseWrite,
   includes: {
     recurring: { table: 'recurring_expenses', cardinality: 'one', foreignKey: 'recurring_expense_id', item: recurringExpenseRow },
   },

@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
 import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { saleWrite } from './writes/sales.ts';
 
 export const saleRow = Type.Object(
   {
@@ -76,6 +77,7 @@ export const sales: ResourceDescriptor = {
     'updated_at',
   ]),
   sorts: ['created_at', 'updated_at', 'sale_date', 'total_amount'],
+  write: saleWrite,
   // Spelled as the partial keyset indexes' predicate so the planner can use them.
   where: { transaction_type: ['sale', 'order'] },
   includes: {

@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
 import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { supplierWrite } from './writes/suppliers.ts';
 
 export const pixKey = Type.Object({ type: Type.String(), key: Type.String() }, { title: 'PixKey' });
 
@@ -54,4 +55,5 @@ export const suppliers: ResourceDescriptor = {
     'created_at',
   ]),
   sorts: ['created_at', 'updated_at', 'name'],
+  write: supplierWrite,
 };

@@ -8,8 +8,8 @@
 // request) and shows in `healthy()` for readiness and metrics. Only the database's loss gives 503.
 //
 // A dead Redis adds no latency per request: the offline queue is disabled (a command on a broken connection
-// fails at once), connecting and each command have short timeouts, and after one failure requests go straight
-// to the memory counters until a background probe (or a reconnection) shows Redis works again.
+// fails at once), connecting and each command have short timeouts (1 s, 250 ms), and after one failure
+// requests go straight to the memory counters until a background probe (or a reconnection) shows Redis works.
 //
 // Atomicity: one Lua script (EVALSHA via `defineCommand`) increments every layer of a request and sets the
 // expiry of new counters in ONE round trip, so N instances sharing Redis let exactly as many requests through
@@ -62,6 +62,8 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly prefix: string;
   private readonly now: () => number;
   private readonly probeEveryMs: number;
+  private readonly commandTimeoutMs: number;
+  private probing = false;
   private state: State = 'starting';
   private lastError = 'not connected yet';
   private probe: NodeJS.Timeout | undefined;
@@ -74,6 +76,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.prefix = options.keyPrefix;
     this.now = options.now ?? Date.now;
     this.probeEveryMs = options.probeEveryMs ?? 1_000;
+    this.commandTimeoutMs = options.commandTimeoutMs ?? 250;
     this.fallback = new MemoryRateLimitStore(options.keyPrefix);
     const connectTimeout = options.connectTimeoutMs ?? 1_000;
     const maxReconnectDelay = options.maxReconnectDelayMs ?? 1_000;
@@ -81,7 +84,6 @@ export class RedisRateLimitStore implements RateLimitStore {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       connectTimeout,
-      commandTimeout: options.commandTimeoutMs ?? 250,
       retryStrategy: (attempt) => Math.min(attempt * 100, maxReconnectDelay),
     });
     this.client.defineCommand(COMMAND, { lua: CHARGE_SCRIPT });
@@ -98,7 +100,10 @@ export class RedisRateLimitStore implements RateLimitStore {
         this.client.off('close', settle);
         resolve();
       };
-      const timer = setTimeout(settle, connectTimeout + 100);
+      const timer = setTimeout(() => {
+        settle();
+        if (this.state === 'starting') this.markDown(`no connection within ${connectTimeout} ms`);
+      }, connectTimeout + 100);
       timer.unref();
       this.client.once('ready', settle);
       this.client.once('close', settle);
@@ -132,7 +137,37 @@ export class RedisRateLimitStore implements RateLimitStore {
     const keys = layers.map((layer) => counterKey(this.prefix, subject, layer, now));
     const ttls = layers.map((layer) => layer.windowMs - (now % layer.windowMs) + EXPIRY_SLACK_MS);
     const command = (this.client as unknown as Record<string, ChargeCommand>)[COMMAND] as ChargeCommand;
-    return command.call(this.client, keys.length, ...keys, ...ttls);
+    return this.withinTimeout(command.call(this.client, keys.length, ...keys, ...ttls));
+  }
+
+  // Not ioredis' commandTimeout: after a pause of this process (GC, a busy CPU) that timer fires in the
+  // event loop's timers phase before the poll phase reads a reply that already arrived, failing over for
+  // nothing. Deciding in setImmediate (check phase, after poll) only times out replies that are really late.
+  private withinTimeout<T>(pending: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        setImmediate(() => {
+          if (settled) return;
+          settled = true;
+          reject(new Error(`Redis did not answer within ${this.commandTimeoutMs} ms`));
+        });
+      }, this.commandTimeoutMs);
+      pending.then(
+        (value) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (err: unknown) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
   }
 
   private markUp(): void {
@@ -162,11 +197,16 @@ export class RedisRateLimitStore implements RateLimitStore {
   private startProbe(): void {
     if (this.probe) return;
     this.probe = setInterval(() => {
-      if (this.client.status !== 'ready') return;
-      this.count(PROBE_SUBJECT, [PROBE_LAYER], this.now()).then(
-        () => this.markUp(),
-        () => {},
-      );
+      if (this.probing || this.client.status !== 'ready') return;
+      this.probing = true;
+      this.count(PROBE_SUBJECT, [PROBE_LAYER], this.now())
+        .then(
+          () => this.markUp(),
+          () => {},
+        )
+        .finally(() => {
+          this.probing = false;
+        });
     }, this.probeEveryMs);
     this.probe.unref();
   }

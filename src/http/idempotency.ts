@@ -1,0 +1,110 @@
+// The Idempotency-Key stage of POST routes (SPEC part 8, DECISIONS B.12), as a pair of route
+// hooks: preValidation claims the key (or replays / refuses), onSend stores the response or
+// releases the key. Other methods never declare these hooks, so they ignore the header.
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, errors } from '../errors/app-error.ts';
+import type { Db } from '../infra/db/database.ts';
+import type { IdempotencyStore } from '../infra/idempotency-store.ts';
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+export const REPLAY_HEADER = 'idempotent-replay';
+export const MAX_KEY_LENGTH = 255;
+
+interface Claim {
+  apiKeyId: string;
+  key: string;
+  token: string;
+}
+
+/** JSON with object keys sorted at every level: the same body always signs the same. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return value === undefined ? '' : JSON.stringify(value);
+}
+
+/** Hash of method, path (without query) and canonical body. */
+export function requestSignature(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${method}\n${path}\n${canonicalJson(body)}`).digest('hex');
+}
+
+/** A key still in flight, a key used for another request, a key of the wrong size. */
+const inProgress = () =>
+  errors.idempotencyConflict('A request with this Idempotency-Key is still in progress; retry after it completes.', { 'retry-after': '1' });
+const mismatch = () =>
+  errors.idempotencyConflict('This Idempotency-Key was already used with a different method, path or body; use a new key for a new request.');
+const badKey = () => new AppError('validation', { detail: `The Idempotency-Key header must be 1 to ${MAX_KEY_LENGTH} characters long.` });
+
+// Statuses that say "this attempt did not happen": the key stays free for a retry.
+const releases = (status: number) => status >= 500 || status === 409 || status === 429;
+
+export interface IdempotencyHooks {
+  claim(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+  record(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown>;
+  /** For the write engine: marks the claim committed inside the write's transaction, if there is one. */
+  beforeCommit(request: FastifyRequest): ((trx: Db) => Promise<void>) | undefined;
+}
+
+export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHooks {
+  const claims = new WeakMap<FastifyRequest, Claim>();
+
+  return {
+    async claim(request, reply) {
+      const header = request.headers[IDEMPOTENCY_HEADER];
+      if (header === undefined) return;
+      const key = Array.isArray(header) ? header.join(', ') : header;
+      if (key.length < 1 || key.length > MAX_KEY_LENGTH) throw badKey();
+      const apiKeyId = request.auth?.keyId;
+      if (!apiKeyId) return;
+      const path = request.url.split('?', 1)[0] as string;
+      const result = await store.claim(apiKeyId, key, requestSignature(request.method, path, request.body));
+      switch (result.kind) {
+        case 'claimed':
+          claims.set(request, { apiKeyId, key, token: result.token });
+          return;
+        case 'in_progress':
+          throw inProgress();
+        case 'mismatch':
+          throw mismatch();
+        case 'replay': {
+          const contentType = result.contentType ?? (result.status >= 400 ? 'application/problem+json; charset=utf-8' : 'application/json; charset=utf-8');
+          // Answered here: the handler never runs, the stored body goes out unchanged.
+          return reply.code(result.status).header(REPLAY_HEADER, 'true').header('content-type', contentType).send(result.body);
+        }
+      }
+    },
+
+    async record(request, reply, payload) {
+      const claim = claims.get(request);
+      if (!claim) return payload;
+      claims.delete(request);
+      const status = reply.statusCode;
+      const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
+      try {
+        if (releases(status) || body === null) await store.release(claim.apiKeyId, claim.key, claim.token);
+        else await store.complete(claim.apiKeyId, claim.key, claim.token, status, body, stringHeader(reply.getHeader('content-type')));
+      } catch (err) {
+        // The response is already decided; a claim left in progress is taken over once stale.
+        request.log.error({ err }, 'idempotency record failed');
+      }
+      return payload;
+    },
+
+    beforeCommit(request) {
+      const claim = claims.get(request);
+      if (!claim) return undefined;
+      return async (trx: Db) => {
+        // Taken over while this request stalled: the other attempt owns the key, this one must not write.
+        if (!(await store.markCommitted(trx, claim.apiKeyId, claim.key, claim.token))) throw inProgress();
+      };
+    },
+  };
+}
+
+const stringHeader = (value: unknown): string | null => (value === undefined ? null : Array.isArray(value) ? value.join(', ') : String(value));

@@ -1,0 +1,118 @@
+// Durable Idempotency-Key records (SPEC part 8, DECISIONS B.12) in the `idempotency_keys` table,
+// so every instance sees them. A key is claimed atomically (one INSERT … ON CONFLICT), completed
+// with the response, or released when the request failed; expired records count as absent.
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db } from './db/database.ts';
+
+export type ClaimResult =
+  | { kind: 'claimed'; token: string }
+  | { kind: 'replay'; status: number; body: string; contentType: string | null }
+  /** The key was used with another method, path or body. */
+  | { kind: 'mismatch' }
+  /** The first request with this key is still running. */
+  | { kind: 'in_progress' };
+
+export interface IdempotencyStoreOptions {
+  /** How long a key is remembered (SPEC: 24 hours). */
+  ttlSeconds?: number;
+  /** After this long, a claim whose request never committed its write is taken over (its
+   *  process died); a committed one is never run again. */
+  staleSeconds?: number;
+  /** Expired records are deleted at most this often, on the way of a claim. */
+  purgeEverySeconds?: number;
+}
+
+interface StoredRow {
+  signature: string;
+  state: 'in_progress' | 'done';
+  response_status: number | null;
+  response_body: string | null;
+  response_content_type: string | null;
+}
+
+export class IdempotencyStore {
+  readonly ttlSeconds: number;
+  readonly staleSeconds: number;
+  readonly purgeEverySeconds: number;
+  private nextPurge = 0;
+
+  constructor(
+    private readonly db: Db,
+    options: IdempotencyStoreOptions = {},
+  ) {
+    this.ttlSeconds = options.ttlSeconds ?? 24 * 60 * 60;
+    this.staleSeconds = options.staleSeconds ?? 60;
+    this.purgeEverySeconds = options.purgeEverySeconds ?? 10 * 60;
+  }
+
+  /** Takes the key for this request, or says why not. Never lets two requests hold one key. */
+  async claim(apiKeyId: string, key: string, signature: string): Promise<ClaimResult> {
+    await this.purgeIfDue();
+    // A record deleted between the two statements (its request failed) is retried.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const token = randomUUID();
+      const claimed = await sql<{ claim_token: string }>`
+        INSERT INTO idempotency_keys AS k
+          (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at)
+        VALUES (${apiKeyId}, ${key}, ${signature}, 'in_progress', ${token}, false, now(), now() + make_interval(secs => ${this.ttlSeconds}))
+        ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
+          signature = excluded.signature, state = 'in_progress', claim_token = excluded.claim_token, committed = false,
+          response_status = NULL, response_body = NULL, response_content_type = NULL,
+          created_at = excluded.created_at, expires_at = excluded.expires_at
+        WHERE k.expires_at <= now()
+           OR (k.state = 'in_progress' AND NOT k.committed AND k.created_at < now() - make_interval(secs => ${this.staleSeconds}))
+        RETURNING claim_token`.execute(this.db);
+      if (claimed.rows.length > 0) return { kind: 'claimed', token };
+
+      const existing = await sql<StoredRow>`
+        SELECT signature, state, response_status, response_body, response_content_type FROM idempotency_keys
+        WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND expires_at > now()`.execute(this.db);
+      const row = existing.rows[0];
+      if (!row) continue;
+      if (row.signature !== signature) return { kind: 'mismatch' };
+      if (row.state === 'in_progress' || row.response_status === null) return { kind: 'in_progress' };
+      return { kind: 'replay', status: row.response_status, body: row.response_body ?? '', contentType: row.response_content_type };
+    }
+    return { kind: 'in_progress' };
+  }
+
+  /**
+   * Called inside the write's transaction: from its commit on, the claim can no longer be taken
+   * over. Returns false when it already was (this request then must not write).
+   */
+  async markCommitted(trx: Db, apiKeyId: string, key: string, token: string): Promise<boolean> {
+    const result = await sql`
+      UPDATE idempotency_keys SET committed = true
+      WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND claim_token = ${token}`.execute(trx);
+    return Number(result.numAffectedRows ?? 0) > 0;
+  }
+
+  /** Stores the response of the claiming request for replays. */
+  async complete(apiKeyId: string, key: string, token: string, status: number, body: string, contentType: string | null): Promise<void> {
+    await sql`
+      UPDATE idempotency_keys
+      SET state = 'done', response_status = ${status}, response_body = ${body}, response_content_type = ${contentType}
+      WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND claim_token = ${token}`.execute(this.db);
+  }
+
+  /** Frees the key after a failure, so a retry runs anew. */
+  async release(apiKeyId: string, key: string, token: string): Promise<void> {
+    await sql`
+      DELETE FROM idempotency_keys
+      WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND claim_token = ${token}`.execute(this.db);
+  }
+
+  /** Deletes every expired record; returns how many. */
+  async purgeExpired(): Promise<number> {
+    const result = await sql`DELETE FROM idempotency_keys WHERE expires_at <= now()`.execute(this.db);
+    return Number(result.numAffectedRows ?? 0);
+  }
+
+  private async purgeIfDue(): Promise<void> {
+    const now = Date.now();
+    if (now < this.nextPurge) return;
+    this.nextPurge = now + this.purgeEverySeconds * 1000;
+    await this.purgeExpired();
+  }
+}

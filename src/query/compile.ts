@@ -1,0 +1,129 @@
+// Stage 3: a plan → Kysely queries, always inside the tenant (team_id, mode) and the descriptor's
+// fixed conditions. Pagination is keyset only: each page is a range scan of the (team_id, mode,
+// <sort>, id) index, so page 1 000 costs what page 1 costs.
+//
+// A nullable sort column is two index ranges in PostgreSQL's order (ASC: values then NULLs;
+// DESC: NULLs then values). A row comparison never matches NULL, so a cursor continues with up to
+// two *segments*, each one plain index range; the engine reads them in turn until the page is full.
+import { type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+import type { Db } from '../infra/db/database.ts';
+import type { IncludeDescriptor, ResourceDescriptor } from '../resources/descriptor.ts';
+import type { FieldKind } from '../schemas/common.ts';
+import type { FilterPlan, ListPlan, Scalar } from './plan.ts';
+import { rowMeta } from './row-meta.ts';
+import { SQL_TYPE } from './values.ts';
+
+export interface TenantScope {
+  teamId: string;
+  mode: string;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: tables are addressed by descriptors at run time
+export type Query = SelectQueryBuilder<any, any, any>;
+
+/** Alias of the sort value as a cursor stores it (timestamps keep their microseconds). */
+export const CURSOR_KEY = '__cursor_value';
+
+const cast = (value: string, kind: FieldKind): RawBuilder<unknown> => sql`cast(${value} as ${sql.raw(SQL_TYPE[kind])})`;
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** Tenant first, then the descriptor's fixed conditions as literals: a partial index predicate
+ *  (`transaction_type IN ('sale', 'order')`, `deleted_at IS NULL`) is only usable when the
+ *  planner sees constants, even under a generic prepared plan. */
+export function scoped(db: Db, table: string, scope: TenantScope, where?: ResourceDescriptor['where']): Query {
+  let q: Query = db.selectFrom(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
+  for (const [column, allowed] of Object.entries(where ?? {})) {
+    q = allowed === null ? q.where(column, 'is', null) : q.where(sql<SqlBool>`${sql.ref(column)} in (${sql.join(allowed.map((v) => sql.lit(v)))})`);
+  }
+  return q;
+}
+
+function comparison(col: RawBuilder<unknown>, op: string, value: Scalar, kind: FieldKind): RawBuilder<SqlBool> {
+  if (kind !== 'timestamp') return sql<SqlBool>`${col} ${sql.raw(op)} ${cast(String(value), kind)}`;
+  // Responses show milliseconds while PostgreSQL stores microseconds: a timestamp value means its
+  // whole millisecond [v, v+1ms), so filters agree with what clients see and stay index-friendly.
+  const ms = Number(value);
+  const lo = cast(iso(ms), kind);
+  const hi = cast(iso(ms + 1), kind);
+  switch (op) {
+    case '=':
+      return sql<SqlBool>`(${col} >= ${lo} and ${col} < ${hi})`;
+    case '>':
+      return sql<SqlBool>`${col} >= ${hi}`;
+    case '>=':
+      return sql<SqlBool>`${col} >= ${lo}`;
+    case '<':
+      return sql<SqlBool>`${col} < ${lo}`;
+    default:
+      return sql<SqlBool>`${col} < ${hi}`;
+  }
+}
+
+const OPS = { eq: '=', gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
+
+/** `neq` and `nin` keep NULLs: a null is not equal to the value, as a client reading JSON expects. */
+export function filterCondition(f: FilterPlan): Expression<SqlBool> {
+  const col = sql.ref(f.field) as RawBuilder<unknown>;
+  switch (f.op) {
+    case 'is_null':
+      return f.value ? sql<SqlBool>`${col} is null` : sql<SqlBool>`${col} is not null`;
+    case 'ilike':
+      return sql<SqlBool>`${col} ilike ${f.value}`;
+    case 'neq':
+      return sql<SqlBool>`(${col} is null or not ${comparison(col, '=', f.value, f.kind)})`;
+    case 'in':
+    case 'nin': {
+      const any =
+        f.kind === 'timestamp'
+          ? sql<SqlBool>`(${sql.join(f.values.map((v) => comparison(col, '=', v, f.kind)), sql` or `)})`
+          : sql<SqlBool>`${col} in (${sql.join(f.values.map((v) => cast(String(v), f.kind)))})`;
+      return f.op === 'in' ? any : sql<SqlBool>`(${col} is null or not ${any})`;
+    }
+    default:
+      return comparison(col, OPS[f.op], f.value, f.kind);
+  }
+}
+
+function selectColumns(q: Query, fields: readonly string[], extra: readonly string[] = []): Query {
+  const columns = [...new Set([...fields, ...extra])];
+  return q.select(columns);
+}
+
+/** The queries of one list page, in reading order; the engine adds the limit to each. */
+export function compileList(db: Db, d: ResourceDescriptor, plan: ListPlan, scope: TenantScope): Query[] {
+  const { sort, after } = plan;
+  const dir = sort.desc ? 'desc' : 'asc';
+  let q = selectColumns(scoped(db, d.table, scope, d.where), plan.fields, [sort.field]);
+  if (sort.kind === 'timestamp') {
+    q = q.select(sql<string>`to_char(${sql.ref(sort.field)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as(CURSOR_KEY));
+  }
+  for (const f of plan.filters) q = q.where(filterCondition(f));
+
+  const col = sql.ref(sort.field);
+  const values = (w: Query) => w.orderBy(sort.field, dir).orderBy('id', dir);
+  const nulls = (w: Query) => w.where(sort.field, 'is', null).orderBy('id', dir);
+  const notNull = (w: Query) => (sort.nullable ? w.where(sort.field, 'is not', null) : w);
+
+  if (!after) return [values(q)];
+  const op = sql.raw(sort.desc ? '<' : '>');
+  const id = cast(after.id, 'uuid');
+  if (after.value === null) {
+    const rest = nulls(q.where(sql<SqlBool>`${sql.ref('id')} ${op} ${id}`));
+    return sort.desc ? [rest, values(notNull(q))] : [rest];
+  }
+  const rest = values(q.where(sql<SqlBool>`(${col}, ${sql.ref('id')}) ${op} (${cast(after.value, sort.kind)}, ${id})`));
+  return sort.nullable && !sort.desc ? [rest, nulls(q)] : [rest];
+}
+
+/** One record by id; `extra` columns are read for includes but not returned. */
+export function compileGet(db: Db, d: ResourceDescriptor, fields: readonly string[], id: string, scope: TenantScope, extra: readonly string[]): Query {
+  return selectColumns(scoped(db, d.table, scope, d.where), fields, extra).where('id', '=', id);
+}
+
+/** The related rows of an include: children of the parent in order, or the one referenced row. */
+export function compileInclude(db: Db, inc: IncludeDescriptor, parent: Record<string, unknown>, scope: TenantScope): Query {
+  const q = selectColumns(scoped(db, inc.table, scope), rowMeta(inc.item).fields);
+  if (inc.cardinality === 'one') return q.where('id', '=', parent[inc.foreignKey]).limit(1);
+  const ordered = inc.orderBy ? q.orderBy(inc.orderBy, 'asc') : q;
+  return ordered.where(inc.foreignKey, '=', parent.id).orderBy('id', 'asc');
+}

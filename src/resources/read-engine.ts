@@ -1,0 +1,94 @@
+// The one generic read path for every descriptor: list (keyset pages) and get by id (projection,
+// includes), always inside the caller's tenant. Nothing here is specific to a resource.
+import type { Pagination } from '../http/envelope.ts';
+import type { Tenant } from '../http/context.ts';
+import { errors } from '../errors/app-error.ts';
+import type { Db } from '../infra/db/database.ts';
+import { CURSOR_KEY, compileGet, compileInclude, compileList, scoped, type TenantScope } from '../query/compile.ts';
+import { encodeCursor } from '../query/cursor.ts';
+import { outputRow } from '../query/output.ts';
+import { parseItemQuery, parseQuery } from '../query/parse.ts';
+import { planItem, planList } from '../query/plan.ts';
+import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
+import { isUuid } from '../query/values.ts';
+import { dealStages } from './deals.ts';
+import type { ResourceDescriptor } from './descriptor.ts';
+
+type Row = Record<string, unknown>;
+
+export interface ReadResult<T> {
+  data: T;
+  /** True when `fields` dropped some fields: the reply needs the all-optional serializer. */
+  sparse: boolean;
+}
+
+/** The tenant of every read, taken from the authenticated request in this one place. */
+function scopeOf(tenant: Tenant | null): TenantScope {
+  if (!tenant) throw errors.internal(new Error('read without a tenant: route is missing its guard config'));
+  return { teamId: tenant.teamId, mode: tenant.mode };
+}
+
+export async function listRecords(
+  db: Db,
+  d: ResourceDescriptor,
+  tenant: Tenant | null,
+  query: unknown,
+): Promise<ReadResult<Row[]> & { pagination: Pagination }> {
+  const scope = scopeOf(tenant);
+  const plan = planList(d, parseQuery(query));
+  const rows: Row[] = [];
+  // One row past the page says whether another page exists, exactly.
+  for (const segment of compileList(db, d, plan, scope)) {
+    const need = plan.limit + 1 - rows.length;
+    if (need <= 0) break;
+    rows.push(...((await segment.limit(need).execute()) as Row[]));
+  }
+  const hasMore = rows.length > plan.limit;
+  const page = hasMore ? rows.slice(0, plan.limit) : rows;
+  const last = page[page.length - 1];
+  const { sort } = plan;
+  const nextCursor =
+    hasMore && last
+      ? encodeCursor(sort.token, ((sort.kind === 'timestamp' ? last[CURSOR_KEY] : last[sort.field]) ?? null) as string | number | null, String(last.id))
+      : null;
+  const meta = descriptorMeta(d);
+  return {
+    data: page.map((row) => outputRow(row, plan.fields, meta)),
+    pagination: { next_cursor: nextCursor, has_more: hasMore, limit: plan.limit },
+    sparse: plan.fields.length < meta.fields.length,
+  };
+}
+
+export async function getRecord(db: Db, d: ResourceDescriptor, tenant: Tenant | null, id: string, query: unknown): Promise<ReadResult<Row>> {
+  const scope = scopeOf(tenant);
+  const plan = planItem(d, parseItemQuery(query));
+  // A malformed id cannot name a record: the same 404 as an unknown one or another account's.
+  if (!isUuid(id)) throw errors.notFound();
+  const includes = plan.includes.map((name) => [name, d.includes?.[name]] as const);
+  const extra = includes.flatMap(([, inc]) => (inc?.cardinality === 'one' ? [inc.foreignKey] : []));
+  const row = (await compileGet(db, d, plan.fields, id, scope, extra).executeTakeFirst()) as Row | undefined;
+  if (!row) throw errors.notFound();
+  const meta = descriptorMeta(d);
+  const data = outputRow(row, plan.fields, meta);
+  for (const [name, inc] of includes) {
+    if (!inc) continue;
+    const itemMeta = rowMeta(inc.item);
+    const related =
+      inc.cardinality === 'one' && row[inc.foreignKey] == null ? [] : ((await compileInclude(db, inc, row, scope).execute()) as Row[]);
+    const items = related.map((r) => outputRow(r, itemMeta.fields, itemMeta));
+    data[name] = inc.cardinality === 'one' ? (items[0] ?? null) : items;
+  }
+  return { data, sparse: plan.fields.length < meta.fields.length };
+}
+
+/** The deal funnel: every stage of the tenant by position (at most 100), no query language. */
+export async function listDealStages(db: Db, tenant: Tenant | null): Promise<Row[]> {
+  const meta = rowMeta(dealStages.row);
+  const rows = (await scoped(db, dealStages.table, scopeOf(tenant))
+    .select(meta.fields as string[])
+    .orderBy(dealStages.orderBy, 'asc')
+    .orderBy('id', 'asc')
+    .limit(dealStages.max)
+    .execute()) as Row[];
+  return rows.map((row) => outputRow(row, meta.fields, meta));
+}

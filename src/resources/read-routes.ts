@@ -1,0 +1,98 @@
+// Registers the read endpoints of every descriptor (GET list, GET by id) and GET /v1/deals/stages.
+// Auth, scope, module and rate limit come from each route's config through the pipeline.
+import { type TSchema, Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, RouteShorthandOptions } from 'fastify';
+import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
+import type { Db } from '../infra/db/database.ts';
+import { idParamsSchema, itemQuerySchema, listQuerySchema, recordSchema, sparseSchema } from '../query/schemas.ts';
+import { dealStageRow, deals, dealStages } from './deals.ts';
+import type { ResourceDescriptor } from './descriptor.ts';
+import { getRecord, listDealStages, listRecords } from './read-engine.ts';
+import { RESOURCES } from './registry.ts';
+
+export interface ReadRouteDeps {
+  database: { db: Db };
+}
+
+/** The querystring and params schemas document the parameters; our parser is their validator
+ *  (its refusals carry the B.9 tokens), so Ajv must neither reject nor coerce anything here. */
+const acceptAll: RouteShorthandOptions['validatorCompiler'] = () => () => true;
+
+const label = (d: ResourceDescriptor): string => {
+  const words = d.name.replace('-', ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+};
+
+/** Precompiled (once per route, cached by Fastify) serializer for a `fields` projection. */
+function useSparse(reply: FastifyReply, schema: TSchema): void {
+  reply.serializer(reply.compileSerializationSchema(schema, '200'));
+}
+
+function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): void {
+  const guard = { resource: d.name, access: 'read', module: d.module } as const;
+  const tags = [label(d)];
+  const record = recordSchema(d);
+  const sparseList = listEnvelopeSchema(sparseSchema(d.row));
+  const sparseItem = itemEnvelopeSchema(sparseSchema(record));
+
+  app.get(
+    `/v1/${d.name}`,
+    {
+      config: { operationId: `${d.name}.list`, ...guard },
+      validatorCompiler: acceptAll,
+      schema: {
+        operationId: `${d.name}.list`,
+        summary: `List ${d.name.replace('-', ' ')}`,
+        tags,
+        querystring: listQuerySchema(d),
+        response: { 200: listEnvelopeSchema(d.row) },
+      },
+    },
+    async (request, reply) => {
+      const result = await listRecords(db, d, request.tenant, request.query);
+      if (result.sparse) useSparse(reply, sparseList);
+      return listEnvelope(request, result.data, result.pagination);
+    },
+  );
+
+  app.get(
+    `/v1/${d.name}/:id`,
+    {
+      config: { operationId: `${d.name}.get`, ...guard },
+      validatorCompiler: acceptAll,
+      schema: {
+        operationId: `${d.name}.get`,
+        summary: `Get one record of ${d.name.replace('-', ' ')}`,
+        tags,
+        params: idParamsSchema,
+        querystring: itemQuerySchema(d),
+        response: { 200: itemEnvelopeSchema(record) },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const result = await getRecord(db, d, request.tenant, id, request.query);
+      if (result.sparse) useSparse(reply, sparseItem);
+      return itemEnvelope(request, result.data);
+    },
+  );
+}
+
+export function registerReadRoutes(app: FastifyInstance, deps: ReadRouteDeps): void {
+  const { db } = deps.database;
+  app.get(
+    '/v1/deals/stages',
+    {
+      config: { operationId: 'deals.stages', resource: 'deals', access: 'read', module: deals.module },
+      schema: {
+        operationId: 'deals.stages',
+        summary: 'List the deal funnel stages',
+        description: `Every stage, ordered by position ascending (at most ${dealStages.max}); no pagination, filters, sort or fields.`,
+        tags: [label(deals)],
+        response: { 200: itemEnvelopeSchema(Type.Array(dealStageRow, { maxItems: dealStages.max })) },
+      },
+    },
+    async (request) => itemEnvelope(request, await listDealStages(db, request.tenant)),
+  );
+  for (const d of RESOURCES) registerResource(app, db, d);
+}

@@ -1,0 +1,138 @@
+// Registers the write endpoints (POST, PATCH, DELETE) of every writable descriptor. Auth, scope,
+// module and rate limit come from each route's config through the pipeline; POST routes add the
+// Idempotency-Key hooks; bodies are validated by the write validator and merged into one 422.
+import { type TObject, type TSchema, Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FieldError } from '../errors/app-error.ts';
+import { toFieldErrors, writeValidatorCompiler } from '../http/body-validation.ts';
+import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
+import { createIdempotencyHooks } from '../http/idempotency.ts';
+import type { Db } from '../infra/db/database.ts';
+import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
+import { idParamsSchema } from '../query/schemas.ts';
+import { customers } from './customers.ts';
+import type { ResourceDescriptor, WriteDescriptor } from './descriptor.ts';
+import { expenses } from './expenses.ts';
+import { sales } from './sales.ts';
+import { suppliers } from './suppliers.ts';
+import { type Body, createRecord, deleteRecord, updateRecord } from './write-engine.ts';
+
+/** The resources that accept writes (SPEC part 1), in route order. */
+export const WRITABLE: readonly ResourceDescriptor[] = [customers, sales, suppliers, expenses];
+
+export interface WriteRouteDeps {
+  database: { db: Db };
+  /** Clock for generated numbers (expense_number); defaults to Date.now. */
+  now?: () => number;
+  idempotency?: IdempotencyStoreOptions;
+}
+
+const IDEMPOTENCY_DOC =
+  'Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with ' +
+  '`Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`, as does a ' +
+  'key whose first request is still running (with `Retry-After: 1`).';
+
+const label = (d: ResourceDescriptor): string => d.name.charAt(0).toUpperCase() + d.name.slice(1).replace('-', ' ');
+
+/** The record a POST answers with: the row plus the includes it always carries (sale items). */
+function createdSchema(d: ResourceDescriptor, w: WriteDescriptor): TObject {
+  const properties: Record<string, TSchema> = { ...d.row.properties };
+  for (const name of w.createIncludes ?? []) {
+    const inc = d.includes?.[name];
+    if (!inc) throw new Error(`${d.name}: createIncludes names unknown include ${name}`);
+    properties[name] = inc.cardinality === 'many' ? Type.Array(inc.item) : Type.Union([inc.item, Type.Null()]);
+  }
+  return Type.Object(properties, { title: d.row.title });
+}
+
+/** Ajv's refusals of this body (attached, not thrown, so the rules' errors join them in one 422). */
+function schemaErrors(request: FastifyRequest): FieldError[] {
+  const failure = request.validationError as (Error & { validation?: unknown[]; validationContext?: string }) | undefined;
+  if (!failure?.validation || failure.validationContext !== 'body') return [];
+  return toFieldErrors(failure.validation as Parameters<typeof toFieldErrors>[0]);
+}
+
+function registerResource(app: FastifyInstance, deps: WriteRouteDeps, hooks: ReturnType<typeof createIdempotencyHooks>, d: ResourceDescriptor) {
+  const w = d.write;
+  if (!w) return;
+  const { db } = deps.database;
+  const tags = [label(d)];
+  const guard = { resource: d.name, access: 'write', module: d.module } as const;
+  const common = { attachValidation: true, validatorCompiler: writeValidatorCompiler } as const;
+
+  app.post(
+    `/v1/${d.name}`,
+    {
+      ...common,
+      config: { operationId: `${d.name}.create`, ...guard },
+      preValidation: hooks.claim,
+      onSend: hooks.record,
+      schema: {
+        operationId: `${d.name}.create`,
+        summary: `Create a record of ${d.name}`,
+        description: IDEMPOTENCY_DOC,
+        tags,
+        body: w.create,
+        response: { 201: itemEnvelopeSchema(createdSchema(d, w)) },
+      },
+    },
+    async (request, reply) => {
+      const data = await createRecord(db, d, request.tenant, request.body as Body, {
+        schemaErrors: schemaErrors(request),
+        now: deps.now,
+        beforeCommit: hooks.beforeCommit(request),
+      });
+      return reply.code(201).send(itemEnvelope(request, data));
+    },
+  );
+
+  app.patch(
+    `/v1/${d.name}/:id`,
+    {
+      ...common,
+      config: { operationId: `${d.name}.update`, ...guard },
+      schema: {
+        operationId: `${d.name}.update`,
+        summary: `Update a record of ${d.name}`,
+        description: 'Only the fields sent change; fields the body schema does not name are ignored.',
+        tags,
+        params: idParamsSchema,
+        body: w.update,
+        response: { 200: itemEnvelopeSchema(d.row) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      const data = await updateRecord(db, d, request.tenant, id, request.body as Body, { schemaErrors: schemaErrors(request), now: deps.now });
+      return itemEnvelope(request, data);
+    },
+  );
+
+  app.delete(
+    `/v1/${d.name}/:id`,
+    {
+      ...common,
+      config: { operationId: `${d.name}.delete`, ...guard },
+      schema: {
+        operationId: `${d.name}.delete`,
+        summary: d.name === 'sales' ? 'Cancel a sale' : `Deactivate a record of ${d.name}`,
+        description: `Sets ${Object.entries(w.softDelete)
+          .map(([k, v]) => `\`${k}\` to \`${JSON.stringify(v)}\``)
+          .join(', ')}; the record is kept. Answers 204 every time.`,
+        tags,
+        params: idParamsSchema,
+        response: { 204: Type.Null({ description: 'No body.' }) },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      await deleteRecord(db, d, request.tenant, id, { now: deps.now });
+      return reply.code(204).send();
+    },
+  );
+}
+
+export function registerWriteRoutes(app: FastifyInstance, deps: WriteRouteDeps): void {
+  const hooks = createIdempotencyHooks(new IdempotencyStore(deps.database.db, deps.idempotency));
+  for (const d of WRITABLE) registerResource(app, deps, hooks, d);
+}

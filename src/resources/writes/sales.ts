@@ -1,0 +1,194 @@
+// Writes of /v1/sales (SPEC 2.2, 3; DECISIONS B.4–B.6): totals computed in exact decimals from
+// the items (any totals in the body are dropped), the per-tenant transaction_number, the items
+// and the first status-history entry in the sale's transaction; PATCH limited to six fields,
+// appending history on a status change and recomputing the total on a delivery_fee change.
+import { randomUUID } from 'node:crypto';
+import { type Static, Type } from '@sinclair/typebox';
+import { sql } from 'kysely';
+import { dec, money, toSqlNumeric } from '../../domain/money.ts';
+import { nextTransactionNumber } from '../../domain/numbering.ts';
+import { saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
+import type { FieldError } from '../../errors/app-error.ts';
+import type { WriteDescriptor } from '../descriptor.ts';
+import type { Body, Row, WriteContext } from '../write-engine.ts';
+import { MAX_MONEY, optional, partialOf, W } from './fields.ts';
+
+export const CATALOG_TYPES = ['product', 'service', 'package'] as const;
+export const SALE_TYPES = ['sale', 'order'] as const;
+export const MAX_ITEMS = 200;
+
+export const SaleItemInput = Type.Object(
+  {
+    catalog_type: W.enum(CATALOG_TYPES),
+    catalog_item_id: W.uuid({ description: 'Checked as a UUID only.' }),
+    quantity: W.quantity({ description: '> 0; up to 3 decimal places are kept.', examples: [3] }),
+    unit_price: W.money({ examples: [19.99] }),
+    ...optional({
+      discount_amount: W.moneyOrNull(),
+      discount_percentage: W.percentageOrNull(),
+      notes: W.textOrNull(),
+    }),
+  },
+  { title: 'CreateTransactionItemInput' },
+);
+
+const patchable = {
+  status: W.text({ minLength: 1, maxLength: 50, examples: ['completed'] }),
+  payment_status: W.textOrNull({ examples: ['paid'] }),
+  payment_method: W.textOrNull({ examples: ['pix'] }),
+  notes: W.textOrNull(),
+  delivery_date: W.dateOrNull(),
+  delivery_fee: W.moneyOrNull({ description: 'Changing it recomputes total_amount.' }),
+};
+
+export const CreateSaleInput = Type.Object(
+  {
+    items: Type.Array(SaleItemInput, { minItems: 1, maxItems: MAX_ITEMS }),
+    ...optional({
+      ...patchable,
+      status: W.text({ minLength: 1, maxLength: 50, default: 'pending', examples: ['pending'] } as never),
+      customer_id: W.uuidOrNull({ description: 'A customer of the account.' }),
+      transaction_type: W.enum(SALE_TYPES, { default: 'sale' }),
+      sale_date: W.timestamp({ description: 'Defaults to now.' }),
+      order_code: W.textOrNull({ description: 'Free use by the integration.' }),
+    }),
+  },
+  { title: 'CreateSaleInput' },
+);
+
+export const UpdateSaleInput = partialOf(patchable, { title: 'UpdateSaleInput' });
+
+export type CreateSale = Static<typeof CreateSaleInput>;
+type ItemInput = Static<typeof SaleItemInput>;
+
+const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/** Amounts over what the columns hold (numeric(14, 2)) are refused, not truncated or failed. */
+function amountLimits(body: Body): FieldError[] {
+  const items = body.items;
+  if (!Array.isArray(items) || items.length === 0 || items.length > MAX_ITEMS) return [];
+  if (!items.every((i) => i && isNumber(i.quantity) && isNumber(i.unit_price))) return [];
+  const fee = isNumber(body.delivery_fee) ? body.delivery_fee : null;
+  const clean = items.map((i) => ({
+    quantity: i.quantity,
+    unit_price: i.unit_price,
+    discount_amount: isNumber(i.discount_amount) ? i.discount_amount : null,
+    discount_percentage: isNumber(i.discount_percentage) ? i.discount_percentage : null,
+  }));
+  const amounts = saleAmounts(clean, fee);
+  const limit = dec(MAX_MONEY);
+  const out: FieldError[] = amounts.items.flatMap((a, i) =>
+    a.subtotal.greaterThan(limit)
+      ? [{ field: `items[${i}].quantity`, code: 'too_big', message: 'Quantidade × preço unitário excede o valor máximo permitido.' }]
+      : [],
+  );
+  if (out.length === 0 && (amounts.subtotal.greaterThan(limit) || amounts.total_amount.greaterThan(limit))) {
+    out.push({ field: 'items', code: 'too_big', message: 'O total da venda excede o valor máximo permitido.' });
+  }
+  return out;
+}
+
+const numeric = (value: { toFixed(): string } | null) => (value === null ? null : toSqlNumeric(value as never));
+
+async function toInsert(ctx: WriteContext, body: Body): Promise<Row> {
+  const input = body as CreateSale;
+  const amounts = saleAmounts(input.items, input.delivery_fee);
+  return {
+    customer_id: input.customer_id ?? null,
+    transaction_type: input.transaction_type ?? 'sale',
+    transaction_number: await nextTransactionNumber(ctx.trx, ctx.tenant),
+    status: input.status ?? 'pending',
+    sale_date: input.sale_date ?? sql`now()`,
+    delivery_date: input.delivery_date ?? null,
+    subtotal: numeric(amounts.subtotal),
+    discount_amount: numeric(amounts.discount_amount),
+    discount_percentage: null,
+    tax_amount: null,
+    total_amount: numeric(amounts.total_amount),
+    notes: input.notes ?? null,
+    payment_method: input.payment_method ?? null,
+    payment_status: input.payment_status ?? null,
+    delivery_fee: numeric(amounts.delivery_fee),
+    order_code: input.order_code ?? null,
+    is_active: true,
+  };
+}
+
+async function appendHistory(ctx: WriteContext, transactionId: unknown, oldStatus: unknown, newStatus: unknown) {
+  await ctx.trx
+    .insertInto('transaction_status_history')
+    .values({
+      team_id: ctx.tenant.teamId,
+      mode: ctx.tenant.mode,
+      transaction_id: transactionId,
+      old_status: oldStatus ?? null,
+      new_status: newStatus,
+      change_reason: null,
+    })
+    .execute();
+}
+
+/** Items keep the body's order: each is created one microsecond after the previous one. */
+async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<void> {
+  const input = body as CreateSale;
+  const amounts = saleAmounts(input.items, input.delivery_fee);
+  const rows = input.items.map((item: ItemInput, i) => {
+    const a = amounts.items[i] as (typeof amounts.items)[number];
+    return {
+      id: randomUUID(),
+      team_id: ctx.tenant.teamId,
+      mode: ctx.tenant.mode,
+      transaction_id: sale.id,
+      catalog_type: item.catalog_type,
+      catalog_item_id: item.catalog_item_id,
+      quantity: numeric(a.quantity),
+      unit_price: numeric(a.unit_price),
+      discount_amount: numeric(a.discount_amount),
+      discount_percentage: numeric(a.discount_percentage),
+      subtotal: numeric(a.subtotal),
+      total_amount: numeric(a.total_amount),
+      notes: item.notes ?? null,
+      created_at: sql`now() + cast(${i} as integer) * interval '1 microsecond'`,
+    };
+  });
+  await ctx.trx.insertInto('transaction_items').values(rows).execute();
+  // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
+  await appendHistory(ctx, sale.id, null, sale.status);
+}
+
+/** The six PATCH fields; a delivery_fee change recomputes total_amount from the stored items. */
+async function toUpdate(ctx: WriteContext, body: Body, current: Row): Promise<Row> {
+  const values: Row = { ...body };
+  if ('delivery_fee' in body) {
+    const fee = body.delivery_fee == null ? null : money(body.delivery_fee as number);
+    const items = await ctx.trx
+      .selectFrom('transaction_items')
+      .select('total_amount')
+      .where('team_id', '=', ctx.tenant.teamId)
+      .where('mode', '=', ctx.tenant.mode)
+      .where('transaction_id', '=', current.id)
+      .execute();
+    values.delivery_fee = numeric(fee);
+    values.total_amount = numeric(
+      saleTotal(
+        items.map((i) => dec(String(i.total_amount))),
+        fee,
+      ),
+    );
+  }
+  return values;
+}
+
+/** Every status change (PATCH or DELETE's cancellation) appends one entry; none when unchanged. */
+async function afterChange(ctx: WriteContext, before: Row, after: Row): Promise<void> {
+  if (after.status !== before.status && after.status != null) await appendHistory(ctx, after.id, before.status, after.status);
+}
+
+export const saleWrite: WriteDescriptor = {
+  create: CreateSaleInput,
+  update: UpdateSaleInput,
+  softDelete: { status: 'cancelled' },
+  references: { customer_id: 'customers' },
+  createIncludes: ['items'],
+  rules: { check: (body, current) => (current ? [] : amountLimits(body)), toInsert, afterInsert, toUpdate, afterChange },
+};

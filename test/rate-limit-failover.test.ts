@@ -1,0 +1,153 @@
+// Redis going away (DECISIONS B.16): the limiter fails open to per-instance counters, logs each transition
+// once, reports itself unhealthy, and goes back to the shared counters by itself.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, describe, test } from 'node:test';
+import type { FastifyReply } from 'fastify';
+import type { RateLimits } from '../src/domain/plans.ts';
+import type { AuthContext } from '../src/http/context.ts';
+import { createRateLimiter, type RateLimiter } from '../src/http/rate-limit.ts';
+import { recordingLogger } from './helpers/recording-logger.ts';
+import { startTestRedis } from './helpers/redis-server.ts';
+import { TcpProxy } from './helpers/tcp-proxy.ts';
+
+const redis = await startTestRedis();
+after(() => redis.close());
+
+const T0 = Date.UTC(2031, 4, 6, 12, 0, 0);
+
+function authWith(limits: Partial<RateLimits>): AuthContext {
+  return {
+    keyId: randomUUID(),
+    keyName: 'test',
+    keyLast4: 'abcd',
+    mode: 'live',
+    scopes: [],
+    granted: new Set(),
+    allowedIps: [],
+    expiresAt: null,
+    revoked: false,
+    accountId: randomUUID(),
+    accountName: 'test',
+    planCode: 'free',
+    modules: [],
+    apiEnabled: true,
+    readOnly: false,
+    rateLimits: {
+      burst_per_second: 1000,
+      requests_per_minute_read: 1000,
+      requests_per_minute_write: 1000,
+      requests_per_day_total: 100_000,
+      ...limits,
+    },
+  };
+}
+
+const reply = { headers: () => reply, header: () => reply } as unknown as FastifyReply;
+
+/** How many of `times` sequential reads the limiter lets through. */
+async function allowedOf(limiter: RateLimiter, auth: AuthContext, times: number): Promise<number> {
+  let ok = 0;
+  for (let i = 0; i < times; i++) {
+    try {
+      await limiter.chargeKey(auth, 'read', reply);
+      ok += 1;
+    } catch (error) {
+      assert.equal((error as { code?: string }).code, 'rate-limit-exceeded');
+    }
+  }
+  return ok;
+}
+
+/** Waits for a condition the limiter reaches by itself (reconnection); bounded, fails with `what`. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  assert.fail(`timed out waiting until ${what}`);
+}
+
+describe('the Redis store when Redis fails', () => {
+  const toClose: Array<{ close(): Promise<void> }> = [];
+  after(async () => {
+    for (const item of toClose.reverse()) await item.close();
+  });
+
+  async function setup() {
+    const proxy = await TcpProxy.start(redis.host, redis.port);
+    const prefix = redis.newPrefix();
+    let t = T0 + 100;
+    const clock = { now: () => t, advance: (ms: number) => (t += ms) };
+    const { logger, entries } = recordingLogger();
+    const limiter = createRateLimiter({ redisUrl: proxy.url, keyPrefix: prefix, now: clock.now, logger });
+    // A second instance that always reaches Redis directly: it shows whether the first one counts in Redis.
+    const peer = createRateLimiter({ redisUrl: redis.url, keyPrefix: prefix, now: clock.now, logger: recordingLogger().logger });
+    toClose.push({ close: () => proxy.stop() }, limiter, peer);
+    const logs = (level: string) => entries.filter((e) => e.level === level);
+    return { proxy, clock, limiter, peer, logs };
+  }
+
+  test('Redis going away: requests are still answered with per-instance limits, logged once, then shared again when it is back', async () => {
+    const { proxy, clock, limiter, peer, logs } = await setup();
+    const auth = authWith({ burst_per_second: 3 });
+
+    assert.equal(await allowedOf(limiter, auth, 2), 2);
+    assert.equal(await allowedOf(peer, auth, 2), 1, 'both instances count in the same Redis counter');
+    assert.deepEqual(limiter.status(), { store: 'redis', healthy: true });
+
+    await proxy.stop();
+    clock.advance(1_000);
+    assert.equal(await allowedOf(limiter, auth, 10), 3, 'fails open, yet this instance still enforces the burst limit');
+    assert.deepEqual(limiter.status(), { store: 'redis', healthy: false });
+    clock.advance(1_000);
+    assert.equal(await allowedOf(limiter, auth, 10), 3);
+    assert.equal(logs('warn').length, 1, 'the outage is logged once, not per request');
+    assert.match(logs('warn')[0]?.msg ?? '', /failing open/);
+
+    await proxy.resume();
+    await until(() => limiter.status().healthy, 'the limiter is back on Redis');
+    assert.equal(logs('warn').length, 1);
+    assert.equal(logs('info').filter((e) => /reachable again/.test(e.msg)).length, 1, 'the recovery is logged once');
+
+    clock.advance(1_000);
+    assert.equal(await allowedOf(peer, auth, 3), 3);
+    assert.equal(await allowedOf(limiter, auth, 1), 0, 'counts are shared through Redis again');
+  });
+
+  test('a hung Redis: requests fall back after the command timeout, and a probe brings the limiter back', async () => {
+    const { proxy, limiter, peer, logs } = await setup();
+    const auth = authWith({ burst_per_second: 4 });
+    assert.equal(await allowedOf(limiter, auth, 1), 1);
+    assert.equal(limiter.status().healthy, true);
+
+    proxy.freeze();
+    assert.equal(await allowedOf(limiter, auth, 6), 4, 'answers from its own counters');
+    assert.equal(limiter.status().healthy, false);
+    assert.equal(logs('warn').length, 1);
+
+    proxy.thaw();
+    await until(() => limiter.status().healthy, 'the probe finds Redis answering again');
+    assert.equal(logs('warn').length, 1);
+    // Redis executed the held command when it woke up: the counter of this second holds the request made
+    // before the freeze and the one that timed out (a timed-out charge may still count; never the fallback ones).
+    assert.equal(await allowedOf(peer, auth, 4), 2);
+    assert.equal(await allowedOf(limiter, auth, 1), 0);
+  });
+
+  test('Redis unreachable at startup: the first requests are answered, and the limiter joins Redis once it is up', async () => {
+    const proxy = await TcpProxy.start(redis.host, redis.port);
+    await proxy.stop();
+    const { logger, entries } = recordingLogger();
+    const limiter = createRateLimiter({ redisUrl: proxy.url, keyPrefix: redis.newPrefix(), logger });
+    toClose.push({ close: () => proxy.stop() }, limiter);
+
+    assert.equal(await allowedOf(limiter, authWith({}), 3), 3);
+    assert.deepEqual(limiter.status(), { store: 'redis', healthy: false });
+    assert.equal(entries.filter((e) => e.level === 'warn').length, 1);
+
+    await proxy.resume();
+    await until(() => limiter.status().healthy, 'the limiter connects');
+    assert.equal(await allowedOf(limiter, authWith({}), 1), 1);
+  });
+});
