@@ -1,12 +1,13 @@
 // The composition root of the HTTP service: buildApp(deps) assembles the pipeline and the
 // routes over the given database and rate limiter. It never listens; `balcao serve` does.
 import Fastify, { type FastifyInstance } from 'fastify';
-import { KeyCache } from './accounts/key-cache.ts';
+import { KeyCache, type KeyCacheOptions } from './accounts/key-cache.ts';
 import type { Config } from './config.ts';
 import type { Database } from './infra/db/database.ts';
 import { createAuthenticateHook } from './http/authenticate.ts';
 import { createErrorHandler } from './http/error-handler.ts';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts';
+import { registerHealthRoutes } from './http/health.ts';
 import { generateRequestId } from './http/request-id.ts';
 import { trackRoutes } from './http/route-table.ts';
 import { registerMeRoute } from './resources/me.ts';
@@ -22,6 +23,8 @@ export interface AppDeps {
   /** Injected clock (ms) for rate limits, key expiry and caches in tests. */
   now?: () => number;
   logger?: boolean | { level: string };
+  /** Authentication cache timings (the benchmark compares cached and uncached lookups). */
+  keyCache?: KeyCacheOptions;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -42,7 +45,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   const rateLimiter = deps.rateLimiter ?? createRateLimiter({ redisUrl: config.redisUrl, now: deps.now, logger: app.log });
-  const keyCache = new KeyCache(database.db, { now: deps.now });
+  const keyCache = new KeyCache(database.db, { now: deps.now, ...deps.keyCache });
 
   app.decorateRequest('auth', null);
   app.decorateRequest('tenant', null);
@@ -62,6 +65,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await rateLimiter.close();
   });
 
+  registerHealthRoutes(app, database, rateLimiter);
   registerMeRoute(app);
   registerReadRoutes(app, deps);
   registerWriteRoutes(app, deps);
