@@ -165,3 +165,22 @@ describe('error type URLs', () => {
     }
   });
 });
+
+describe('unknown /v1 paths', () => {
+  it('are authenticated first: 401 without a key, 404 with one (counted, with rate-limit headers)', async () => {
+    const s = await startTestServer();
+    try {
+      const { key } = await s.createAccountWithKey();
+      const anonymous = await s.request('GET', '/v1/nothing');
+      assert.equal(anonymous.status, 401);
+      assert.equal(anonymous.body.type, 'http://balcao.test/errors/invalid_token');
+      const known = await s.request('GET', '/v1/nothing', { key });
+      assert.equal(known.status, 404);
+      assert.ok(known.headers.get('x-ratelimit-limit'));
+      const elsewhere = await s.request('GET', '/nothing');
+      assert.equal(elsewhere.status, 404);
+    } finally {
+      await s.close();
+    }
+  });
+});

@@ -31,7 +31,10 @@ export function createAuthenticateHook(deps: AuthenticateDeps) {
 
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const config = request.routeOptions.config as Partial<RouteConfig>;
-    if (!config.operationId || config.public) return;
+    if (config.public) return;
+    // Unmatched /v1/ paths are authenticated and counted too (SPEC 8: a 404 counts), then
+    // answered 404/405 by the not-found handler; other unmatched paths are plain 404s.
+    if (!config.operationId && !(request.is404 && request.url.startsWith('/v1/'))) return;
 
     const header = request.headers.authorization;
     const match = header ? BEARER.exec(header) : null;

@@ -132,7 +132,8 @@ function planRecord(issues: Issues, ctx: TableContext, record: unknown, path: st
   const rules = COLUMN_RULES[ctx.table] ?? {};
   const parentKey = options.parent?.child.parentKey;
   for (const [field, value] of Object.entries(record)) {
-    if (options.nested?.includes(field)) continue;
+    // `undefined` (never in a JSON file, possible in data built in code) means absent.
+    if (value === undefined || options.nested?.includes(field)) continue;
     const at = `${path}.${field}`;
     // DECISIONS C: the account is the one named by --account; a team_id in the file is ignored.
     if (field === 'team_id') continue;
@@ -172,7 +173,7 @@ function planRecord(issues: Issues, ctx: TableContext, record: unknown, path: st
     if (column.name === 'id' || column.name === parentKey || (TENANT_COLUMNS as readonly string[]).includes(column.name)) continue;
     const fill = options.defaults?.[column.name];
     if (fill) row[column.name] = fill();
-    else if (!(column.name in record)) issues.add(`${path}.${column.name}`, 'is required');
+    else if (record[column.name] === undefined) issues.add(`${path}.${column.name}`, 'is required');
   }
   if (issues.total > before) return undefined;
 
