@@ -10,6 +10,8 @@ import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts';
 import { registerHealthRoutes } from './http/health.ts';
 import { generateRequestId } from './http/request-id.ts';
 import { trackRoutes } from './http/route-table.ts';
+import { registerDocs } from './docs/register-docs.ts';
+import { registerOpenApi } from './openapi/plugin.ts';
 import { registerMeRoute } from './resources/me.ts';
 import { registerReadRoutes } from './resources/read-routes.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
@@ -65,6 +67,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await rateLimiter.close();
   });
 
+  // Before every route: @fastify/swagger collects the routes as they register.
+  await registerOpenApi(app, config);
+  registerDocs(app, config);
   registerHealthRoutes(app, database, rateLimiter);
   registerMeRoute(app);
   registerReadRoutes(app, deps);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { importData } from '../src/import/import-data.ts';
+import { type ImportProgress, importData } from '../src/import/import-data.ts';
 import { ImportError } from '../src/import/import-error.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
 
@@ -533,12 +533,16 @@ describe('balcao import: importData', () => {
 
   test('reports progress up to the number of rows written', async () => {
     const { account } = await s.createAccountWithKey();
-    const seen: [number, number][] = [];
-    const customers = Array.from({ length: 2_500 }, (_, i) => ({ full_name: `C${i}` }));
-    await importData(s.db, { customers }, { accountId: account.id, mode: 'live', onProgress: (done, all) => seen.push([done, all]) });
-    assert.deepEqual(seen[0], [0, 2_500]);
-    assert.deepEqual(seen.at(-1), [2_500, 2_500]);
-    assert.ok(seen.every(([done], i) => i === 0 || done > (seen[i - 1] as [number, number])[0]));
-    assert.equal((await tenantCounts(s, account.id)).customers, 2_500);
+    const seen: ImportProgress[] = [];
+    const customers = Array.from({ length: 12_000 }, (_, i) => ({ full_name: `C${i}` }));
+    const sales = [{ total_amount: 1, status_history: [{ new_status: 'pending' }, { old_status: 'pending', new_status: 'paid' }] }];
+    await importData(s.db, { customers, sales }, { accountId: account.id, mode: 'live', onProgress: (p) => seen.push(p) });
+    assert.deepEqual(seen[0], { phase: 'validating', done: 0, total: 12_001 });
+    assert.deepEqual(seen[1], { phase: 'writing', done: 0, total: 12_003 });
+    assert.deepEqual(seen.at(-1), { phase: 'writing', done: 12_003, total: 12_003 });
+    const written = seen.slice(1).map((p) => p.done);
+    assert.ok(written.length > 3, 'several batches');
+    assert.ok(written.every((done, i) => i === 0 || done > (written[i - 1] as number)));
+    assert.equal((await tenantCounts(s, account.id)).customers, 12_000);
   });
 });

@@ -66,7 +66,13 @@ describe('sale totals', () => {
   });
 
   it('reports what the discounts took off the sale', () => {
-    const s = saleAmounts([{ quantity: 1, unit_price: 100, discount_percentage: 15 }, { quantity: 1, unit_price: 3, discount_amount: 5 }], null);
+    const s = saleAmounts(
+      [
+        { quantity: 1, unit_price: 100, discount_percentage: 15 },
+        { quantity: 1, unit_price: 3, discount_amount: 5 },
+      ],
+      null,
+    );
     assert.equal(n(s.subtotal), 103);
     assert.equal(n(s.total_amount), 85);
     assert.equal(n(s.discount_amount), 18);

@@ -478,7 +478,7 @@ describe('field sets and types', () => {
     test(`${r.path}: list and get by id return every SPEC field with its type and nothing internal`, async () => {
       const { account, key } = await s.createAccountWithKey();
       const tenant = { teamId: account.id, mode: 'live' as const };
-      const full = await insertRow(s.db, r.table, tenant, { ...r.full, ...INTERNAL });
+      const full = await insertRow(s.db, r.table, tenant, { created_at: new Date('2026-01-01T00:00:00.000Z'), ...r.full, ...INTERNAL });
       const minimal = await insertRow(s.db, r.table, tenant, {});
 
       const list = await s.request('GET', `/v1/${r.path}?sort=created_at`, { key });

@@ -32,7 +32,7 @@ export function registerImportCommand(program: Command): void {
       const { config } = commandContext();
       requireUuid(flags.account, 'account');
       const data = await readImportFile(file);
-      const progress = terminalProgress('importing');
+      const progress = terminalProgress();
       const result = await withDatabase(config, 'balcao import', async ({ db }) => {
         try {
           return await importData(db, data, { accountId: flags.account, mode: flags.test ? 'test' : 'live', onProgress: progress.update });

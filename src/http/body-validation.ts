@@ -6,7 +6,10 @@ import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 import type { FieldError } from '../errors/app-error.ts';
 
-type ValidationError = Pick<FastifySchemaValidationError, 'keyword' | 'instancePath' | 'params'> & { schemaPath?: string; message?: string };
+type ValidationError = Pick<FastifySchemaValidationError, 'keyword' | 'instancePath' | 'params'> & {
+  schemaPath?: string;
+  message?: string;
+};
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -52,7 +55,13 @@ function createBodyAjv(): Ajv {
 const bodyAjv = createBodyAjv();
 
 /** A body that is absent or JSON `null` is reported as one `body` / `required` error. */
-const MISSING_BODY: FastifySchemaValidationError = { keyword: 'required', instancePath: '', schemaPath: '#/required', params: {}, message: 'body is required' };
+const MISSING_BODY: FastifySchemaValidationError = {
+  keyword: 'required',
+  instancePath: '',
+  schemaPath: '#/required',
+  params: {},
+  message: 'body is required',
+};
 
 const acceptAll = () => true;
 
@@ -187,7 +196,9 @@ export function toFieldErrors(validation: readonly ValidationError[]): FieldErro
 /** PostgreSQL text cannot hold U+0000; refuse it as a field error instead of failing the insert. */
 export function nulCharacterErrors(body: unknown, path = ''): FieldError[] {
   if (typeof body === 'string') {
-    return body.includes('\u0000') ? [{ field: fieldPath(path), code: 'invalid_format', message: 'O texto contém caracteres não permitidos.' }] : [];
+    return body.includes('\u0000')
+      ? [{ field: fieldPath(path), code: 'invalid_format', message: 'O texto contém caracteres não permitidos.' }]
+      : [];
   }
   if (Array.isArray(body)) return body.flatMap((v, i) => nulCharacterErrors(v, `${path}/${i}`));
   if (body && typeof body === 'object') {

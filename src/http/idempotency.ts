@@ -31,14 +31,18 @@ export function canonicalJson(value: unknown): string {
 
 /** Hash of method, path (without query) and canonical body. */
 export function requestSignature(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method}\n${path}\n${canonicalJson(body)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${method}\n${path}\n${canonicalJson(body)}`)
+    .digest('hex');
 }
 
 /** A key still in flight, a key used for another request, a key of the wrong size. */
 const inProgress = () =>
   errors.idempotencyConflict('A request with this Idempotency-Key is still in progress; retry after it completes.', { 'retry-after': '1' });
 const mismatch = () =>
-  errors.idempotencyConflict('This Idempotency-Key was already used with a different method, path or body; use a new key for a new request.');
+  errors.idempotencyConflict(
+    'This Idempotency-Key was already used with a different method, path or body; use a new key for a new request.',
+  );
 const badKey = () => new AppError('validation', { detail: `The Idempotency-Key header must be 1 to ${MAX_KEY_LENGTH} characters long.` });
 
 // Statuses that say "this attempt did not happen": the key stays free for a retry.
@@ -73,7 +77,8 @@ export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHook
         case 'mismatch':
           throw mismatch();
         case 'replay': {
-          const contentType = result.contentType ?? (result.status >= 400 ? 'application/problem+json; charset=utf-8' : 'application/json; charset=utf-8');
+          const contentType =
+            result.contentType ?? (result.status >= 400 ? 'application/problem+json; charset=utf-8' : 'application/json; charset=utf-8');
           // Answered here: the handler never runs, the stored body goes out unchanged.
           return reply.code(result.status).header(REPLAY_HEADER, 'true').header('content-type', contentType).send(result.body);
         }
@@ -107,4 +112,5 @@ export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHook
   };
 }
 
-const stringHeader = (value: unknown): string | null => (value === undefined ? null : Array.isArray(value) ? value.join(', ') : String(value));
+const stringHeader = (value: unknown): string | null =>
+  value === undefined ? null : Array.isArray(value) ? value.join(', ') : String(value);

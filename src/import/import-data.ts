@@ -14,8 +14,16 @@ import { IMPORT_TABLES, type ImportResourceName } from './resources.ts';
 export interface ImportOptions {
   accountId: string;
   mode: KeyMode;
-  /** Called as rows are written: rows written so far and the total (for a progress bar). */
-  onProgress?: (done: number, total: number) => void;
+  /** Called as the import goes (for a progress bar): once when validation starts, then as rows are written. */
+  onProgress?: (progress: ImportProgress) => void;
+}
+
+export interface ImportProgress {
+  phase: 'validating' | 'writing';
+  /** Rows written so far (0 while validating). */
+  done: number;
+  /** Records of the file while validating; rows to write (nested ones included) while writing. */
+  total: number;
 }
 
 export interface ImportResult {
@@ -41,6 +49,7 @@ export async function importData(db: Db, file: unknown, options: ImportOptions):
   if (!account) throw ImportError.plain(`account ${accountId} not found`);
 
   const specs = await loadTableSpecs(db, IMPORT_TABLES);
+  options.onProgress?.({ phase: 'validating', done: 0, total: topLevelRecords(file) });
   const plan = planImport(file, specs, mode);
   const tenant: Tenant = { teamId: String(account.id), mode };
   const write = (tx: Db) => writePlan(tx, plan, specs, tenant, options.onProgress);
@@ -59,11 +68,11 @@ async function writePlan(
   await refuseTakenIds(tx, plan);
   const total = [...plan.rows.values()].reduce((sum, rows) => sum + rows.length, 0);
   let done = 0;
-  onProgress?.(0, total);
+  onProgress?.({ phase: 'writing', done, total });
   for (const [table, rows] of plan.rows) {
     await insertRows(tx, table, specs.get(table) as TableSpec, tenant, rows, (n) => {
       done += n;
-      onProgress?.(done, total);
+      onProgress?.({ phase: 'writing', done, total });
     });
   }
   if (plan.maxTransactionNumber !== null) {
@@ -75,13 +84,22 @@ async function writePlan(
   }
 }
 
+function topLevelRecords(file: unknown): number {
+  if (typeof file !== 'object' || file === null) return 0;
+  return Object.values(file).reduce((sum: number, list) => sum + (Array.isArray(list) ? list.length : 0), 0);
+}
+
 /** Ids are global primary keys: name the record whose id is already stored (in any account, without saying which). */
 async function refuseTakenIds(tx: Db, plan: ImportPlan): Promise<void> {
   for (const [table, ids] of plan.givenIds) {
     const all = [...ids.keys()];
     for (let start = 0; start < all.length; start += ID_LOOKUP_CHUNK) {
       const chunk = all.slice(start, start + ID_LOOKUP_CHUNK);
-      const taken = await tx.selectFrom(table).select('id').where(sql<boolean>`id = ANY(${chunk}::uuid[])`).executeTakeFirst();
+      const taken = await tx
+        .selectFrom(table)
+        .select('id')
+        .where(sql<boolean>`id IN (SELECT value::uuid FROM json_array_elements_text(${JSON.stringify(chunk)}::text::json))`)
+        .executeTakeFirst();
       if (taken) throw ImportError.at(`${ids.get(String(taken.id))}.id`, 'a record with this id already exists');
     }
   }

@@ -1,14 +1,21 @@
-// Writes planned rows with multi-row INSERTs, each chunk under PostgreSQL's 65 535 bind
-// parameters; the caller runs it inside one transaction, so a failure leaves nothing behind.
+// Writes planned rows in batches: each statement inserts up to 5 000 rows sent as one JSON array
+// (json_to_recordset), so a batch costs one small parse and three bind parameters whatever its
+// width. The caller runs it inside one transaction: a failure leaves nothing behind.
+//
+// Why not INSERT … VALUES with one bind parameter per value (chunks under PostgreSQL's 65 535):
+// PGlite 0.4 crashes decoding the statement description of large statements with array
+// parameters (from ~20 000 parameters on), and the JSON form costs the same on both engines.
+// Rows that leave different columns out are inserted by shape, so every column a record leaves
+// out takes the table's DEFAULT, exactly as in a single-row INSERT.
 import { CompiledQuery } from 'kysely';
 import type { Tenant } from '../http/context.ts';
 import type { Db } from '../infra/db/database.ts';
 import type { TableSpec } from './column-spec.ts';
 import type { Row } from './plan-import.ts';
 
-const MAX_BIND_PARAMETERS = 65_535;
-/** Past a few thousand rows a longer statement only costs parse time and memory. */
-const MAX_ROWS_PER_STATEMENT = 2_000;
+const MAX_ROWS_PER_STATEMENT = 5_000;
+/** Keeps each statement's JSON (and the engine's copy of it) to a few megabytes. */
+const MAX_JSON_CHARS_PER_STATEMENT = 4_000_000;
 
 const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
 
@@ -20,34 +27,48 @@ export async function insertRows(
   rows: readonly Row[],
   onInserted: (count: number) => void = () => {},
 ): Promise<void> {
-  // Tenant columns are bound once ($1, $2) and referenced by every row.
-  const perRow = Math.max(1, spec.size);
-  const chunkSize = Math.max(1, Math.min(MAX_ROWS_PER_STATEMENT, Math.floor((MAX_BIND_PARAMETERS - 2) / perRow)));
-  for (let start = 0; start < rows.length; start += chunkSize) {
-    const chunk = rows.slice(start, start + chunkSize);
-    await tx.executeQuery(compileInsert(table, spec, tenant, chunk));
-    onInserted(chunk.length);
+  let batch: { row: Row; json: string }[] = [];
+  let chars = 0;
+  const flush = async () => {
+    for (const [shape, members] of groupByShape(batch)) {
+      await tx.executeQuery(compileInsert(table, spec, tenant, shape, members));
+    }
+    onInserted(batch.length);
+    batch = [];
+    chars = 0;
+  };
+  for (const row of rows) {
+    const json = JSON.stringify(row);
+    if (batch.length > 0 && (batch.length >= MAX_ROWS_PER_STATEMENT || chars + json.length > MAX_JSON_CHARS_PER_STATEMENT)) await flush();
+    batch.push({ row, json });
+    chars += json.length + 1;
   }
+  if (batch.length > 0) await flush();
 }
 
-function compileInsert(table: string, spec: TableSpec, tenant: Tenant, rows: readonly Row[]): CompiledQuery {
-  const present = new Set<string>();
-  for (const row of rows) for (const column of Object.keys(row)) present.add(column);
-  const columns = [...spec.values()].filter((c) => present.has(c.name));
-  const parameters: unknown[] = [tenant.teamId, tenant.mode];
-  const tuples: string[] = [];
-  for (const row of rows) {
-    const values = ['$1::uuid', '$2::text'];
-    for (const column of columns) {
-      const value = row[column.name];
-      if (value === undefined) values.push('DEFAULT');
-      else {
-        parameters.push(value);
-        values.push(`$${parameters.length}::${column.sqlType}`);
-      }
-    }
-    tuples.push(`(${values.join(', ')})`);
+/** Rows of one batch grouped by the set of columns they carry. */
+function groupByShape(batch: readonly { row: Row; json: string }[]): Map<string, string[]> {
+  const groups = new Map<string, string[]>();
+  for (const { row, json } of batch) {
+    const shape = Object.keys(row)
+      .filter((k) => row[k] !== undefined)
+      .sort()
+      .join(',');
+    const members = groups.get(shape);
+    if (members) members.push(json);
+    else groups.set(shape, [json]);
   }
-  const names = ['team_id', 'mode', ...columns.map((c) => c.name)].map(quote).join(', ');
-  return CompiledQuery.raw(`INSERT INTO ${quote(table)} (${names}) VALUES ${tuples.join(', ')}`, parameters);
+  return groups;
+}
+
+function compileInsert(table: string, spec: TableSpec, tenant: Tenant, shape: string, members: readonly string[]): CompiledQuery {
+  const present = new Set(shape.split(','));
+  const columns = [...spec.values()].filter((c) => present.has(c.name));
+  const names = columns.map((c) => quote(c.name));
+  const definitions = columns.map((c) => `${quote(c.name)} ${c.sqlType}`);
+  const text =
+    `INSERT INTO ${quote(table)} (team_id, mode, ${names.join(', ')}) ` +
+    `SELECT $1::uuid, $2::text, ${names.map((n) => `r.${n}`).join(', ')} ` +
+    `FROM json_to_recordset($3::text::json) AS r(${definitions.join(', ')})`;
+  return CompiledQuery.raw(text, [tenant.teamId, tenant.mode, `[${members.join(',')}]`]);
 }

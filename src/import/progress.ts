@@ -1,30 +1,32 @@
-// A one-line progress bar on a terminal (stderr), so stdout stays for --json; silent when the
-// stream is not a TTY or the work is small.
+// A one-line progress display on a terminal (stderr), so stdout stays for --json; silent when
+// the stream is not a TTY or the file is small.
+import type { ImportProgress } from './import-data.ts';
+
 export interface Progress {
-  update(done: number, total: number): void;
+  update(progress: ImportProgress): void;
   finish(): void;
 }
 
 const WIDTH = 30;
 const REDRAW_MS = 100;
 
-export function terminalProgress(label: string, stream: NodeJS.WriteStream = process.stderr, minTotal = 5_000): Progress {
+export function terminalProgress(stream: NodeJS.WriteStream = process.stderr, minRecords = 5_000): Progress {
   let lastDraw = 0;
   let drawn = false;
-  const draw = (done: number, total: number) => {
-    const ratio = total === 0 ? 1 : done / total;
-    const filled = Math.round(ratio * WIDTH);
-    const bar = `${'█'.repeat(filled)}${'░'.repeat(WIDTH - filled)}`;
-    stream.write(`\r\x1b[2K${label} ${bar} ${Math.floor(ratio * 100)}% ${done.toLocaleString('en')}/${total.toLocaleString('en')}`);
+  const line = (text: string) => {
+    stream.write(`\r\x1b[2K${text}`);
     drawn = true;
   };
   return {
-    update(done, total) {
-      if (!stream.isTTY || total < minTotal) return;
+    update({ phase, done, total }) {
+      if (!stream.isTTY || total < minRecords) return;
+      if (phase === 'validating') return line(`validating ${total.toLocaleString('en')} records…`);
       const now = Date.now();
       if (done < total && now - lastDraw < REDRAW_MS) return;
       lastDraw = now;
-      draw(done, total);
+      const ratio = total === 0 ? 1 : done / total;
+      const filled = Math.round(ratio * WIDTH);
+      line(`importing ${'█'.repeat(filled)}${'░'.repeat(WIDTH - filled)} ${Math.floor(ratio * 100)}% ${done.toLocaleString('en')}/${total.toLocaleString('en')} rows`);
     },
     finish() {
       if (drawn) stream.write('\r\x1b[2K');

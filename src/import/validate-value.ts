@@ -42,8 +42,8 @@ export function checkValue(column: ColumnSpec, value: unknown): Checked {
       }
       return ok(value);
     case 'json':
-      // A JSON text the database parses; PostgreSQL refuses the NUL character in jsonb strings.
-      return JSON.stringify(value).includes('\\u0000') ? no('must not contain the NUL character') : ok(JSON.stringify(value));
+      // PostgreSQL refuses the NUL character in jsonb strings.
+      return JSON.stringify(value).includes('\\u0000') ? no('must not contain the NUL character') : ok(value);
   }
 }
 

@@ -62,7 +62,13 @@ function tenantOf(tenant: Tenant | null): Tenant {
 }
 
 /** Referenced ids that are not records of the tenant (any state: a deactivated customer still exists). */
-async function referenceErrors(db: Db, w: WriteDescriptor, tenant: Tenant, body: Body, refused: ReadonlySet<string>): Promise<FieldError[]> {
+async function referenceErrors(
+  db: Db,
+  w: WriteDescriptor,
+  tenant: Tenant,
+  body: Body,
+  refused: ReadonlySet<string>,
+): Promise<FieldError[]> {
   const out: FieldError[] = [];
   for (const [field, table] of Object.entries(w.references ?? {})) {
     const value = body[field];
@@ -73,7 +79,9 @@ async function referenceErrors(db: Db, w: WriteDescriptor, tenant: Tenant, body:
   return out;
 }
 
-async function refuseInvalid(db: Db, w: WriteDescriptor, tenant: Tenant, body: Body, current: Row | undefined, options: WriteOptions) {
+async function refuseInvalid(db: Db, w: WriteDescriptor, tenant: Tenant, raw: unknown, current: Row | undefined, options: WriteOptions) {
+  // A missing or non-object body is already a schema error; the rules then see an empty one.
+  const body: Body = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Body) : {};
   const found = mergeFieldErrors(options.schemaErrors ?? [], nulCharacterErrors(body), w.rules?.check?.(body, current) ?? []);
   const refs = await referenceErrors(db, w, tenant, body, new Set(found.map((e) => e.field)));
   const all = mergeFieldErrors(found, refs);
@@ -88,9 +96,11 @@ function columnValues(d: ResourceDescriptor, values: Row): Row {
     if (value === undefined) continue;
     const schema = d.row.properties[column];
     const kind = schema ? fieldKind(schema) : undefined;
-    if (value !== null && kind === 'json' && !isSqlFragment(value)) out[column] = sql`cast(cast(${JSON.stringify(value)} as text) as jsonb)`;
+    if (value !== null && kind === 'json' && !isSqlFragment(value))
+      out[column] = sql`cast(cast(${JSON.stringify(value)} as text) as jsonb)`;
     else if (Array.isArray(value) && kind === 'text_array') {
-      out[column] = value.length === 0 ? sql`cast(ARRAY[] as text[])` : sql`cast(ARRAY[${sql.join(value.map((v) => String(v)))}] as text[])`;
+      out[column] =
+        value.length === 0 ? sql`cast(ARRAY[] as text[])` : sql`cast(ARRAY[${sql.join(value.map((v) => String(v)))}] as text[])`;
     } else out[column] = value;
   }
   return out;
@@ -105,7 +115,13 @@ async function readBack(db: Db, d: ResourceDescriptor, tenant: Tenant, id: strin
 }
 
 /** POST: 422 with every refused field, or the created record (with `createIncludes`). */
-export async function createRecord(db: Db, d: ResourceDescriptor, tenantOrNull: Tenant | null, body: Body, options: WriteOptions = {}): Promise<Row> {
+export async function createRecord(
+  db: Db,
+  d: ResourceDescriptor,
+  tenantOrNull: Tenant | null,
+  body: Body,
+  options: WriteOptions = {},
+): Promise<Row> {
   const w = writeOf(d);
   const tenant = tenantOf(tenantOrNull);
   await refuseInvalid(db, w, tenant, body, undefined, options);
@@ -126,7 +142,9 @@ export async function createRecord(db: Db, d: ResourceDescriptor, tenantOrNull: 
 
 /** The row to change, locked for the rest of the transaction; 404 when the tenant has no such record. */
 async function lockRow(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: string): Promise<Row> {
-  const row = isUuid(id) ? await scoped(trx, d.table, tenant, d.where).selectAll().where('id', '=', id).forUpdate().executeTakeFirst() : undefined;
+  const row = isUuid(id)
+    ? await scoped(trx, d.table, tenant, d.where).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
+    : undefined;
   if (!row) throw errors.notFound();
   return row as Row;
 }
@@ -166,7 +184,13 @@ export async function updateRecord(
 }
 
 /** DELETE: the soft delete of the descriptor (the record is kept); 404 outside the tenant. */
-export async function deleteRecord(db: Db, d: ResourceDescriptor, tenantOrNull: Tenant | null, id: string, options: WriteOptions = {}): Promise<void> {
+export async function deleteRecord(
+  db: Db,
+  d: ResourceDescriptor,
+  tenantOrNull: Tenant | null,
+  id: string,
+  options: WriteOptions = {},
+): Promise<void> {
   const w = writeOf(d);
   const tenant = tenantOf(tenantOrNull);
   if (!isUuid(id)) throw errors.notFound();

@@ -52,7 +52,12 @@ function schemaErrors(request: FastifyRequest): FieldError[] {
   return toFieldErrors(failure.validation as Parameters<typeof toFieldErrors>[0]);
 }
 
-function registerResource(app: FastifyInstance, deps: WriteRouteDeps, hooks: ReturnType<typeof createIdempotencyHooks>, d: ResourceDescriptor) {
+function registerResource(
+  app: FastifyInstance,
+  deps: WriteRouteDeps,
+  hooks: ReturnType<typeof createIdempotencyHooks>,
+  d: ResourceDescriptor,
+) {
   const w = d.write;
   if (!w) return;
   const { db } = deps.database;
@@ -103,7 +108,10 @@ function registerResource(app: FastifyInstance, deps: WriteRouteDeps, hooks: Ret
     },
     async (request) => {
       const { id } = request.params as { id: string };
-      const data = await updateRecord(db, d, request.tenant, id, request.body as Body, { schemaErrors: schemaErrors(request), now: deps.now });
+      const data = await updateRecord(db, d, request.tenant, id, request.body as Body, {
+        schemaErrors: schemaErrors(request),
+        now: deps.now,
+      });
       return itemEnvelope(request, data);
     },
   );

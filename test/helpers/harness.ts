@@ -14,6 +14,7 @@ import type { PlanCode, RateLimitOverrides } from '../../src/domain/plans.ts';
 import { type Database, type Db, openDatabase } from '../../src/infra/db/database.ts';
 import { migrate } from '../../src/infra/db/migrate.ts';
 import type { RateLimiter } from '../../src/http/rate-limit.ts';
+import { Contract } from './contract.ts';
 
 export interface TestServerOptions {
   env?: Record<string, string>;
@@ -98,7 +99,13 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const database = options.database ?? (ownDatabase as Database);
   const config = loadConfig({ PORT: '0', BALCAO_PUBLIC_URL: 'http://balcao.test', ...options.env });
   const app = await buildApp({ config, database, rateLimiter: options.rateLimiter, now: options.now, logger: false });
-  options.extraRoutes?.(app);
+  if (options.extraRoutes) {
+    // Test-only routes are served but are no part of the API description, nor of its contract.
+    app.addHook('onRoute', (route) => {
+      route.config = { ...route.config, hidden: true };
+    });
+    options.extraRoutes(app);
+  }
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -153,6 +160,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       } catch {
         parsed = undefined;
       }
+      // Every response a test receives must be one the served OpenAPI document describes.
+      Contract.for(app.openapiJson()).check(method, path, { status: res.status, headers: res.headers, text });
       return { status: res.status, headers: res.headers, body: parsed as any, text };
     },
     async close() {

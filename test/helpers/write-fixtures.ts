@@ -5,7 +5,12 @@ import { randomUUID } from 'node:crypto';
 import type { TestResponse, TestServer } from './harness.ts';
 
 /** Limits high enough that concurrent tests are never rate limited. */
-export const UNLIMITED = { burst_per_second: 100_000, requests_per_minute_read: 1_000_000, requests_per_minute_write: 1_000_000, requests_per_day_total: 10_000_000 };
+export const UNLIMITED = {
+  burst_per_second: 100_000,
+  requests_per_minute_read: 1_000_000,
+  requests_per_minute_write: 1_000_000,
+  requests_per_day_total: 10_000_000,
+};
 
 export async function writer(s: TestServer, options: { test?: boolean; scopes?: string[] } = {}) {
   const { account, key, keyId } = await s.createAccountWithKey({ rateLimits: UNLIMITED, ...options });

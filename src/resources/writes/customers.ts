@@ -10,7 +10,12 @@ const fullName = W.text({ minLength: 1, maxLength: 255, examples: ['Maria da Sil
 
 const optionalFields = {
   email: W.emailOrNull({ description: 'Required (non-null) when `phone` is null.' }),
-  phone: W.textOrNull({ minLength: 1, maxLength: 40, description: 'Required (non-null) when `email` is null.', examples: ['+55 11 91234-5678'] }),
+  phone: W.textOrNull({
+    minLength: 1,
+    maxLength: 40,
+    description: 'Required (non-null) when `email` is null.',
+    examples: ['+55 11 91234-5678'],
+  }),
   document: W.textOrNull({ description: 'CPF or CNPJ' }),
   gender: W.textOrNull(),
   notes: W.textOrNull(),
@@ -28,9 +33,12 @@ const optionalFields = {
 
 export const CreateCustomerInput = Type.Object({ full_name: fullName, ...optional(optionalFields) }, { title: 'CreateCustomerInput' });
 
-export const UpdateCustomerInput = partialOf({ full_name: fullName, ...optionalFields, is_active: W.boolean({ description: 'false deactivates the customer, true reactivates it.' }) }, {
-  title: 'UpdateCustomerInput',
-});
+export const UpdateCustomerInput = partialOf(
+  { full_name: fullName, ...optionalFields, is_active: W.boolean({ description: 'false deactivates the customer, true reactivates it.' }) },
+  {
+    title: 'UpdateCustomerInput',
+  },
+);
 
 export type CreateCustomer = Static<typeof CreateCustomerInput>;
 

@@ -13,7 +13,7 @@ const orNull = <T extends TSchema>(schema: T, opts: Opts = {}): TUnion<[T, Retur
   Type.Union([schema, Type.Null()], opts);
 
 export const W = {
-  text: (opts: Opts & { minLength?: number; maxLength?: number } = {}) => Type.String(opts),
+  text: (opts: Opts & { minLength?: number; maxLength?: number; default?: string } = {}) => Type.String(opts),
   textOrNull: (opts: Opts & { minLength?: number; maxLength?: number } = {}) => {
     const { description, examples, ...limits } = opts;
     return orNull(Type.String(limits), { description, examples });

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import { dec, money, toSqlNumeric } from '../../domain/money.ts';
+import { type Dec, dec, money, toSqlNumeric } from '../../domain/money.ts';
 import { nextTransactionNumber } from '../../domain/numbering.ts';
 import { saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
@@ -46,7 +46,7 @@ export const CreateSaleInput = Type.Object(
     items: Type.Array(SaleItemInput, { minItems: 1, maxItems: MAX_ITEMS }),
     ...optional({
       ...patchable,
-      status: W.text({ minLength: 1, maxLength: 50, default: 'pending', examples: ['pending'] } as never),
+      status: W.text({ minLength: 1, maxLength: 50, default: 'pending', examples: ['pending'] }),
       customer_id: W.uuidOrNull({ description: 'A customer of the account.' }),
       transaction_type: W.enum(SALE_TYPES, { default: 'sale' }),
       sale_date: W.timestamp({ description: 'Defaults to now.' }),
@@ -88,7 +88,7 @@ function amountLimits(body: Body): FieldError[] {
   return out;
 }
 
-const numeric = (value: { toFixed(): string } | null) => (value === null ? null : toSqlNumeric(value as never));
+const numeric = (value: Dec | null) => (value === null ? null : toSqlNumeric(value));
 
 async function toInsert(ctx: WriteContext, body: Body): Promise<Row> {
   const input = body as CreateSale;

@@ -1,0 +1,99 @@
+// /errors and /errors/<code>: one public page per problem type of the catalogue, at the very
+// URL a problem's `type` names (when BALCAO_ERRORS_URL is not set elsewhere).
+import type { FastifyInstance, RouteShorthandOptions } from 'fastify';
+import type { Config } from '../config.ts';
+import { errors } from '../errors/app-error.ts';
+import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors/catalogue.ts';
+import { escapeHtml, inlineCode, page } from './html.ts';
+
+const HTML = 'text/html; charset=utf-8';
+const htmlResponse = (description: string) => ({ description, content: { 'text/html': { schema: { type: 'string' } } } });
+/** The code is looked up by the handler (unknown → 404 problem), not refused by a validator. */
+const acceptAll: RouteShorthandOptions['validatorCompiler'] = () => () => true;
+
+const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_CATALOGUE, code);
+
+function samplePayload(config: Config, code: ErrorCode): string {
+  const { status, title } = ERROR_CATALOGUE[code];
+  const body: Record<string, unknown> = { type: `${config.errorsUrl}/${code}`, title, status, detail: '…', instance: '/v1/…', request_id: '…' };
+  if (code === 'validation') body.errors = [{ field: 'items[0].quantity', code: 'too_small', message: 'Deve ser maior que 0.' }];
+  return JSON.stringify(body, null, 2);
+}
+
+function errorPage(config: Config, code: ErrorCode): string {
+  const entry = ERROR_CATALOGUE[code];
+  return page(
+    `${code} · Balcão API errors`,
+    `<nav><a href="../errors">All error types</a><a href="../docs">API reference</a></nav>
+<p class="status">HTTP ${entry.status}</p>
+<h1><code>${escapeHtml(code)}</code> — ${escapeHtml(entry.title)}</h1>
+<dl>
+<dt>Type</dt><dd><code>${escapeHtml(`${config.errorsUrl}/${code}`)}</code></dd>
+<dt>Status</dt><dd>${entry.status}</dd>
+<dt>Title</dt><dd>${escapeHtml(entry.title)}</dd>
+</dl>
+<h2>What it means</h2>
+<p>${inlineCode(entry.description)}</p>
+<h2>What to do</h2>
+<p>${inlineCode(entry.remedy)}</p>
+<h2>Example</h2>
+<pre>Content-Type: application/problem+json
+
+${escapeHtml(samplePayload(config, code))}</pre>
+<p>Decide by <code>type</code>; <code>title</code> and <code>detail</code> are text that may change. Quote <code>request_id</code> when contacting support.</p>`,
+  );
+}
+
+function indexPage(): string {
+  const rows = ERROR_CODES.map((code) => {
+    const e = ERROR_CATALOGUE[code];
+    return `<tr><td class="status">${e.status}</td><td><a href="errors/${encodeURIComponent(code)}"><code>${escapeHtml(code)}</code></a></td><td>${inlineCode(e.description)}</td></tr>`;
+  });
+  return page(
+    'Error types · Balcão API',
+    `<nav><a href="docs">API reference</a></nav>
+<h1>Error types</h1>
+<p>Every failure is an <code>application/problem+json</code> body whose <code>type</code> is one of these pages.</p>
+<table>
+<thead><tr><th>Status</th><th>Type</th><th>Meaning</th></tr></thead>
+<tbody>
+${rows.join('\n')}
+</tbody>
+</table>`,
+  );
+}
+
+export function registerErrorPages(app: FastifyInstance, config: Config): void {
+  const index = indexPage();
+  const pages = new Map(ERROR_CODES.map((code) => [code, errorPage(config, code)]));
+
+  app.get(
+    '/errors',
+    {
+      config: { operationId: 'errors.list', public: true },
+      schema: { operationId: 'errors.list', summary: 'Index of the error types (HTML)', tags: ['Documentation'], response: { 200: htmlResponse('HTML page.') } },
+    },
+    async (_request, reply) => reply.type(HTML).send(index),
+  );
+
+  app.get(
+    '/errors/:code',
+    {
+      config: { operationId: 'errors.get', public: true },
+      validatorCompiler: acceptAll,
+      schema: {
+        operationId: 'errors.get',
+        summary: 'One error type (HTML)',
+        description: 'The page a problem `type` URL points to: what the error means and what to do.',
+        tags: ['Documentation'],
+        params: { type: 'object', properties: { code: { type: 'string', enum: [...ERROR_CODES], description: 'Error code.' } }, required: ['code'] },
+        response: { 200: htmlResponse('HTML page.') },
+      },
+    },
+    async (request, reply) => {
+      const { code } = request.params as { code: string };
+      if (!isErrorCode(code)) throw errors.notFound('No such error type.');
+      return reply.type(HTML).send(pages.get(code));
+    },
+  );
+}

@@ -1,0 +1,116 @@
+// Completes what @fastify/swagger derives from the route schemas with what every route shares:
+// security (public routes and /v1/me included), the problem responses each route can give, the
+// request-id / rate-limit / idempotency headers, examples, tags and named components.
+import type { Config } from '../config.ts';
+import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
+import { SECURITY_SCHEME, securityScheme } from './document-info.ts';
+import { exampleOf } from './examples.ts';
+import { headerUse, RATE_LIMIT_HEADERS, REQUEST_PARAMETERS, RESPONSE_HEADERS } from './headers.ts';
+import { SchemaNamer } from './named-schemas.ts';
+import { ProblemResponses, problemCodesFor } from './problem-responses.ts';
+import { FieldErrorSchema, ProblemSchema } from './problem-schema.ts';
+import type { RouteFacts } from './route-facts.ts';
+
+type Json = Record<string, any>;
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+/** Our own annotations (`x-balcao-type` drives the query parser) are not part of the public contract. */
+function stripPrivateKeys(node: unknown): void {
+  if (Array.isArray(node)) for (const item of node) stripPrivateKeys(item);
+  else if (node && typeof node === 'object') {
+    for (const key of Object.keys(node)) {
+      if (key.startsWith('x-balcao')) delete (node as Json)[key];
+      else stripPrivateKeys((node as Json)[key]);
+    }
+  }
+}
+
+const SUCCESS_DESCRIPTIONS: Record<string, string> = { '200': 'OK.', '201': 'Created.', '204': 'No content.' };
+
+const toJson = (schema: unknown): Json => JSON.parse(JSON.stringify(schema));
+
+function guardText(f: RouteFacts): string {
+  if (f.public) return 'Public: no authentication, not rate-limited per key.';
+  if (!f.resource) return 'Any valid key of an account with the API enabled; no scope or module needed.';
+  const scope = `\`${f.resource}:${f.access}\``;
+  return `Requires the scope ${scope}${f.module ? ` and the module \`${f.module}\` on the contract` : ''}.`;
+}
+
+function tagDescription(ops: RouteFacts[]): string {
+  const modules = [...new Set(ops.map((o) => o.module).filter(Boolean))];
+  const scopes = [...new Set(ops.filter((o) => o.resource).map((o) => `\`${o.resource}:${o.access}\``))];
+  if (ops.every((o) => o.public)) return 'Public: no key needed.';
+  if (scopes.length === 0) return 'Needs a valid key; no scope or module.';
+  return `Module ${modules.map((m) => `\`${m}\``).join(', ')}; scopes ${scopes.join(', ')}.`;
+}
+
+export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>, config: Config): Json {
+  stripPrivateKeys(doc);
+  const problems = new ProblemResponses(config.errorsUrl);
+  // Schemas swagger already named (those with an `$id`, such as `Me`) keep their names.
+  const swaggerSchemas: Json = doc.components?.schemas ?? {};
+  const namer = new SchemaNamer(swaggerSchemas);
+  for (const schema of Object.values<Json>(swaggerSchemas)) namer.hoist(schema, true);
+  const resolve = (ref: string): Json | undefined => {
+    const name = ref.replace('#/components/schemas/', '');
+    return namer.schemas()[name];
+  };
+  const tags = new Map<string, RouteFacts[]>();
+
+  for (const pathItem of Object.values<Json>(doc.paths ?? {})) {
+    for (const method of METHODS) {
+      const op: Json | undefined = pathItem[method];
+      if (!op) continue;
+      const f = facts.get(op.operationId);
+      if (!f) throw new Error(`OpenAPI: no route facts for operation ${op.operationId}`);
+      for (const tag of op.tags ?? []) tags.set(tag, [...(tags.get(tag) ?? []), f]);
+
+      op.description = [op.description, guardText(f)].filter(Boolean).join('\n\n');
+      if (f.public) op.security = [];
+      op.parameters = [
+        ...(op.parameters ?? []),
+        { $ref: '#/components/parameters/RequestId' },
+        ...(f.method === 'POST' ? [{ $ref: '#/components/parameters/IdempotencyKey' }] : []),
+      ];
+
+      const body = op.requestBody?.content?.['application/json'];
+      if (body?.schema) {
+        if (body.example === undefined) body.example = exampleOf(body.schema, { resolve, mode: 'request' });
+        body.schema = namer.hoist(body.schema);
+      }
+
+      for (const [status, response] of Object.entries<Json>(op.responses ?? {})) {
+        if (response.$ref) continue;
+        if (response.description === 'Default Response') response.description = SUCCESS_DESCRIPTIONS[status] ?? `HTTP ${status}.`;
+        const headers: Json = { 'X-Request-Id': headerUse('X-Request-Id', 'always') };
+        if (!f.public) for (const h of RATE_LIMIT_HEADERS) headers[h] = headerUse(h, 'always');
+        if (f.method === 'POST' && status === '201') headers['Idempotent-Replay'] = { $ref: '#/components/headers/Idempotent-Replay' };
+        response.headers = { ...headers, ...response.headers };
+        for (const [type, media] of Object.entries<Json>(response.content ?? {})) {
+          if (!media.schema) continue;
+          if (type.includes('json') && media.example === undefined && media.examples === undefined) media.example = exampleOf(media.schema, { resolve, mode: 'response' });
+          media.schema = namer.hoist(media.schema);
+        }
+      }
+      Object.assign(op.responses, problems.forOperation(problemCodesFor(f), f.public));
+      op.responses = Object.fromEntries(Object.entries(op.responses).sort(([a], [b]) => a.localeCompare(b)));
+    }
+  }
+  problems.methodNotAllowed();
+
+
+  doc.security = [{ [SECURITY_SCHEME]: [] }];
+  doc.tags = [...tags].map(([name, ops]) => ({ name, description: tagDescription(ops) }));
+  doc.components = {
+    securitySchemes: { [SECURITY_SCHEME]: securityScheme(config) },
+    schemas: { ...namer.schemas(), Problem: toJson(ProblemSchema), FieldError: toJson(FieldErrorSchema) },
+    parameters: REQUEST_PARAMETERS,
+    headers: RESPONSE_HEADERS,
+    responses: problems.components(),
+    examples: problems.examples(),
+  };
+  doc.components.schemas.Problem.properties.errors = { type: 'array', items: { $ref: '#/components/schemas/FieldError' }, description: ProblemSchema.properties.errors.description };
+  doc.components.schemas.Problem.properties.type.examples = [`${config.errorsUrl}/${Object.keys(ERROR_CATALOGUE)[0]}`];
+  return doc;
+}

@@ -1,0 +1,260 @@
+// Idempotency-Key over HTTP (SPEC part 8, DECISIONS B.12): replays, conflicts, keys in flight,
+// races, per-key independence, expiry and purge, failures that free the key, other methods.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { after, before, describe, it } from 'node:test';
+import { requestSignature } from '../src/http/idempotency.ts';
+import { IdempotencyStore } from '../src/infra/idempotency-store.ts';
+import { startTestServer, type TestServer } from './helpers/harness.ts';
+import { item, writer } from './helpers/write-fixtures.ts';
+
+const IK = 'idempotency-key';
+
+describe('Idempotency-Key', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startTestServer();
+  });
+  after(() => s.close());
+
+  const post = (key: string, path: string, body: unknown, idem?: string) =>
+    s.request('POST', path, { key, body, headers: idem === undefined ? {} : { [IK]: idem } });
+  const countSales = async (accountId: string) =>
+    Number(
+      (
+        await s.db
+          .selectFrom('transactions')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('team_id', '=', accountId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+
+  it('replays the first response with the same status and body and Idempotent-Replay: true', async () => {
+    const { key, accountId } = await writer(s);
+    const body = { items: [item({ quantity: 3, unit_price: 19.99 })] };
+    const first = await post(key, '/v1/sales', body, 'sale-1');
+    assert.equal(first.status, 201);
+    assert.equal(first.headers.get('idempotent-replay'), null);
+    // Same body with its keys in another order: the same request.
+    const reordered = { items: [Object.fromEntries(Object.entries(body.items[0] as object).reverse())] };
+    const second = await post(key, '/v1/sales', reordered, 'sale-1');
+    assert.equal(second.status, 201);
+    assert.equal(second.headers.get('idempotent-replay'), 'true');
+    assert.match(second.headers.get('content-type') ?? '', /^application\/json/);
+    assert.equal(second.text, first.text);
+    assert.notEqual(second.headers.get('x-request-id'), first.headers.get('x-request-id'));
+    assert.equal(await countSales(accountId), 1);
+  });
+
+  it('answers 409 idempotency_conflict for another body or another path, and runs neither', async () => {
+    const { key, accountId } = await writer(s);
+    const body = { full_name: 'Ana', name: 'Ana', phone: '1' };
+    assert.equal((await post(key, '/v1/customers', body, 'k')).status, 201);
+    const otherBody = await post(key, '/v1/customers', { ...body, full_name: 'Bia' }, 'k');
+    assert.equal(otherBody.status, 409);
+    assert.match(otherBody.body.type, /\/idempotency_conflict$/);
+    assert.match(otherBody.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    const otherPath = await post(key, '/v1/suppliers', body, 'k');
+    assert.equal(otherPath.status, 409);
+    assert.match(otherPath.body.type, /\/idempotency_conflict$/);
+    assert.equal((await s.request('GET', '/v1/customers', { key })).body.data.length, 1);
+    assert.equal((await s.request('GET', '/v1/suppliers', { key })).body.data.length, 0);
+    // The conflict did not consume or change the key: the original still replays.
+    const replay = await post(key, '/v1/customers', body, 'k');
+    assert.equal(replay.headers.get('idempotent-replay'), 'true');
+    assert.equal(await countSales(accountId), 0);
+  });
+
+  it('keeps keys independent per API key', async () => {
+    const a = await writer(s);
+    const secondKey = await s.createKey(a.accountId);
+    const b = await writer(s);
+    const body = { items: [item()] };
+    const r1 = await post(a.key, '/v1/sales', body, 'shared');
+    const r2 = await post(secondKey.key, '/v1/sales', body, 'shared');
+    const r3 = await post(b.key, '/v1/sales', { items: [item()] }, 'shared');
+    for (const r of [r1, r2, r3]) {
+      assert.equal(r.status, 201);
+      assert.equal(r.headers.get('idempotent-replay'), null);
+    }
+    assert.notEqual(r1.body.data.id, r2.body.data.id);
+    assert.equal(await countSales(a.accountId), 2);
+  });
+
+  it('creates exactly one sale from 50 concurrent POSTs with the same key', async () => {
+    const { key, accountId } = await writer(s);
+    const body = { items: [item({ quantity: 2, unit_price: 0.1 })], notes: 'race' };
+    const results = await Promise.all(Array.from({ length: 50 }, () => post(key, '/v1/sales', body, 'race-key')));
+    const fresh = results.filter((r) => r.status === 201 && r.headers.get('idempotent-replay') === null);
+    const replays = results.filter((r) => r.status === 201 && r.headers.get('idempotent-replay') === 'true');
+    const inFlight = results.filter((r) => r.status === 409);
+    assert.equal(fresh.length, 1);
+    assert.equal(replays.length + inFlight.length, 49);
+    for (const r of replays) assert.equal(r.text, (fresh[0] as (typeof results)[number]).text);
+    for (const r of inFlight) {
+      assert.match(r.body.type, /\/idempotency_conflict$/);
+      assert.equal(r.headers.get('retry-after'), '1');
+      assert.match(r.body.detail, /in progress/);
+    }
+    assert.equal(await countSales(accountId), 1);
+    const items = await s.db.selectFrom('transaction_items').select('id').where('team_id', '=', accountId).execute();
+    assert.equal(items.length, 1);
+  });
+
+  it('answers 409 with Retry-After: 1 while the first request with the key is still running', async () => {
+    const { key, keyId } = await writer(s);
+    const body = { full_name: 'Ana', phone: '1' };
+    // A claim held by a request that is running right now (claimed a moment ago).
+    await s.db
+      .insertInto('idempotency_keys')
+      .values({
+        api_key_id: keyId,
+        idempotency_key: 'busy',
+        signature: requestSignature('POST', '/v1/customers', body),
+        state: 'in_progress',
+        claim_token: randomUUID(),
+        expires_at: sql`now() + interval '1 day'`,
+      })
+      .execute();
+    const res = await post(key, '/v1/customers', body, 'busy');
+    assert.equal(res.status, 409);
+    assert.match(res.body.type, /\/idempotency_conflict$/);
+    assert.equal(res.headers.get('retry-after'), '1');
+    assert.match(res.body.detail, /in progress/);
+    assert.equal((await s.request('GET', '/v1/customers', { key })).body.data.length, 0);
+  });
+
+  it('takes over a stale claim whose request never committed, but never re-runs a committed one', async () => {
+    const { key, keyId } = await writer(s);
+    const body = { full_name: 'Ana', phone: '1' };
+    const claim = (idem: string, committed: boolean) =>
+      s.db
+        .insertInto('idempotency_keys')
+        .values({
+          api_key_id: keyId,
+          idempotency_key: idem,
+          signature: requestSignature('POST', '/v1/customers', body),
+          state: 'in_progress',
+          claim_token: randomUUID(),
+          committed,
+          created_at: sql`now() - interval '10 minutes'`,
+          expires_at: sql`now() + interval '1 day'`,
+        })
+        .execute();
+    await claim('dead-before-commit', false);
+    await claim('dead-after-commit', true);
+    const retried = await post(key, '/v1/customers', body, 'dead-before-commit');
+    assert.equal(retried.status, 201);
+    const blocked = await post(key, '/v1/customers', body, 'dead-after-commit');
+    assert.equal(blocked.status, 409);
+    assert.equal(blocked.headers.get('retry-after'), '1');
+    assert.equal((await s.request('GET', '/v1/customers', { key })).body.data.length, 1);
+  });
+
+  it('stores 422 validation answers and replays them', async () => {
+    const { key } = await writer(s);
+    const first = await post(key, '/v1/sales', { items: [] }, 'bad-body');
+    assert.equal(first.status, 422);
+    const second = await post(key, '/v1/sales', { items: [] }, 'bad-body');
+    assert.equal(second.status, 422);
+    assert.equal(second.headers.get('idempotent-replay'), 'true');
+    assert.match(second.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    assert.equal(second.text, first.text);
+  });
+
+  it('does not store a 5xx: the key stays free for a retry', async () => {
+    const { key } = await writer(s);
+    // A database refusal the API does not expect: the insert fails with a 500.
+    await sql`ALTER TABLE customers ADD CONSTRAINT test_refuse_boom CHECK (full_name <> 'boom-5xx')`.execute(s.db);
+    try {
+      const failed = await post(key, '/v1/customers', { full_name: 'boom-5xx', phone: '1' }, 'retry-me');
+      assert.equal(failed.status, 500);
+      assert.doesNotMatch(failed.text, /constraint|test_refuse_boom|check/i);
+    } finally {
+      await sql`ALTER TABLE customers DROP CONSTRAINT test_refuse_boom`.execute(s.db);
+    }
+    const retried = await post(key, '/v1/customers', { full_name: 'boom-5xx', phone: '1' }, 'retry-me');
+    assert.equal(retried.status, 201);
+    assert.equal(retried.headers.get('idempotent-replay'), null);
+  });
+
+  it('treats a record older than 24 hours as absent', async () => {
+    const { key, keyId } = await writer(s);
+    const body = { full_name: 'Ana', phone: '1' };
+    const first = await post(key, '/v1/customers', body, 'old');
+    await s.db
+      .updateTable('idempotency_keys')
+      .set({ created_at: sql`now() - interval '25 hours'`, expires_at: sql`now() - interval '1 hour'` })
+      .where('api_key_id', '=', keyId)
+      .execute();
+    const again = await post(key, '/v1/customers', body, 'old');
+    assert.equal(again.status, 201);
+    assert.equal(again.headers.get('idempotent-replay'), null);
+    assert.notEqual(again.body.data.id, first.body.data.id);
+    // Another body with the expired key is a new request too, not a conflict.
+    await s.db
+      .updateTable('idempotency_keys')
+      .set({ expires_at: sql`now() - interval '1 second'` })
+      .where('api_key_id', '=', keyId)
+      .execute();
+    assert.equal((await post(key, '/v1/customers', { ...body, full_name: 'Bia' }, 'old')).status, 201);
+  });
+
+  it('purges expired records', async () => {
+    const { keyId } = await writer(s);
+    const store = new IdempotencyStore(s.db);
+    const row = (idem: string, expires: string) => ({
+      api_key_id: keyId,
+      idempotency_key: idem,
+      signature: 'x',
+      state: 'done',
+      response_status: 201,
+      response_body: '{}',
+      expires_at: sql`now() + cast(${expires} as interval)`,
+    });
+    await s.db
+      .insertInto('idempotency_keys')
+      .values([row('gone', '-1 minute'), row('kept', '1 hour')])
+      .execute();
+    assert.ok((await store.purgeExpired()) >= 1);
+    const left = await s.db.selectFrom('idempotency_keys').select('idempotency_key').where('api_key_id', '=', keyId).execute();
+    assert.deepEqual(
+      left.map((r) => r.idempotency_key),
+      ['kept'],
+    );
+  });
+
+  it('refuses a key over 255 characters or empty with 422 validation naming the header', async () => {
+    const { key } = await writer(s);
+    const body = { full_name: 'Ana', phone: '1' };
+    for (const idem of ['x'.repeat(256), '']) {
+      const res = await post(key, '/v1/customers', body, idem);
+      assert.equal(res.status, 422);
+      assert.match(res.body.type, /\/validation$/);
+      assert.match(res.body.detail, /Idempotency-Key/);
+    }
+    assert.equal((await s.request('GET', '/v1/customers', { key })).body.data.length, 0);
+    assert.equal((await post(key, '/v1/customers', body, 'y'.repeat(255))).status, 201);
+  });
+
+  it('ignores the header on GET, PATCH and DELETE', async () => {
+    const { key } = await writer(s);
+    const { id } = (await post(key, '/v1/customers', { full_name: 'Ana', phone: '1' })).body.data;
+    const headers = { [IK]: 'same-for-all' };
+    const p1 = await s.request('PATCH', `/v1/customers/${id}`, { key, body: { notes: 'one' }, headers });
+    const p2 = await s.request('PATCH', `/v1/customers/${id}`, { key, body: { notes: 'two' }, headers });
+    assert.deepEqual([p1.status, p2.status], [200, 200]);
+    assert.equal(p2.body.data.notes, 'two');
+    assert.equal(p2.headers.get('idempotent-replay'), null);
+    const long = await s.request('PATCH', `/v1/customers/${id}`, { key, body: { notes: 'three' }, headers: { [IK]: 'z'.repeat(300) } });
+    assert.equal(long.status, 200);
+    const get = await s.request('GET', `/v1/customers/${id}`, { key, headers });
+    assert.deepEqual([get.status, get.body.data.notes, get.headers.get('idempotent-replay')], [200, 'three', null]);
+    assert.equal((await s.request('DELETE', `/v1/customers/${id}`, { key, headers })).status, 204);
+    // None of these used the key: a POST with it is a first request.
+    const created = await post(key, '/v1/customers', { full_name: 'Bia', phone: '2' }, 'same-for-all');
+    assert.deepEqual([created.status, created.headers.get('idempotent-replay')], [201, null]);
+  });
+});
