@@ -42,8 +42,22 @@ function buildFile(records: number) {
       payment_status: 'paid',
       created_at: at(i),
       items: [
-        { catalog_type: 'product', catalog_item_id: uuid(1 + (i % products)), quantity: 2, unit_price: 29.95, subtotal: 59.9, total_amount: 59.9 },
-        { catalog_type: 'service', catalog_item_id: uuid(2 + (i % products)), quantity: 1, unit_price: 59.9, subtotal: 59.9, total_amount: 59.9 },
+        {
+          catalog_type: 'product',
+          catalog_item_id: uuid(1 + (i % products)),
+          quantity: 2,
+          unit_price: 29.95,
+          subtotal: 59.9,
+          total_amount: 59.9,
+        },
+        {
+          catalog_type: 'service',
+          catalog_item_id: uuid(2 + (i % products)),
+          quantity: 1,
+          unit_price: 59.9,
+          subtotal: 59.9,
+          total_amount: 59.9,
+        },
       ],
       status_history: [{ old_status: null, new_status: 'completed', created_at: at(i) }],
     })),
@@ -80,7 +94,11 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-bench-import-'));
 const database = await openDatabase({ databaseUrl: undefined, dataDir: path.join(dir, 'data') }, 'bench import');
 try {
   await migrate(database.db);
-  const account = await database.db.insertInto('accounts').values({ name: 'Bench', plan_code: 'enterprise' }).returning('id').executeTakeFirstOrThrow();
+  const account = await database.db
+    .insertInto('accounts')
+    .values({ name: 'Bench', plan_code: 'enterprise' })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   const { file, count } = buildFile(RECORDS);
   const filePath = path.join(dir, 'import.json');
   fs.writeFileSync(filePath, JSON.stringify(file));
@@ -93,10 +111,14 @@ try {
   const t2 = performance.now();
 
   const nested = Object.values(result.nested).reduce((a, b) => a + b, 0);
-  console.log(`import of ${count.toLocaleString('en')} records (+ ${nested.toLocaleString('en')} sale items and history entries), ${sizeMb.toFixed(1)} MiB of JSON, embedded database on disk`);
+  console.log(
+    `import of ${count.toLocaleString('en')} records (+ ${nested.toLocaleString('en')} sale items and history entries), ${sizeMb.toFixed(1)} MiB of JSON, embedded database on disk`,
+  );
   console.log(`  read + parse      ${((t1 - t0) / 1000).toFixed(2)} s`);
   console.log(`  validate + write  ${((t2 - t1) / 1000).toFixed(2)} s`);
-  console.log(`  total             ${((t2 - t0) / 1000).toFixed(2)} s  (${Math.round(count / ((t2 - t0) / 1000)).toLocaleString('en')} records/s)`);
+  console.log(
+    `  total             ${((t2 - t0) / 1000).toFixed(2)} s  (${Math.round(count / ((t2 - t0) / 1000)).toLocaleString('en')} records/s)`,
+  );
 } finally {
   await database.close();
   fs.rmSync(dir, { recursive: true, force: true });

@@ -72,7 +72,12 @@ describe('demo data', () => {
     s = await startTestServer();
     // Generous limits: the test walks whole lists page by page.
     const created = await s.createAccountWithKey({
-      rateLimits: { burst_per_second: 100_000, requests_per_minute_read: 100_000, requests_per_minute_write: 100_000, requests_per_day_total: 1_000_000 },
+      rateLimits: {
+        burst_per_second: 100_000,
+        requests_per_minute_read: 100_000,
+        requests_per_minute_write: 100_000,
+        requests_per_day_total: 1_000_000,
+      },
     });
     accountId = created.account.id;
     key = created.key;
@@ -94,12 +99,24 @@ describe('demo data', () => {
     const ids = new Set(a.customers.map((c) => c.id));
     assert.ok(other.customers.every((c) => !ids.has(c.id)));
     assert.ok(test.customers.every((c) => !ids.has(c.id)));
-    for (const [name, records] of Object.entries(a)) assert.equal(records.length, EXPECTED_COUNTS[name as keyof typeof EXPECTED_COUNTS], name);
+    for (const [name, records] of Object.entries(a))
+      assert.equal(records.length, EXPECTED_COUNTS[name as keyof typeof EXPECTED_COUNTS], name);
   });
 
   test('every resource is served, quotes and the deleted product excepted', async () => {
     const served: Record<string, number> = {};
-    for (const path of ['customers', 'sales', 'suppliers', 'expenses', 'appointments', 'services', 'products', 'inventory', 'bank-accounts', 'deals']) {
+    for (const path of [
+      'customers',
+      'sales',
+      'suppliers',
+      'expenses',
+      'appointments',
+      'services',
+      'products',
+      'inventory',
+      'bank-accounts',
+      'deals',
+    ]) {
       served[path] = (await listAll(`/v1/${path}`)).length;
     }
     assert.deepEqual(served, {
@@ -119,10 +136,7 @@ describe('demo data', () => {
       stages.body.data.map((st: any) => st.position),
       [1, 2, 3, 4, 5, 6],
     );
-    assert.deepEqual(
-      stages.body.data.map((st: any) => st.milestone).filter(Boolean),
-      ['won', 'lost'],
-    );
+    assert.deepEqual(stages.body.data.map((st: any) => st.milestone).filter(Boolean), ['won', 'lost']);
     assert.ok(stages.body.data.every((st: any) => /^#[0-9A-F]{6}$/.test(st.color)));
   });
 
@@ -131,7 +145,10 @@ describe('demo data', () => {
     const documents = customers.map((c) => c.document).filter(Boolean);
     assert.ok(documents.length > 20);
     assert.ok(documents.every(validCpf), 'customer CPFs have valid check digits');
-    assert.ok(customers.every((c) => c.email || c.phone), 'a phone whenever there is no e-mail');
+    assert.ok(
+      customers.every((c) => c.email || c.phone),
+      'a phone whenever there is no e-mail',
+    );
     assert.ok(customers.filter((c) => c.phone).every((c) => /^\+55 \d{2} 9\d{4}-\d{4}$/.test(c.phone)));
     assert.ok(customers.every((c) => /^[A-Z]{2}$/.test(c.address_state) && /^\d{5}-\d{3}$/.test(c.address_zip_code)));
     assert.ok(customers.some((c) => c.address_city === 'São Paulo') && customers.some((c) => c.address_city === 'Belo Horizonte'));
@@ -145,7 +162,13 @@ describe('demo data', () => {
 
     const banks = await listAll('/v1/bank-accounts');
     assert.ok(banks.every((b) => b.currency === 'BRL'));
-    assert.deepEqual(banks.map((b) => b.bank_name).filter(Boolean).sort(), ['Caixa Econômica Federal', 'Itaú Unibanco', 'Nubank']);
+    assert.deepEqual(
+      banks
+        .map((b) => b.bank_name)
+        .filter(Boolean)
+        .sort(),
+      ['Caixa Econômica Federal', 'Itaú Unibanco', 'Nubank'],
+    );
     const names = (await listAll('/v1/services')).map((x) => x.name);
     assert.ok(names.includes('Banho e tosa') && names.includes('Corte feminino'));
     assert.ok((await listAll('/v1/products')).some((p) => p.name === 'Ração premium 15kg'));
@@ -159,7 +182,7 @@ describe('demo data', () => {
       const { items, status_history: history } = r.body.data;
       assert.ok(items.length >= 1);
       for (const item of items) {
-        const subtotal = Math.round(Math.round(item.quantity * 1000) * cents(item.unit_price) / 1000);
+        const subtotal = Math.round((Math.round(item.quantity * 1000) * cents(item.unit_price)) / 1000);
         assert.equal(cents(item.subtotal), subtotal, 'item subtotal = quantity × unit_price');
         const pct = item.discount_percentage ? Math.round((subtotal * item.discount_percentage) / 100) : 0;
         assert.equal(cents(item.total_amount), Math.max(0, subtotal - pct - cents(item.discount_amount ?? 0)));
@@ -170,7 +193,14 @@ describe('demo data', () => {
       assert.equal(history[0].old_status, null);
       assert.equal(history.at(-1).new_status, sale.status);
     }
-    const numbers = (await s.db.selectFrom('transactions').select('transaction_number').where('team_id', '=', accountId).where('mode', '=', 'live').execute())
+    const numbers = (
+      await s.db
+        .selectFrom('transactions')
+        .select('transaction_number')
+        .where('team_id', '=', accountId)
+        .where('mode', '=', 'live')
+        .execute()
+    )
       .map((t) => Number(t.transaction_number))
       .sort((a, b) => a - b);
     assert.deepEqual(

@@ -5,7 +5,12 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { type ImportProgress, importData } from '../src/import/import-data.ts';
+import { loadTableSpecs } from '../src/import/column-spec.ts';
 import { ImportError } from '../src/import/import-error.ts';
+import { IMPORT_RESOURCES, IMPORT_TABLES, type ImportResourceName } from '../src/import/resources.ts';
+import { dealStages } from '../src/resources/deals.ts';
+import { RESOURCES } from '../src/resources/registry.ts';
+import { fieldKind } from '../src/schemas/common.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
 
 const TABLES = [
@@ -85,8 +90,24 @@ function fullFile() {
         ...internal,
         created_at: '2025-03-01T15:00:00.000Z',
         items: [
-          { id: ids.item1, catalog_type: 'product', catalog_item_id: ids.product, quantity: 3, unit_price: 19.99, subtotal: 59.97, total_amount: 59.97 },
-          { catalog_type: 'service', catalog_item_id: ids.service, quantity: 1, unit_price: 0, subtotal: 0, total_amount: 0, notes: 'brinde' },
+          {
+            id: ids.item1,
+            catalog_type: 'product',
+            catalog_item_id: ids.product,
+            quantity: 3,
+            unit_price: 19.99,
+            subtotal: 59.97,
+            total_amount: 59.97,
+          },
+          {
+            catalog_type: 'service',
+            catalog_item_id: ids.service,
+            quantity: 1,
+            unit_price: 0,
+            subtotal: 0,
+            total_amount: 0,
+            notes: 'brinde',
+          },
           { catalog_type: 'package', catalog_item_id: id(), quantity: 0.125, unit_price: 0, subtotal: 0, total_amount: 0 },
         ],
         status_history: [
@@ -159,11 +180,32 @@ function fullFile() {
     ],
     services: [{ id: ids.service, name: 'Banho e tosa', duration_minutes: 90, price: 95, color: '#3B82F6', ...internal }],
     products: [
-      { id: ids.product, name: 'Ração premium 15kg', unit: 'un', selling_price: 289.9, cost_price: 198.5, current_stock: 12.5, ean_code: '7891234567895', ...internal },
+      {
+        id: ids.product,
+        name: 'Ração premium 15kg',
+        unit: 'un',
+        selling_price: 289.9,
+        cost_price: 198.5,
+        current_stock: 12.5,
+        ean_code: '7891234567895',
+        ...internal,
+      },
       { id: ids.deletedProduct, name: 'Fora de linha', deleted_at: '2025-01-01T00:00:00Z' },
     ],
-    inventory: [{ id: ids.inventory, name: 'Ração premium 15kg', unit: 'un', current_stock: 12, catalog_item_id: ids.product, ...internal }],
-    bank_accounts: [{ id: ids.bank, account_name: 'Conta PJ Nubank', bank_name: 'Nubank', currency: 'BRL', initial_balance: 1000.5, archived: null, ...internal }],
+    inventory: [
+      { id: ids.inventory, name: 'Ração premium 15kg', unit: 'un', current_stock: 12, catalog_item_id: ids.product, ...internal },
+    ],
+    bank_accounts: [
+      {
+        id: ids.bank,
+        account_name: 'Conta PJ Nubank',
+        bank_name: 'Nubank',
+        currency: 'BRL',
+        initial_balance: 1000.5,
+        archived: null,
+        ...internal,
+      },
+    ],
     deals: [
       {
         id: ids.deal,
@@ -219,6 +261,33 @@ describe('balcao import: importData', () => {
   });
   after(() => s.close());
 
+  test('accepts every field the API shows, with the type the API gives it', async () => {
+    // The import reads its column types from the database; the API's row schemas must agree.
+    const specs = await loadTableSpecs(s.db, IMPORT_TABLES);
+    const checks: { name: string; table: string; row: (typeof RESOURCES)[number]['row'] }[] = [
+      ...RESOURCES.map((r) => {
+        const key = r.name.replace('-', '_') as ImportResourceName;
+        assert.equal(IMPORT_RESOURCES[key]?.table, r.table, r.name);
+        return { name: r.name, table: r.table, row: r.row };
+      }),
+      ...RESOURCES.flatMap((r) =>
+        Object.entries(r.includes ?? {}).map(([name, inc]) => ({ name: `${r.name}.${name}`, table: inc.table, row: inc.item })),
+      ),
+      { name: 'deal_stages', table: IMPORT_RESOURCES.deal_stages.table, row: dealStages.row },
+    ];
+    assert.equal(IMPORT_RESOURCES.sales.children?.items?.table, RESOURCES.find((r) => r.name === 'sales')?.includes?.items?.table);
+    assert.equal(IMPORT_RESOURCES.recurring_expenses.table, RESOURCES.find((r) => r.name === 'expenses')?.includes?.recurring?.table);
+    for (const { name, table, row } of checks) {
+      const spec = specs.get(table);
+      assert.ok(spec, table);
+      for (const [field, schema] of Object.entries(row.properties)) {
+        const column = spec.get(field);
+        assert.ok(column, `${name}.${field} is a column of ${table}`);
+        assert.equal(column.kind, fieldKind(schema), `${name}.${field}`);
+      }
+    }
+  });
+
   test('imports every resource: rows, kept ids and timestamps, internal fields, counts', async () => {
     const { account } = await s.createAccountWithKey();
     const { file, ids, internal } = fullFile();
@@ -269,10 +338,25 @@ describe('balcao import: importData', () => {
     assert.equal(customer.updated_at.toISOString(), '2025-02-03T04:05:06.789Z');
     assert.equal(customer.birth_date, '1991-02-28');
 
-    for (const table of ['transactions', 'suppliers', 'expenses', 'appointments', 'services', 'inventory_items', 'bank_accounts', 'deals']) {
-      const rows = await s.db.selectFrom(table).select(['contract_id', 'created_by', 'internal_notes']).where('team_id', '=', account.id).execute();
+    for (const table of [
+      'transactions',
+      'suppliers',
+      'expenses',
+      'appointments',
+      'services',
+      'inventory_items',
+      'bank_accounts',
+      'deals',
+    ]) {
+      const rows = await s.db
+        .selectFrom(table)
+        .select(['contract_id', 'created_by', 'internal_notes'])
+        .where('team_id', '=', account.id)
+        .execute();
       assert.ok(
-        rows.some((r) => r.contract_id === internal.contract_id && r.created_by === internal.created_by && r.internal_notes === 'nota interna'),
+        rows.some(
+          (r) => r.contract_id === internal.contract_id && r.created_by === internal.created_by && r.internal_notes === 'nota interna',
+        ),
         table,
       );
     }
@@ -304,7 +388,8 @@ describe('balcao import: importData', () => {
     assert.equal(customer.status, 200);
     assert.equal(customer.body.data.full_name, 'Júlia Araújo');
     assert.equal(customer.body.data.created_at, '2025-01-02T03:04:05.678Z');
-    for (const field of ['team_id', 'contract_id', 'created_by', 'internal_notes', 'mode']) assert.ok(!(field in customer.body.data), field);
+    for (const field of ['team_id', 'contract_id', 'created_by', 'internal_notes', 'mode'])
+      assert.ok(!(field in customer.body.data), field);
 
     const sale = await s.request('GET', `/v1/sales/${ids.sale}?include=items,status_history`, { key });
     assert.equal(sale.status, 200);
@@ -400,7 +485,11 @@ describe('balcao import: importData', () => {
     const second = fullFile();
     // The customer id is taken (by another account): refused by name, nothing of the file written.
     const err = await importError(
-      importData(s.db, { ...second.file, customers: [...second.file.customers, { id: first.ids.customer, full_name: 'Dup' }] }, { accountId: other.id, mode: 'live' }),
+      importData(
+        s.db,
+        { ...second.file, customers: [...second.file.customers, { id: first.ids.customer, full_name: 'Dup' }] },
+        { accountId: other.id, mode: 'live' },
+      ),
     );
     assert.equal(err.message, 'customers[1].id: a record with this id already exists');
     assert.equal(total(await tenantCounts(s, other.id)), 0);
@@ -429,9 +518,23 @@ describe('balcao import: importData', () => {
       [{ services: [{ name: 'S', duration_minutes: 2 ** 31 }] }, 'services[0].duration_minutes', /integer between/],
       [{ services: [{ name: 'S', duration_minutes: 30, price: '95.00' }] }, 'services[0].price', /number/],
       [{ services: [{ name: 'S', duration_minutes: 30, price: 1e12 }] }, 'services[0].price', /less than/],
-      [{ appointments: [{ customer_id: uuid, appointment_date: '2025-01-01', start_time: '24:00:00', end_time: '10:00:00', status: 's' }] }, 'appointments[0].start_time', /HH:MM:SS/],
-      [{ appointments: [{ customer_id: uuid, appointment_date: '2025-01-01', start_time: '09:00', end_time: '10:00:00', status: 's' }] }, 'appointments[0].start_time', /HH:MM:SS/],
-      [{ expenses: [{ expense_type: 't', description: 'd', original_amount: 1, final_amount: 1, tags: ['a', 2] }] }, 'expenses[0].tags', /array of strings/],
+      [
+        {
+          appointments: [{ customer_id: uuid, appointment_date: '2025-01-01', start_time: '24:00:00', end_time: '10:00:00', status: 's' }],
+        },
+        'appointments[0].start_time',
+        /HH:MM:SS/,
+      ],
+      [
+        { appointments: [{ customer_id: uuid, appointment_date: '2025-01-01', start_time: '09:00', end_time: '10:00:00', status: 's' }] },
+        'appointments[0].start_time',
+        /HH:MM:SS/,
+      ],
+      [
+        { expenses: [{ expense_type: 't', description: 'd', original_amount: 1, final_amount: 1, tags: ['a', 2] }] },
+        'expenses[0].tags',
+        /array of strings/,
+      ],
       [{ expenses: [{ expense_type: 't', description: 'd', original_amount: 1 }] }, 'expenses[0].final_amount', /required/],
       [{ suppliers: [{ name: 'F', pix_keys: [{ type: 'cpf' }] }] }, 'suppliers[0].pix_keys', /key/],
       [{ suppliers: [{ name: 'F', pix_keys: { type: 'cpf', key: '1' } }] }, 'suppliers[0].pix_keys', /array/],
@@ -444,9 +547,22 @@ describe('balcao import: importData', () => {
       [{ sales: [{ items: { a: 1 } }] }, 'sales[0].items', /array/],
       [{ sales: [{ transaction_type: '' }] }, 'sales[0].transaction_type', /empty/],
       [{ deals: [{ customer_id: uuid, stage_id: uuid, status: 'open' }] }, 'deals[0].origin_channel', /required/],
-      [{ deal_stages: [{ name: 'N', position: 1, id: uuid }, { name: 'M', position: 2, id: uuid.toUpperCase() }] }, 'deal_stages[1].id', /duplicate id \(already used by deal_stages\[0\]\)/],
+      [
+        {
+          deal_stages: [
+            { name: 'N', position: 1, id: uuid },
+            { name: 'M', position: 2, id: uuid.toUpperCase() },
+          ],
+        },
+        'deal_stages[1].id',
+        /duplicate id \(already used by deal_stages\[0\]\)/,
+      ],
       [{ products: [{ name: 'P', deleted_at: 'yesterday' }] }, 'products[0].deleted_at', /ISO 8601/],
-      [{ recurring_expenses: [{ expense_template_id: uuid, recurrence_frequency: 'monthly', start_date: '2025-01-01' }] }, 'recurring_expenses[0].next_generation_date', /required/],
+      [
+        { recurring_expenses: [{ expense_template_id: uuid, recurrence_frequency: 'monthly', start_date: '2025-01-01' }] },
+        'recurring_expenses[0].next_generation_date',
+        /required/,
+      ],
     ];
     for (const [file, path, message] of cases) {
       const err = await importError(importData(s.db, file, { accountId: account.id, mode: 'live' }));
@@ -461,7 +577,11 @@ describe('balcao import: importData', () => {
   test('several errors: the first is named and the rest counted', async () => {
     const { account } = await s.createAccountWithKey();
     const err = await importError(
-      importData(s.db, { customers: [{ full_name: 'A', email: 'x' }, { email: 'y@z.com' }, { full_name: 'C', foo: 1 }] }, { accountId: account.id, mode: 'live' }),
+      importData(
+        s.db,
+        { customers: [{ full_name: 'A', email: 'x' }, { email: 'y@z.com' }, { full_name: 'C', foo: 1 }] },
+        { accountId: account.id, mode: 'live' },
+      ),
     );
     assert.equal(err.message, 'customers[0].email: must be an e-mail address (and 2 more errors)');
     assert.deepEqual(
@@ -472,7 +592,10 @@ describe('balcao import: importData', () => {
 
   test('refuses an unknown account, and a file that is not an object of resources', async () => {
     const missing = randomUUID();
-    assert.equal((await importError(importData(s.db, { customers: [] }, { accountId: missing, mode: 'live' }))).message, `account ${missing} not found`);
+    assert.equal(
+      (await importError(importData(s.db, { customers: [] }, { accountId: missing, mode: 'live' }))).message,
+      `account ${missing} not found`,
+    );
     assert.match((await importError(importData(s.db, {}, { accountId: 'nope', mode: 'live' }))).message, /not an account id/);
     const { account } = await s.createAccountWithKey();
     assert.match((await importError(importData(s.db, [], { accountId: account.id, mode: 'live' }))).message, /JSON object/);
@@ -505,7 +628,14 @@ describe('balcao import: importData', () => {
     };
     await importData(
       s.db,
-      { sales: [{ transaction_number: '7' }, { transaction_number: '120' }, { transaction_number: 'PED-999' }, { transaction_type: 'quote', transaction_number: '15' }] },
+      {
+        sales: [
+          { transaction_number: '7' },
+          { transaction_number: '120' },
+          { transaction_number: 'PED-999' },
+          { transaction_type: 'quote', transaction_number: '15' },
+        ],
+      },
       { accountId: account.id, mode: 'live' },
     );
     assert.equal(await post(key), '121');
@@ -514,7 +644,12 @@ describe('balcao import: importData', () => {
     assert.equal(await post(key), '122');
     await importData(s.db, { sales: [{ transaction_number: '500' }] }, { accountId: account.id, mode: 'live' });
     assert.equal(await post(key), '501');
-    const counter = await s.db.selectFrom('tenant_counters').select('value').where('team_id', '=', account.id).where('mode', '=', 'live').executeTakeFirstOrThrow();
+    const counter = await s.db
+      .selectFrom('tenant_counters')
+      .select('value')
+      .where('team_id', '=', account.id)
+      .where('mode', '=', 'live')
+      .executeTakeFirstOrThrow();
     assert.equal(Number(counter.value), 501);
     assert.equal(await post(testKey), '1', 'the test-mode counter is separate');
   });

@@ -353,7 +353,8 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
       const due = Date.UTC(todayDate.getUTCFullYear(), todayDate.getUTCMonth() - back, r.day);
       if (due > today) break;
       const daysAgo = Math.round((today - due) / DAY);
-      const amount = r.type === 'utilities' && r.description.startsWith('Energia') ? r.amount + prng.int(-80, 120) + prng.int(0, 99) / 100 : r.amount;
+      const amount =
+        r.type === 'utilities' && r.description.startsWith('Energia') ? r.amount + prng.int(-80, 120) + prng.int(0, 99) / 100 : r.amount;
       const paid = daysAgo > 0;
       generated.push({
         id: id(`recurring:${i}:expense:${back}`),
@@ -363,7 +364,8 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
         original_amount: toJsonNumber(money(amount)),
         discount_amount: null,
         final_amount: toJsonNumber(money(amount)),
-        category_id: r.type === 'rent' ? expenseCategories.rent : r.type === 'utilities' ? expenseCategories.utilities : expenseCategories.services,
+        category_id:
+          r.type === 'rent' ? expenseCategories.rent : r.type === 'utilities' ? expenseCategories.utilities : expenseCategories.services,
         subcategory_id: null,
         cost_center_id: null,
         supplier_id: supplierOf(r.supplier).id,
@@ -425,7 +427,14 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
     const discount = kind && prng.chance(0.2) ? toJsonNumber(money(original * 0.05)) : null;
     const finalAmount = toJsonNumber(money(original).minus(money(discount ?? 0)));
     const paid = daysAgo > 0 && prng.chance(0.85);
-    const method = kind ? prng.weighted([['pix', 4], ['bank_slip', 3], ['credit_card', 2], ['cash', 1]] as const) : 'pix';
+    const method = kind
+      ? prng.weighted([
+          ['pix', 4],
+          ['bank_slip', 3],
+          ['credit_card', 2],
+          ['cash', 1],
+        ] as const)
+      : 'pix';
     const installments = kind && method === 'credit_card' && original > 500 ? 3 : 1;
     const base = {
       expense_type: kind ? kind.type : 'payroll',
@@ -481,7 +490,12 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
   type Line = ItemAmountsInput & { catalog_type: 'product' | 'service'; catalog_item_id: string; notes: string | null };
   const pickLines = (): Line[] => {
     const lines: Line[] = [];
-    const count = prng.weighted([[1, 4], [2, 4], [3, 2], [4, 1]] as const);
+    const count = prng.weighted([
+      [1, 4],
+      [2, 4],
+      [3, 2],
+      [4, 1],
+    ] as const);
     for (let n = 0; n < count; n++) {
       const discount = prng.chance(0.12);
       if (prng.chance(0.55)) {
@@ -526,19 +540,36 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
     const fee = isOrder ? prng.pick([9.9, 12, 15, 19.9]) : null;
     const amounts = saleAmounts(lines, fee);
     const status =
-      daysAgo <= 3 ? prng.weighted([['pending', 3], ['completed', 2]] as const) : prng.weighted([['completed', 18], ['cancelled', 1], ['pending', 1]] as const);
-    const history: DemoRecord[] = [{ old_status: null, new_status: 'pending', change_reason: null, created_by: null, created_at: createdAt }];
+      daysAgo <= 3
+        ? prng.weighted([
+            ['pending', 3],
+            ['completed', 2],
+          ] as const)
+        : prng.weighted([
+            ['completed', 18],
+            ['cancelled', 1],
+            ['pending', 1],
+          ] as const);
+    const history: DemoRecord[] = [
+      { old_status: null, new_status: 'pending', change_reason: null, created_by: null, created_at: createdAt },
+    ];
     if (status !== 'pending') {
       history.push({
         old_status: 'pending',
         new_status: status,
-        change_reason: status === 'cancelled' ? prng.pick(['Cliente desistiu da compra', 'Produto sem estoque', 'Pagamento não aprovado']) : null,
+        change_reason:
+          status === 'cancelled' ? prng.pick(['Cliente desistiu da compra', 'Produto sem estoque', 'Pagamento não aprovado']) : null,
         created_by: prng.pick(users),
         created_at: later(createdAt, isOrder ? prng.int(60, 60 * 48) : prng.int(1, 30)),
       });
     }
     const lastChange = history[history.length - 1] as DemoRecord;
-    const method = prng.weighted([['pix', 45], ['credit_card', 25], ['debit_card', 15], ['cash', 15]] as const);
+    const method = prng.weighted([
+      ['pix', 45],
+      ['credit_card', 25],
+      ['debit_card', 15],
+      ['cash', 15],
+    ] as const);
     drafts.push({
       createdAt,
       record: {
@@ -632,8 +663,15 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
     const startMinutes = 9 * 60 + prng.int(0, 17) * 30;
     const endMinutes = startMinutes + service.duration;
     const status = future
-      ? prng.weighted([['scheduled', 3], ['confirmed', 2]] as const)
-      : prng.weighted([['completed', 17], ['cancelled', 2], ['no_show', 1]] as const);
+      ? prng.weighted([
+          ['scheduled', 3],
+          ['confirmed', 2],
+        ] as const)
+      : prng.weighted([
+          ['completed', 17],
+          ['cancelled', 2],
+          ['no_show', 1],
+        ] as const);
     const customer = prng.pick(activeCustomers) as DemoRecord;
     const sale = status === 'completed' && prng.chance(0.4) ? completedSales.find((s) => s.customer_id === customer.id) : undefined;
     const bookedDaysAgo = Math.max(daysAgo, 0) + prng.int(1, 10);
@@ -646,7 +684,9 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
       status,
       appointment_type: service.name,
       notes: prng.chance(0.2) ? prng.pick(['Usar shampoo hipoalergênico', 'Cliente pediu tosa baixa', 'Trazer a cartela de cores']) : null,
-      customer_notes: prng.chance(0.15) ? prng.pick(['Vou chegar 10 minutos antes', 'Posso levar meu filho junto?', 'Prefiro a mesma profissional da última vez']) : null,
+      customer_notes: prng.chance(0.15)
+        ? prng.pick(['Vou chegar 10 minutos antes', 'Posso levar meu filho junto?', 'Prefiro a mesma profissional da última vez'])
+        : null,
       cancellation_reason: status === 'cancelled' ? prng.pick(['Cliente remarcou', 'Imprevisto do cliente', 'Pet doente']) : null,
       has_passed: daysAgo > 0,
       transaction_id: sale ? sale.id : null,
@@ -672,14 +712,20 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
     const customer = prng.pick(customers) as DemoRecord;
     const quote = (s === 2 || s === 3) && quoteIndex < quotes.length ? (quotes[quoteIndex++] as DemoRecord) : null;
     const won = status === 'won' ? completedSales[i % completedSales.length] : undefined;
-    const entered = at(prng.int(1, createdDaysAgo), prng.int(9, 18), prng.int(0, 59));
-    const enteredAt = entered > createdAt ? entered : createdAt;
+    // Between its creation and yesterday.
+    const enteredAt = later(createdAt, prng.int(0, (createdDaysAgo - 1) * 24 * 60));
     deals.push({
       id: id(`deal:${i}`),
       customer_id: quote ? quote.customer_id : won ? won.customer_id : customer.id,
       stage_id: (dealStages[s] as DemoRecord).id,
       status,
-      origin_channel: prng.weighted([['whatsapp', 5], ['instagram', 4], ['indicacao', 3], ['site', 1], ['google', 1]] as const),
+      origin_channel: prng.weighted([
+        ['whatsapp', 5],
+        ['instagram', 4],
+        ['indicacao', 3],
+        ['site', 1],
+        ['google', 1],
+      ] as const),
       estimated_value: quote ? quote.total_amount : toJsonNumber(money(prng.int(60, 1_500))),
       assigned_to_user_id: prng.chance(0.8) ? prng.pick(users) : null,
       lost_reason: status === 'lost' ? prng.pick(['Preço acima do orçamento', 'Escolheu um concorrente', 'Sem resposta do cliente']) : null,

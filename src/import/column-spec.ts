@@ -48,8 +48,8 @@ export async function loadTableSpecs(db: Db, tables: readonly string[]): Promise
     ORDER BY table_name, ordinal_position`.execute(db);
   const specs = new Map<string, Map<string, ColumnSpec>>();
   for (const row of rows) {
-    let table = specs.get(row.table_name);
-    if (!table) specs.set(row.table_name, (table = new Map()));
+    const table = specs.get(row.table_name) ?? new Map<string, ColumnSpec>();
+    specs.set(row.table_name, table);
     table.set(row.column_name, toColumnSpec(row));
   }
   for (const table of tables) if (!specs.has(table)) throw new Error(`table ${table} is missing: run balcao migrate`);
@@ -67,7 +67,13 @@ function toColumnSpec(row: CatalogueRow): ColumnSpec {
     case 'character varying':
       return { ...base, kind: 'text', sqlType: 'text' };
     case 'numeric':
-      return { ...base, kind: 'number', precision: row.numeric_precision ?? undefined, scale: row.numeric_scale ?? undefined, sqlType: 'numeric' };
+      return {
+        ...base,
+        kind: 'number',
+        precision: row.numeric_precision ?? undefined,
+        scale: row.numeric_scale ?? undefined,
+        sqlType: 'numeric',
+      };
     case 'double precision':
     case 'real':
       return { ...base, kind: 'number', sqlType: row.data_type };

@@ -13,7 +13,9 @@ export class ImportError extends Error {
   constructor(issues: readonly ImportIssue[], totalIssues = issues.length) {
     const first = issues[0] ?? { path: 'file', message: 'invalid import file' };
     const more = totalIssues - 1;
-    super(`${first.path ? `${first.path}: ` : ''}${first.message}${more > 0 ? ` (and ${more} more ${more === 1 ? 'error' : 'errors'})` : ''}`);
+    super(
+      `${first.path ? `${first.path}: ` : ''}${first.message}${more > 0 ? ` (and ${more} more ${more === 1 ? 'error' : 'errors'})` : ''}`,
+    );
     this.name = 'ImportError';
     this.issues = issues;
   }

@@ -122,7 +122,14 @@ interface RecordOptions {
   parent?: { child: ChildTable; id: string };
 }
 
-function planRecord(issues: Issues, ctx: TableContext, record: unknown, path: string, mode: KeyMode, options: RecordOptions): Row | undefined {
+function planRecord(
+  issues: Issues,
+  ctx: TableContext,
+  record: unknown,
+  path: string,
+  mode: KeyMode,
+  options: RecordOptions,
+): Row | undefined {
   if (!isRecord(record)) {
     issues.add(path, 'must be an object');
     return undefined;
@@ -138,7 +145,11 @@ function planRecord(issues: Issues, ctx: TableContext, record: unknown, path: st
     // DECISIONS C: the account is the one named by --account; a team_id in the file is ignored.
     if (field === 'team_id') continue;
     if (field === 'mode') {
-      if (value !== mode) issues.add(at, `the import targets ${mode} data (${mode === 'live' ? 'add --test for test-mode data' : 'drop --test for live data'})`);
+      if (value !== mode)
+        issues.add(
+          at,
+          `the import targets ${mode} data (${mode === 'live' ? 'add --test for test-mode data' : 'drop --test for live data'})`,
+        );
       continue;
     }
     if (field === parentKey) {

@@ -26,7 +26,9 @@ export function terminalProgress(stream: NodeJS.WriteStream = process.stderr, mi
       lastDraw = now;
       const ratio = total === 0 ? 1 : done / total;
       const filled = Math.round(ratio * WIDTH);
-      line(`importing ${'█'.repeat(filled)}${'░'.repeat(WIDTH - filled)} ${Math.floor(ratio * 100)}% ${done.toLocaleString('en')}/${total.toLocaleString('en')} rows`);
+      line(
+        `importing ${'█'.repeat(filled)}${'░'.repeat(WIDTH - filled)} ${Math.floor(ratio * 100)}% ${done.toLocaleString('en')}/${total.toLocaleString('en')} rows`,
+      );
     },
     finish() {
       if (drawn) stream.write('\r\x1b[2K');
