@@ -69,9 +69,15 @@ export function recordSchema(d: ResourceDescriptor): TObject {
   return Type.Object(properties, { title: d.row.title });
 }
 
-/** The same shape with every field but `id` optional: what a `fields` projection serializes with. */
+/** The same shape with every field but `id` optional: what a `fields` projection returns. */
 export function sparseSchema(row: TObject): TObject {
   const properties: Record<string, TSchema> = {};
   for (const [name, schema] of Object.entries(row.properties)) properties[name] = name === 'id' || !row.required?.includes(name) ? schema : Type.Optional(schema);
-  return Type.Object(properties, { title: row.title });
+  return Type.Object(properties, {
+    title: `${row.title}Projection`,
+    description: `${row.title} narrowed by \`fields\`: \`id\` and the requested fields only.`,
+  });
 }
+
+/** What a read route documents for one record: the whole record, or a `fields` projection of it. */
+export const documentedRecord = (full: TObject): TSchema => Type.Union([full, sparseSchema(full)]);

@@ -4,7 +4,7 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, RouteShorthandOptions } from 'fastify';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
-import { idParamsSchema, itemQuerySchema, listQuerySchema, recordSchema, sparseSchema } from '../query/schemas.ts';
+import { documentedRecord, idParamsSchema, itemQuerySchema, listQuerySchema, recordSchema, sparseSchema } from '../query/schemas.ts';
 import { dealStageRow, deals, dealStages } from './deals.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
 import { getRecord, listDealStages, listRecords } from './read-engine.ts';
@@ -23,17 +23,21 @@ const label = (d: ResourceDescriptor): string => {
   return words.charAt(0).toUpperCase() + words.slice(1);
 };
 
-/** Precompiled (once per route, cached by Fastify) serializer for a `fields` projection. */
-function useSparse(reply: FastifyReply, schema: TSchema): void {
-  reply.serializer(reply.compileSerializationSchema(schema, '200'));
+/**
+ * Routes document a record as `anyOf [whole, projection]`, which fast-json-stringify would resolve
+ * by validating every value; each reply instead uses one of two plain serializers, compiled on
+ * first use and cached by Fastify per route (never per request).
+ */
+function serializeWith(reply: FastifyReply, schema: TSchema): void {
+  reply.serializer(reply.compileSerializationSchema(schema, '200')).type('application/json; charset=utf-8');
 }
 
 function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): void {
   const guard = { resource: d.name, access: 'read', module: d.module } as const;
   const tags = [label(d)];
   const record = recordSchema(d);
-  const sparseList = listEnvelopeSchema(sparseSchema(d.row));
-  const sparseItem = itemEnvelopeSchema(sparseSchema(record));
+  const list = { whole: listEnvelopeSchema(d.row), sparse: listEnvelopeSchema(sparseSchema(d.row)) };
+  const item = { whole: itemEnvelopeSchema(record), sparse: itemEnvelopeSchema(sparseSchema(record)) };
 
   app.get(
     `/v1/${d.name}`,
@@ -45,12 +49,12 @@ function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): 
         summary: `List ${d.name.replace('-', ' ')}`,
         tags,
         querystring: listQuerySchema(d),
-        response: { 200: listEnvelopeSchema(d.row) },
+        response: { 200: listEnvelopeSchema(documentedRecord(d.row)) },
       },
     },
     async (request, reply) => {
       const result = await listRecords(db, d, request.tenant, request.query);
-      if (result.sparse) useSparse(reply, sparseList);
+      serializeWith(reply, result.sparse ? list.sparse : list.whole);
       return listEnvelope(request, result.data, result.pagination);
     },
   );
@@ -66,13 +70,13 @@ function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): 
         tags,
         params: idParamsSchema,
         querystring: itemQuerySchema(d),
-        response: { 200: itemEnvelopeSchema(record) },
+        response: { 200: itemEnvelopeSchema(documentedRecord(record)) },
       },
     },
     async (request, reply) => {
       const { id } = request.params as { id: string };
       const result = await getRecord(db, d, request.tenant, id, request.query);
-      if (result.sparse) useSparse(reply, sparseItem);
+      serializeWith(reply, result.sparse ? item.sparse : item.whole);
       return itemEnvelope(request, result.data);
     },
   );
