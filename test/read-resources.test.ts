@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { DATE_ONLY, ISO_MS, TIME_ONLY, UUID, insertRow, insertRows } from './helpers/read-data.ts';
+import { sql } from 'kysely';
+import { DATE_ONLY, ISO_MS, TIME_ONLY, UNLIMITED, UUID, insertRow, insertRows } from './helpers/read-data.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
 
 type Kind = 'uuid' | 'string' | 'number' | 'integer' | 'boolean' | 'timestamp' | 'date' | 'time' | 'string[]' | 'pix_keys';
@@ -12,9 +13,12 @@ type Spec = Record<string, `${Kind}` | `${Kind}?`>;
 
 const INTERNAL = { contract_id: randomUUID(), created_by: randomUUID(), internal_notes: 'segredo interno' };
 const TS = new Date('2026-05-04T03:02:01.789Z');
+const PIX = [{ type: 'email', key: 'f@example.com' }];
 
 const addr = (prefix: string) =>
-  Object.fromEntries(['country', 'state', 'city', 'neighborhood', 'street', 'number', 'zip_code'].map((k) => [`address_${k}`, `${prefix}-${k}`]));
+  Object.fromEntries(
+    ['country', 'state', 'city', 'neighborhood', 'street', 'number', 'zip_code'].map((k) => [`address_${k}`, `${prefix}-${k}`]),
+  );
 
 const RESOURCES: { path: string; table: string; full: Record<string, unknown>; spec: Spec }[] = [
   {
@@ -128,7 +132,7 @@ const RESOURCES: { path: string; table: string; full: Record<string, unknown>; s
       is_employee: false,
       is_active: true,
       ...addr('s'),
-      pix_keys: JSON.stringify([{ type: 'email', key: 'f@example.com' }]),
+      pix_keys: sql`cast(${JSON.stringify(PIX)} as jsonb)`,
       updated_at: TS,
     },
     spec: {
@@ -476,7 +480,7 @@ after(async () => s?.close());
 describe('field sets and types', () => {
   for (const r of RESOURCES) {
     test(`${r.path}: list and get by id return every SPEC field with its type and nothing internal`, async () => {
-      const { account, key } = await s.createAccountWithKey();
+      const { account, key } = await s.createAccountWithKey(UNLIMITED);
       const tenant = { teamId: account.id, mode: 'live' as const };
       const full = await insertRow(s.db, r.table, tenant, { created_at: new Date('2026-01-01T00:00:00.000Z'), ...r.full, ...INTERNAL });
       const minimal = await insertRow(s.db, r.table, tenant, {});
@@ -495,7 +499,7 @@ describe('field sets and types', () => {
       }
       // Values survive the trip with their JSON types (money as numbers, timestamps with ms).
       for (const [field, value] of Object.entries(r.full)) {
-        const expected = value instanceof Date ? value.toISOString() : field === 'pix_keys' ? JSON.parse(String(value)) : value;
+        const expected = value instanceof Date ? value.toISOString() : field === 'pix_keys' ? PIX : value;
         assert.deepEqual(a[field], expected, `${r.path}.${field}`);
       }
 
@@ -510,8 +514,8 @@ describe('field sets and types', () => {
 
 describe('get by id', () => {
   test('an unknown id, a non-UUID id and another account’s id all answer 404 not_found', async () => {
-    const { key } = await s.createAccountWithKey();
-    const other = await s.createAccountWithKey();
+    const { key } = await s.createAccountWithKey(UNLIMITED);
+    const other = await s.createAccountWithKey(UNLIMITED);
     const theirs = await insertRow(s.db, 'customers', { teamId: other.account.id, mode: 'live' }, { full_name: 'Alheio' });
     for (const id of [randomUUID(), 'not-a-uuid', '123', theirs.id, `${theirs.id}x`, 'DROP%20TABLE']) {
       const res = await s.request('GET', `/v1/customers/${id}`, { key });
@@ -522,7 +526,7 @@ describe('get by id', () => {
   });
 
   test('fields projects the item and always keeps id; unknown fields are refused', async () => {
-    const { account, key } = await s.createAccountWithKey();
+    const { account, key } = await s.createAccountWithKey(UNLIMITED);
     const c = await insertRow(s.db, 'customers', { teamId: account.id, mode: 'live' }, { full_name: 'Ana', email: 'ana@x.io' });
     const res = await s.request('GET', `/v1/customers/${c.id}?fields=email,full_name`, { key });
     assert.equal(res.status, 200);
@@ -535,7 +539,7 @@ describe('get by id', () => {
   });
 
   test('an uppercase UUID finds the record', async () => {
-    const { account, key } = await s.createAccountWithKey();
+    const { account, key } = await s.createAccountWithKey(UNLIMITED);
     const c = await insertRow(s.db, 'customers', { teamId: account.id, mode: 'live' }, {});
     const res = await s.request('GET', `/v1/customers/${String(c.id).toUpperCase()}`, { key });
     assert.equal(res.status, 200);
@@ -545,14 +549,20 @@ describe('get by id', () => {
 
 describe('deal stages', () => {
   test('GET /v1/deals/stages returns the tenant’s stages by position in an item envelope, at most 100', async () => {
-    const { account, key } = await s.createAccountWithKey();
+    const { account, key } = await s.createAccountWithKey(UNLIMITED);
     const tenant = { teamId: account.id, mode: 'live' as const };
     const positions = Array.from({ length: 105 }, (_, i) => (i * 37) % 105);
     await insertRows(
       s.db,
       'deal_stages',
       tenant,
-      positions.map((p) => ({ name: `etapa ${p}`, position: p, color: p % 2 ? '#00ff00' : null, milestone: p === 3 ? 'won' : null, ...INTERNAL })),
+      positions.map((p) => ({
+        name: `etapa ${p}`,
+        position: p,
+        color: p % 2 ? '#00ff00' : null,
+        milestone: p === 3 ? 'won' : null,
+        ...INTERNAL,
+      })),
     );
     await insertRow(s.db, 'deal_stages', { teamId: account.id, mode: 'test' }, { name: 'sandbox', position: -1 });
     const res = await s.request('GET', '/v1/deals/stages?limit=1&sort=name', { key });
@@ -569,7 +579,7 @@ describe('deal stages', () => {
   });
 
   test('deal stages need deals:read and the crm_funil module', async () => {
-    const { account } = await s.createAccountWithKey();
+    const { account } = await s.createAccountWithKey(UNLIMITED);
     const noScope = await s.createKey(account.id, { scopes: ['customers:read'] });
     assert.equal((await s.request('GET', '/v1/deals/stages', { key: noScope.key })).status, 403);
     const noModule = await s.createAccountWithKey({ modules: ['clientes'], scopes: ['deals:read'] });

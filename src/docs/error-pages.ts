@@ -15,7 +15,14 @@ const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_CAT
 
 function samplePayload(config: Config, code: ErrorCode): string {
   const { status, title } = ERROR_CATALOGUE[code];
-  const body: Record<string, unknown> = { type: `${config.errorsUrl}/${code}`, title, status, detail: '…', instance: '/v1/…', request_id: '…' };
+  const body: Record<string, unknown> = {
+    type: `${config.errorsUrl}/${code}`,
+    title,
+    status,
+    detail: '…',
+    instance: '/v1/…',
+    request_id: '…',
+  };
   if (code === 'validation') body.errors = [{ field: 'items[0].quantity', code: 'too_small', message: 'Deve ser maior que 0.' }];
   return JSON.stringify(body, null, 2);
 }
@@ -71,7 +78,12 @@ export function registerErrorPages(app: FastifyInstance, config: Config): void {
     '/errors',
     {
       config: { operationId: 'errors.list', public: true },
-      schema: { operationId: 'errors.list', summary: 'Index of the error types (HTML)', tags: ['Documentation'], response: { 200: htmlResponse('HTML page.') } },
+      schema: {
+        operationId: 'errors.list',
+        summary: 'Index of the error types (HTML)',
+        tags: ['Documentation'],
+        response: { 200: htmlResponse('HTML page.') },
+      },
     },
     async (_request, reply) => reply.type(HTML).send(index),
   );
@@ -86,7 +98,11 @@ export function registerErrorPages(app: FastifyInstance, config: Config): void {
         summary: 'One error type (HTML)',
         description: 'The page a problem `type` URL points to: what the error means and what to do.',
         tags: ['Documentation'],
-        params: { type: 'object', properties: { code: { type: 'string', enum: [...ERROR_CODES], description: 'Error code.' } }, required: ['code'] },
+        params: {
+          type: 'object',
+          properties: { code: { type: 'string', enum: [...ERROR_CODES], description: 'Error code.' } },
+          required: ['code'],
+        },
         response: { 200: htmlResponse('HTML page.') },
       },
     },

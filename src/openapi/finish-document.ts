@@ -6,7 +6,7 @@ import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
 import { SECURITY_SCHEME, securityScheme } from './document-info.ts';
 import { exampleOf } from './examples.ts';
 import { headerUse, RATE_LIMIT_HEADERS, REQUEST_PARAMETERS, RESPONSE_HEADERS } from './headers.ts';
-import { SchemaNamer } from './named-schemas.ts';
+import { canonical, mapSubschemas, SchemaNamer } from './named-schemas.ts';
 import { ProblemResponses, problemCodesFor } from './problem-responses.ts';
 import { FieldErrorSchema, ProblemSchema } from './problem-schema.ts';
 import type { RouteFacts } from './route-facts.ts';
@@ -28,6 +28,37 @@ function stripPrivateKeys(node: unknown): void {
 
 const SUCCESS_DESCRIPTIONS: Record<string, string> = { '200': 'OK.', '201': 'Created.', '204': 'No content.' };
 
+const isLiteral = (b: Json) => b.const !== undefined && typeof b.type === 'string' && Object.keys(b).every((k) => k === 'const' || k === 'type');
+
+/**
+ * `anyOf: [{type: T, …}, {type: 'null'}]` (TypeBox's `Union([T, Null])`) → `{type: [T, 'null'], …}`:
+ * the same set of values in the idiomatic OpenAPI 3.1 spelling, which renderers (Scalar) and
+ * generators read as a plain nullable field. An `enum`/`const` gains `null` so null stays valid.
+ */
+function simplifyNullable(schema: Json): Json {
+  mapSubschemas(schema, simplifyNullable);
+  const branches = schema.anyOf;
+  // A union of literals (TypeBox `Union([Literal('live'), Literal('test')])`) is an enum.
+  if (Array.isArray(branches) && branches.length > 1 && branches.every((b: Json) => isLiteral(b) && b.type === branches[0].type)) {
+    const { anyOf: _anyOf, ...outer } = schema;
+    return { ...outer, type: branches[0].type, enum: branches.map((b: Json) => b.const) };
+  }
+  if (!Array.isArray(branches) || branches.length !== 2) return schema;
+  const nullAt = branches.findIndex((b: Json) => b.type === 'null' && Object.keys(b).length === 1);
+  const other: Json = branches[1 - nullAt];
+  if (nullAt < 0 || typeof other?.type !== 'string' || other.$ref) return schema;
+  const { anyOf: _anyOf, ...outer } = schema;
+  if (Object.keys(outer).some((k) => k in other && !['description', 'examples', 'title'].includes(k))) return schema;
+  const merged: Json = { ...outer, ...other, type: [other.type, 'null'] };
+  if (outer.description) merged.description = outer.description;
+  if (merged.const !== undefined) {
+    merged.enum = [merged.const];
+    delete merged.const;
+  }
+  if (Array.isArray(merged.enum) && !merged.enum.includes(null)) merged.enum = [...merged.enum, null];
+  return merged;
+}
+
 const toJson = (schema: unknown): Json => JSON.parse(JSON.stringify(schema));
 
 function guardText(f: RouteFacts): string {
@@ -45,6 +76,28 @@ function tagDescription(ops: RouteFacts[]): string {
   return `Module ${modules.map((m) => `\`${m}\``).join(', ')}; scopes ${scopes.join(', ')}.`;
 }
 
+/**
+ * Write bodies are named request bodies (`components.requestBodies.CreateSaleInput`): named types
+ * for clients, and a place where generators read `default` as "may be omitted", not "always there".
+ */
+class RequestBodies {
+  private readonly byName = new Map<string, { body: Json; key: string }>();
+
+  ref(body: Json): Json {
+    const title = body.content?.['application/json']?.schema?.title;
+    if (typeof title !== 'string') return body;
+    const key = canonical(body);
+    let name = title.replace(/[^A-Za-z0-9._-]/g, '');
+    for (let n = 2; this.byName.has(name) && this.byName.get(name)?.key !== key; n++) name = `${title}${n}`;
+    this.byName.set(name, { body, key });
+    return { $ref: `#/components/requestBodies/${name}` };
+  }
+
+  components(): Json {
+    return Object.fromEntries([...this.byName].map(([name, { body }]) => [name, body]));
+  }
+}
+
 export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>, config: Config): Json {
   stripPrivateKeys(doc);
   const problems = new ProblemResponses(config.errorsUrl);
@@ -57,6 +110,7 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
     return namer.schemas()[name];
   };
   const tags = new Map<string, RouteFacts[]>();
+  const requestBodies = new RequestBodies();
 
   for (const pathItem of Object.values<Json>(doc.paths ?? {})) {
     for (const method of METHODS) {
@@ -77,7 +131,8 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
       const body = op.requestBody?.content?.['application/json'];
       if (body?.schema) {
         if (body.example === undefined) body.example = exampleOf(body.schema, { resolve, mode: 'request' });
-        body.schema = namer.hoist(body.schema);
+        body.schema = namer.hoist(body.schema, true, true);
+        op.requestBody = requestBodies.ref(op.requestBody);
       }
 
       for (const [status, response] of Object.entries<Json>(op.responses ?? {})) {
@@ -89,7 +144,8 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
         response.headers = { ...headers, ...response.headers };
         for (const [type, media] of Object.entries<Json>(response.content ?? {})) {
           if (!media.schema) continue;
-          if (type.includes('json') && media.example === undefined && media.examples === undefined) media.example = exampleOf(media.schema, { resolve, mode: 'response' });
+          if (type.includes('json') && media.example === undefined && media.examples === undefined)
+            media.example = exampleOf(media.schema, { resolve, mode: 'response' });
           media.schema = namer.hoist(media.schema);
         }
       }
@@ -99,18 +155,36 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
   }
   problems.methodNotAllowed();
 
-
   doc.security = [{ [SECURITY_SCHEME]: [] }];
-  doc.tags = [...tags].map(([name, ops]) => ({ name, description: tagDescription(ops) }));
+  // The API's resources first, in route order; the public documentation endpoints last.
+  const ordered = [...tags].sort(([, a], [, b]) => Number(a.every((o) => o.public)) - Number(b.every((o) => o.public)));
+  doc.tags = ordered.map(([name, ops]) => ({ name, description: tagDescription(ops) }));
   doc.components = {
     securitySchemes: { [SECURITY_SCHEME]: securityScheme(config) },
     schemas: { ...namer.schemas(), Problem: toJson(ProblemSchema), FieldError: toJson(FieldErrorSchema) },
     parameters: REQUEST_PARAMETERS,
     headers: RESPONSE_HEADERS,
+    requestBodies: requestBodies.components(),
     responses: problems.components(),
     examples: problems.examples(),
   };
-  doc.components.schemas.Problem.properties.errors = { type: 'array', items: { $ref: '#/components/schemas/FieldError' }, description: ProblemSchema.properties.errors.description };
+  for (const [name, schema] of Object.entries<Json>(doc.components.schemas)) doc.components.schemas[name] = simplifyNullable(schema);
+  for (const body of Object.values<Json>(doc.components.requestBodies)) {
+    for (const media of Object.values<Json>(body.content ?? {})) if (media.schema) media.schema = simplifyNullable(media.schema);
+  }
+  for (const pathItem of Object.values<Json>(doc.paths ?? {})) {
+    for (const op of METHODS.map((m) => pathItem[m]).filter(Boolean)) {
+      for (const p of op.parameters ?? []) if (p.schema) p.schema = simplifyNullable(p.schema);
+      for (const holder of [op.requestBody, ...Object.values<Json>(op.responses)]) {
+        for (const media of Object.values<Json>(holder?.content ?? {})) if (media.schema) media.schema = simplifyNullable(media.schema);
+      }
+    }
+  }
+  doc.components.schemas.Problem.properties.errors = {
+    type: 'array',
+    items: { $ref: '#/components/schemas/FieldError' },
+    description: ProblemSchema.properties.errors.description,
+  };
   doc.components.schemas.Problem.properties.type.examples = [`${config.errorsUrl}/${Object.keys(ERROR_CATALOGUE)[0]}`];
   return doc;
 }

@@ -9,7 +9,8 @@ export const REQUEST_ID_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
 /** Response headers by component name (the name is the header as sent). */
 export const RESPONSE_HEADERS = {
   'X-Request-Id': {
-    description: 'Id of this request: the client-supplied `X-Request-Id` when valid, otherwise a new UUID. Equals `meta.request_id` / `request_id`.',
+    description:
+      'Id of this request: the client-supplied `X-Request-Id` when valid, otherwise a new UUID. Equals `meta.request_id` / `request_id`.',
     required: true,
     schema: { type: 'string', pattern: REQUEST_ID_PATTERN },
     example: '7f1c5d0e-6a43-4b8e-9d0a-2f4d1c9b8e71',
@@ -33,7 +34,8 @@ export const RESPONSE_HEADERS = {
     example: 1795514460,
   },
   'Retry-After': {
-    description: 'Seconds to wait before retrying: 1, 60 or 86400 after a rate limit (per second, minute or day); 1 for an idempotent request still running.',
+    description:
+      'Seconds to wait before retrying: 1, 60 or 86400 after a rate limit (per second, minute or day); 1 for an idempotent request still running.',
     required: true,
     schema: { type: 'integer', minimum: 0 },
     example: 60,
@@ -53,7 +55,11 @@ export const RESPONSE_HEADERS = {
 
 export type ResponseHeaderName = keyof typeof RESPONSE_HEADERS;
 
-export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'] as const satisfies readonly ResponseHeaderName[];
+export const RATE_LIMIT_HEADERS = [
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+] as const satisfies readonly ResponseHeaderName[];
 
 /** A header reference, or, when the header may be absent here, an inline copy that says so. */
 export function headerUse(name: ResponseHeaderName, presence: 'always' | 'sometimes', when?: string): Record<string, unknown> {
@@ -67,7 +73,8 @@ export const REQUEST_PARAMETERS = {
     name: 'X-Request-Id',
     in: 'header',
     required: false,
-    description: 'Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced.',
+    description:
+      'Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced.',
     schema: { type: 'string', pattern: REQUEST_ID_PATTERN },
   },
   IdempotencyKey: {

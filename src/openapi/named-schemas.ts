@@ -12,7 +12,13 @@ const MAP = ['properties', 'patternProperties', '$defs'];
 /** Deterministic JSON (sorted keys) for comparing shapes. */
 export function canonical(value: unknown): string {
   return JSON.stringify(value, (_k, v) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, v[k]]),
+        )
+      : v,
   );
 }
 
@@ -42,12 +48,18 @@ export class SchemaNamer {
     }
   }
 
-  /** Hoists the titled schemas inside `schema` (and `schema` itself, unless `keepRoot`); returns what replaces it. */
-  hoist(schema: Schema, keepRoot = false): Schema {
+  /**
+   * Hoists the titled schemas inside `schema` (and `schema` itself, unless `keepRoot`); returns what
+   * replaces it. Under a request body, a schema declaring `default`s stays inline: generators such as
+   * openapi-typescript read a named schema's defaults as "always present", which holds for responses
+   * but would make those fields required in requests.
+   */
+  hoist(schema: Schema, keepRoot = false, inRequest = false): Schema {
     if (typeof schema.$ref === 'string') return schema;
-    mapSubschemas(schema, (child) => this.hoist(child));
+    mapSubschemas(schema, (child) => this.hoist(child, false, inRequest));
     const isObject = schema.type === 'object' || (schema.properties !== undefined && schema.type === undefined);
     if (keepRoot || typeof schema.title !== 'string' || !isObject) return schema;
+    if (inRequest && Object.values<Schema>(schema.properties ?? {}).some((p) => p.default !== undefined)) return schema;
     return { $ref: `#/components/schemas/${this.nameFor(schema)}` };
   }
 

@@ -61,7 +61,10 @@ function sampleErrors(): Record<string, { summary: string; error: AppError }> {
     invalid_token: { summary: 'Missing, malformed or unknown key', error: errors.invalidToken() },
     token_revoked: { summary: 'Revoked key', error: errors.tokenRevoked() },
     token_expired: { summary: 'Expired key', error: errors.tokenExpired() },
-    insufficient_scope: { summary: 'Key without the scope', error: errors.insufficientScope('This operation requires the scope customers:write.') },
+    insufficient_scope: {
+      summary: 'Key without the scope',
+      error: errors.insufficientScope('This operation requires the scope customers:write.'),
+    },
     api_disabled: { summary: 'API not enabled for the account', error: errors.apiDisabled() },
     module_not_enabled: { summary: 'Module not in the contract', error: errors.moduleNotEnabled('clientes') },
     ip_not_allowed: { summary: 'Caller outside the key IP list', error: errors.ipNotAllowed() },
@@ -89,7 +92,11 @@ function sampleErrors(): Record<string, { summary: string; error: AppError }> {
 }
 
 export function problemExample(error: AppError, errorsUrl: string, instance: string): Record<string, unknown> {
-  const body: Record<string, unknown> = { type: `${errorsUrl}/${error.code}`, title: ERROR_CATALOGUE[error.code].title, status: error.status };
+  const body: Record<string, unknown> = {
+    type: `${errorsUrl}/${error.code}`,
+    title: ERROR_CATALOGUE[error.code].title,
+    status: error.status,
+  };
   if (error.detail !== undefined) body.detail = error.detail;
   body.instance = instance;
   body.request_id = '7f1c5d0e-6a43-4b8e-9d0a-2f4d1c9b8e71';
@@ -124,7 +131,8 @@ export class ProblemResponses {
       byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
     }
     const out: Record<string, Json> = {};
-    for (const [status, group] of [...byStatus].sort(([a], [b]) => a - b)) out[String(status)] = { $ref: this.use(status, group, isPublic) };
+    for (const [status, group] of [...byStatus].sort(([a], [b]) => a - b))
+      out[String(status)] = { $ref: this.use(status, group, isPublic) };
     return out;
   }
 
@@ -151,7 +159,8 @@ export class ProblemResponses {
     const headers: Json = { 'X-Request-Id': headerUse('X-Request-Id', 'always') };
     if (!isPublic && !codes.every((c) => BEFORE_CHARGE.has(c))) {
       const always = codes.every((c) => AFTER_CHARGE.has(c));
-      for (const h of RATE_LIMIT_HEADERS) headers[h] = headerUse(h, always ? 'always' : 'sometimes', 'Present when the request was counted against a key.');
+      for (const h of RATE_LIMIT_HEADERS)
+        headers[h] = headerUse(h, always ? 'always' : 'sometimes', 'Present when the request was counted against a key.');
     }
     if (status === 429) headers['Retry-After'] = headerUse('Retry-After', 'always');
     if (status === 409) headers['Retry-After'] = headerUse('Retry-After', 'sometimes', 'Present while the first request is still running.');

@@ -18,13 +18,14 @@ export interface TenantScope {
   mode: string;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: tables are addressed by descriptors at run time
 export type Query = SelectQueryBuilder<any, any, any>;
 
 /** Alias of the sort value as a cursor stores it (timestamps keep their microseconds). */
 export const CURSOR_KEY = '__cursor_value';
 
-const cast = (value: string, kind: FieldKind): RawBuilder<unknown> => sql`cast(${value} as ${sql.raw(SQL_TYPE[kind])})`;
+/** Parameters always travel as text and are cast in SQL, so both drivers send them alike (PGlite
+ *  would otherwise type `$1` from the cast and refuse a string for a boolean). */
+const cast = (value: string, kind: FieldKind): RawBuilder<unknown> => sql`cast(${value}::text as ${sql.raw(SQL_TYPE[kind])})`;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** Tenant first, then the descriptor's fixed conditions as literals: a partial index predicate
@@ -33,7 +34,10 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 export function scoped(db: Db, table: string, scope: TenantScope, where?: ResourceDescriptor['where']): Query {
   let q: Query = db.selectFrom(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
   for (const [column, allowed] of Object.entries(where ?? {})) {
-    q = allowed === null ? q.where(column, 'is', null) : q.where(sql<SqlBool>`${sql.ref(column)} in (${sql.join(allowed.map((v) => sql.lit(v)))})`);
+    q =
+      allowed === null
+        ? q.where(column, 'is', null)
+        : q.where(sql<SqlBool>`${sql.ref(column)} in (${sql.join(allowed.map((v) => sql.lit(v)))})`);
   }
   return q;
 }
@@ -75,7 +79,10 @@ export function filterCondition(f: FilterPlan): Expression<SqlBool> {
     case 'nin': {
       const any =
         f.kind === 'timestamp'
-          ? sql<SqlBool>`(${sql.join(f.values.map((v) => comparison(col, '=', v, f.kind)), sql` or `)})`
+          ? sql<SqlBool>`(${sql.join(
+              f.values.map((v) => comparison(col, '=', v, f.kind)),
+              sql` or `,
+            )})`
           : sql<SqlBool>`${col} in (${sql.join(f.values.map((v) => cast(String(v), f.kind)))})`;
       return f.op === 'in' ? any : sql<SqlBool>`(${col} is null or not ${any})`;
     }
@@ -101,7 +108,9 @@ export function compileList(db: Db, d: ResourceDescriptor, plan: ListPlan, scope
 
   const col = sql.ref(sort.field);
   const values = (w: Query) => w.orderBy(sort.field, dir).orderBy('id', dir);
-  const nulls = (w: Query) => w.where(sort.field, 'is', null).orderBy('id', dir);
+  // All NULL here, yet ordered by the sort column too: `IS NULL` does not tell the planner the
+  // index is already in id order, and it would sort otherwise.
+  const nulls = (w: Query) => values(w.where(sort.field, 'is', null));
   const notNull = (w: Query) => (sort.nullable ? w.where(sort.field, 'is not', null) : w);
 
   if (!after) return [values(q)];
@@ -116,7 +125,14 @@ export function compileList(db: Db, d: ResourceDescriptor, plan: ListPlan, scope
 }
 
 /** One record by id; `extra` columns are read for includes but not returned. */
-export function compileGet(db: Db, d: ResourceDescriptor, fields: readonly string[], id: string, scope: TenantScope, extra: readonly string[]): Query {
+export function compileGet(
+  db: Db,
+  d: ResourceDescriptor,
+  fields: readonly string[],
+  id: string,
+  scope: TenantScope,
+  extra: readonly string[],
+): Query {
   return selectColumns(scoped(db, d.table, scope, d.where), fields, extra).where('id', '=', id);
 }
 

@@ -9,6 +9,16 @@ function timestamp(value: unknown): unknown {
   return value;
 }
 
+/** jsonb arrives parsed from PGlite but as text from postgres.js (as configured): read both alike. */
+function json(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}
+
 export function outputRow(row: Record<string, unknown>, fields: readonly string[], meta: RowMeta): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const field of fields) {
@@ -18,7 +28,10 @@ export function outputRow(row: Record<string, unknown>, fields: readonly string[
       continue;
     }
     const kind = meta.byName.get(field)?.kind;
-    out[field] = kind === 'timestamp' ? timestamp(value) : kind === 'time' && typeof value === 'string' ? value.slice(0, 8) : value;
+    if (kind === 'timestamp') out[field] = timestamp(value);
+    else if (kind === 'time' && typeof value === 'string') out[field] = value.slice(0, 8);
+    else if (kind === 'json') out[field] = json(value);
+    else out[field] = value;
   }
   return out;
 }

@@ -1,5 +1,5 @@
 // The one place where a refused list-query parameter becomes its DECISIONS B.9 `detail` token.
-import { AppError, errors } from '../errors/app-error.ts';
+import { type AppError, errors } from '../errors/app-error.ts';
 
 export const refuse = {
   limit: (): AppError => errors.queryInvalid('invalid_limit'),

@@ -42,7 +42,8 @@ export function listQuerySchema(d: ResourceDescriptor): TObject {
   for (const [field, ops] of Object.entries(d.filters)) {
     for (const op of ops) {
       const description = `Filter: \`${field}\` ${OPERATOR_DOC[op]}.`;
-      properties[filterParam(field, op)] = op === 'is_null' ? Type.String({ enum: ['true', 'false'], description }) : Type.String({ description });
+      properties[filterParam(field, op)] =
+        op === 'is_null' ? Type.String({ enum: ['true', 'false'], description }) : Type.String({ description });
     }
   }
   return Type.Object(properties, { additionalProperties: true });
@@ -54,7 +55,10 @@ export function itemQuerySchema(d: ResourceDescriptor): TObject {
     fields: Type.String({ description: `Comma list of fields to return (\`id\` always is): ${rowMeta(d.row).fields.join(', ')}.` }),
   };
   const includes = Object.keys(d.includes ?? {});
-  if (includes.length > 0) properties.include = Type.String({ description: `Comma list of related data to embed: ${includes.join(', ')}. Unknown values are ignored.` });
+  if (includes.length > 0)
+    properties.include = Type.String({
+      description: `Comma list of related data to embed: ${includes.join(', ')}. Unknown values are ignored.`,
+    });
   return Type.Object(properties, { additionalProperties: true });
 }
 
@@ -72,7 +76,8 @@ export function recordSchema(d: ResourceDescriptor): TObject {
 /** The same shape with every field but `id` optional: what a `fields` projection returns. */
 export function sparseSchema(row: TObject): TObject {
   const properties: Record<string, TSchema> = {};
-  for (const [name, schema] of Object.entries(row.properties)) properties[name] = name === 'id' || !row.required?.includes(name) ? schema : Type.Optional(schema);
+  for (const [name, schema] of Object.entries(row.properties))
+    properties[name] = name === 'id' || !row.required?.includes(name) ? schema : Type.Optional(schema);
   return Type.Object(properties, {
     title: `${row.title}Projection`,
     description: `${row.title} narrowed by \`fields\`: \`id\` and the requested fields only.`,

@@ -47,7 +47,14 @@ export function parseTimestampMs(value: string): number | null {
   if (!m || !validDate(m[1] as string)) return null;
   if (!validClock(Number(m[2]), Number(m[3]), Number(m[4] ?? 0))) return null;
   const zone = (m[6] ?? 'Z').replace(/^ /, '+');
-  const offset = zone.toUpperCase() === 'Z' ? 'Z' : zone.length === 3 ? `${zone}:00` : zone.includes(':') ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
+  const offset =
+    zone.toUpperCase() === 'Z'
+      ? 'Z'
+      : zone.length === 3
+        ? `${zone}:00`
+        : zone.includes(':')
+          ? zone
+          : `${zone.slice(0, 3)}:${zone.slice(3)}`;
   const fraction = (m[5] ?? '').slice(0, 4);
   const ms = Date.parse(`${m[1]}T${m[2]}:${m[3]}:${m[4] ?? '00'}${fraction}${offset}`);
   return Number.isNaN(ms) ? null : ms;

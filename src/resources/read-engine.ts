@@ -49,7 +49,11 @@ export async function listRecords(
   const { sort } = plan;
   const nextCursor =
     hasMore && last
-      ? encodeCursor(sort.token, ((sort.kind === 'timestamp' ? last[CURSOR_KEY] : last[sort.field]) ?? null) as string | number | null, String(last.id))
+      ? encodeCursor(
+          sort.token,
+          ((sort.kind === 'timestamp' ? last[CURSOR_KEY] : last[sort.field]) ?? null) as string | number | null,
+          String(last.id),
+        )
       : null;
   const meta = descriptorMeta(d);
   return {
@@ -59,7 +63,13 @@ export async function listRecords(
   };
 }
 
-export async function getRecord(db: Db, d: ResourceDescriptor, tenant: Tenant | null, id: string, query: unknown): Promise<ReadResult<Row>> {
+export async function getRecord(
+  db: Db,
+  d: ResourceDescriptor,
+  tenant: Tenant | null,
+  id: string,
+  query: unknown,
+): Promise<ReadResult<Row>> {
   const scope = scopeOf(tenant);
   const plan = planItem(d, parseItemQuery(query));
   // A malformed id cannot name a record: the same 404 as an unknown one or another account's.

@@ -81,7 +81,13 @@ export const sales: ResourceDescriptor = {
   // Spelled as the partial keyset indexes' predicate so the planner can use them.
   where: { transaction_type: ['sale', 'order'] },
   includes: {
-    items: { table: 'transaction_items', cardinality: 'many', foreignKey: 'transaction_id', orderBy: 'created_at', item: transactionItemRow },
+    items: {
+      table: 'transaction_items',
+      cardinality: 'many',
+      foreignKey: 'transaction_id',
+      orderBy: 'created_at',
+      item: transactionItemRow,
+    },
     status_history: {
       table: 'transaction_status_history',
       cardinality: 'many',

@@ -590,6 +590,7 @@ export interface components {
       key_name: string;
       /** @description Last four characters of the key. */
       key_last4: string;
+      /** @enum {string} */
       key_prefix: 'live' | 'test';
       /**
        * @example [
@@ -632,8 +633,13 @@ export interface components {
       /** Format: uuid */
       id: string;
       name: string;
+      /**
+       * @description Hexadecimal
+       * @example #22aa55
+       */
       color: string | null;
       position: number;
+      /** @example won */
       milestone: string | null;
       is_active: boolean | null;
     };
@@ -642,9 +648,15 @@ export interface components {
       /** Format: uuid */
       id: string;
       full_name: string;
+      /** @description E-mail address */
       email: string | null;
       phone: string | null;
+      /** @description CPF or CNPJ */
       document: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       birth_date: string | null;
       notes: string | null;
       is_active: boolean | null;
@@ -666,7 +678,55 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
+    };
+    /**
+     * CustomerProjection
+     * @description Customer narrowed by `fields`: `id` and the requested fields only.
+     */
+    CustomerProjection: {
+      /** Format: uuid */
+      id: string;
+      full_name?: string;
+      /** @description E-mail address */
+      email?: string | null;
+      phone?: string | null;
+      /** @description CPF or CNPJ */
+      document?: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      birth_date?: string | null;
+      notes?: string | null;
+      is_active?: boolean | null;
+      gender?: string | null;
+      address_country?: string | null;
+      address_state?: string | null;
+      address_city?: string | null;
+      address_neighborhood?: string | null;
+      address_street?: string | null;
+      address_number?: string | null;
+      address_complement?: string | null;
+      address_zip_code?: string | null;
+      accepts_communications?: boolean | null;
+      valid_whatsapp?: boolean | null;
+      profile_photo_url?: string | null;
+      whatsapp_photo?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string | null;
     };
     /** Pagination */
     Pagination: {
@@ -676,91 +736,45 @@ export interface components {
       /** @description Effective page size. */
       limit: number;
     };
-    /** CreateCustomerInput */
-    CreateCustomerInput: {
-      /** @example Maria da Silva */
-      full_name: string;
-      /**
-       * @description Required (non-null) when `phone` is null.
-       * @example cliente@example.com
-       */
-      email?: string | null;
-      /**
-       * @description Required (non-null) when `email` is null.
-       * @example +55 11 91234-5678
-       */
-      phone?: string | null;
-      /** @description CPF or CNPJ */
-      document?: string | null;
-      gender?: string | null;
-      notes?: string | null;
-      /** @example 2026-11-21 */
-      birth_date?: string | null;
-      accepts_communications?: boolean;
-      address_country?: string | null;
-      address_state?: string | null;
-      address_city?: string | null;
-      address_neighborhood?: string | null;
-      address_street?: string | null;
-      address_number?: string | null;
-      address_complement?: string | null;
-      address_zip_code?: string | null;
-    };
-    /** UpdateCustomerInput */
-    UpdateCustomerInput: {
-      /** @example Maria da Silva */
-      full_name?: string;
-      /**
-       * @description Required (non-null) when `phone` is null.
-       * @example cliente@example.com
-       */
-      email?: string | null;
-      /**
-       * @description Required (non-null) when `email` is null.
-       * @example +55 11 91234-5678
-       */
-      phone?: string | null;
-      /** @description CPF or CNPJ */
-      document?: string | null;
-      gender?: string | null;
-      notes?: string | null;
-      /** @example 2026-11-21 */
-      birth_date?: string | null;
-      accepts_communications?: boolean;
-      address_country?: string | null;
-      address_state?: string | null;
-      address_city?: string | null;
-      address_neighborhood?: string | null;
-      address_street?: string | null;
-      address_number?: string | null;
-      address_complement?: string | null;
-      address_zip_code?: string | null;
-      /** @description false deactivates the customer, true reactivates it. */
-      is_active?: boolean;
-    };
     /** Sale */
     Sale: {
       /** Format: uuid */
       id: string;
+      /** Format: uuid */
       customer_id: string | null;
       /**
        * @description `sale` or `order`
        * @example sale
        */
       transaction_type: string;
+      /** @description Sequential number per account */
       transaction_number: string | null;
+      /** @example pending */
       status: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       sale_date: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       delivery_date: string | null;
+      /** @description Sum of item subtotals, before discounts */
       subtotal: number | null;
       discount_amount: number | null;
       discount_percentage: number | null;
       tax_amount: number | null;
+      /** @description Sum of item totals plus delivery_fee */
       total_amount: number | null;
       notes: string | null;
+      /** @example pix */
       payment_method: string | null;
+      /** @example pending */
       payment_status: string | null;
       delivery_fee: number | null;
+      /** @description Free use by the integration */
       order_code: string | null;
       is_active: boolean | null;
       /**
@@ -768,7 +782,66 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
+    };
+    /**
+     * SaleProjection
+     * @description Sale narrowed by `fields`: `id` and the requested fields only.
+     */
+    SaleProjection: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      customer_id?: string | null;
+      /**
+       * @description `sale` or `order`
+       * @example sale
+       */
+      transaction_type?: string;
+      /** @description Sequential number per account */
+      transaction_number?: string | null;
+      /** @example pending */
+      status?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      sale_date?: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      delivery_date?: string | null;
+      /** @description Sum of item subtotals, before discounts */
+      subtotal?: number | null;
+      discount_amount?: number | null;
+      discount_percentage?: number | null;
+      tax_amount?: number | null;
+      /** @description Sum of item totals plus delivery_fee */
+      total_amount?: number | null;
+      notes?: string | null;
+      /** @example pix */
+      payment_method?: string | null;
+      /** @example pending */
+      payment_status?: string | null;
+      delivery_fee?: number | null;
+      /** @description Free use by the integration */
+      order_code?: string | null;
+      is_active?: boolean | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string | null;
     };
     /** CreateTransactionItemInput */
     CreateTransactionItemInput: {
@@ -789,39 +862,6 @@ export interface components {
       discount_amount?: number | null;
       discount_percentage?: number | null;
       notes?: string | null;
-    };
-    /** CreateSaleInput */
-    CreateSaleInput: {
-      items: components['schemas']['CreateTransactionItemInput'][];
-      /**
-       * @default pending
-       * @example pending
-       */
-      status: string;
-      /** @example paid */
-      payment_status?: string | null;
-      /** @example pix */
-      payment_method?: string | null;
-      notes?: string | null;
-      /** @example 2026-11-21 */
-      delivery_date?: string | null;
-      /** @description Changing it recomputes total_amount. */
-      delivery_fee?: number | null;
-      /** @description A customer of the account. */
-      customer_id?: string | null;
-      /**
-       * @default sale
-       * @enum {string}
-       */
-      transaction_type: 'sale' | 'order';
-      /**
-       * Format: date-time
-       * @description Defaults to now.
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      sale_date?: string;
-      /** @description Free use by the integration. */
-      order_code?: string | null;
     };
     /** TransactionItem */
     TransactionItem: {
@@ -853,25 +893,41 @@ export interface components {
     SaleWithItems: {
       /** Format: uuid */
       id: string;
+      /** Format: uuid */
       customer_id: string | null;
       /**
        * @description `sale` or `order`
        * @example sale
        */
       transaction_type: string;
+      /** @description Sequential number per account */
       transaction_number: string | null;
+      /** @example pending */
       status: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       sale_date: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       delivery_date: string | null;
+      /** @description Sum of item subtotals, before discounts */
       subtotal: number | null;
       discount_amount: number | null;
       discount_percentage: number | null;
       tax_amount: number | null;
+      /** @description Sum of item totals plus delivery_fee */
       total_amount: number | null;
       notes: string | null;
+      /** @example pix */
       payment_method: string | null;
+      /** @example pending */
       payment_status: string | null;
       delivery_fee: number | null;
+      /** @description Free use by the integration */
       order_code: string | null;
       is_active: boolean | null;
       /**
@@ -879,6 +935,10 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
       items: components['schemas']['TransactionItem'][];
     };
@@ -886,6 +946,7 @@ export interface components {
     TransactionStatusHistory: {
       /** Format: uuid */
       id: string;
+      /** @description null on creation */
       old_status: string | null;
       new_status: string;
       change_reason: string | null;
@@ -899,25 +960,41 @@ export interface components {
     SaleWithItemsAndStatusHistory: {
       /** Format: uuid */
       id: string;
+      /** Format: uuid */
       customer_id: string | null;
       /**
        * @description `sale` or `order`
        * @example sale
        */
       transaction_type: string;
+      /** @description Sequential number per account */
       transaction_number: string | null;
+      /** @example pending */
       status: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       sale_date: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       delivery_date: string | null;
+      /** @description Sum of item subtotals, before discounts */
       subtotal: number | null;
       discount_amount: number | null;
       discount_percentage: number | null;
       tax_amount: number | null;
+      /** @description Sum of item totals plus delivery_fee */
       total_amount: number | null;
       notes: string | null;
+      /** @example pix */
       payment_method: string | null;
+      /** @example pending */
       payment_status: string | null;
       delivery_fee: number | null;
+      /** @description Free use by the integration */
       order_code: string | null;
       is_active: boolean | null;
       /**
@@ -925,23 +1002,70 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
       items?: components['schemas']['TransactionItem'][];
       status_history?: components['schemas']['TransactionStatusHistory'][];
     };
-    /** UpdateSaleInput */
-    UpdateSaleInput: {
-      /** @example completed */
-      status?: string;
-      /** @example paid */
-      payment_status?: string | null;
+    /**
+     * SaleProjection
+     * @description Sale narrowed by `fields`: `id` and the requested fields only.
+     */
+    SaleProjectionWithItemsAndStatusHistory: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      customer_id?: string | null;
+      /**
+       * @description `sale` or `order`
+       * @example sale
+       */
+      transaction_type?: string;
+      /** @description Sequential number per account */
+      transaction_number?: string | null;
+      /** @example pending */
+      status?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      sale_date?: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      delivery_date?: string | null;
+      /** @description Sum of item subtotals, before discounts */
+      subtotal?: number | null;
+      discount_amount?: number | null;
+      discount_percentage?: number | null;
+      tax_amount?: number | null;
+      /** @description Sum of item totals plus delivery_fee */
+      total_amount?: number | null;
+      notes?: string | null;
       /** @example pix */
       payment_method?: string | null;
-      notes?: string | null;
-      /** @example 2026-11-21 */
-      delivery_date?: string | null;
-      /** @description Changing it recomputes total_amount. */
+      /** @example pending */
+      payment_status?: string | null;
       delivery_fee?: number | null;
+      /** @description Free use by the integration */
+      order_code?: string | null;
+      is_active?: boolean | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string | null;
+      items?: components['schemas']['TransactionItem'][];
+      status_history?: components['schemas']['TransactionStatusHistory'][];
     };
     /** PixKey */
     PixKey: {
@@ -955,6 +1079,7 @@ export interface components {
       name: string | null;
       legal_name: string | null;
       trade_name: string | null;
+      /** @description CPF or CNPJ */
       document_number: string | null;
       email: string | null;
       phone: string | null;
@@ -963,6 +1088,10 @@ export interface components {
       phone3: string | null;
       rg: string | null;
       code: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       birth_date: string | null;
       is_employee: boolean | null;
       is_active: boolean | null;
@@ -979,69 +1108,62 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
+    };
+    /**
+     * SupplierProjection
+     * @description Supplier narrowed by `fields`: `id` and the requested fields only.
+     */
+    SupplierProjection: {
+      /** Format: uuid */
+      id: string;
+      name?: string | null;
+      legal_name?: string | null;
+      trade_name?: string | null;
+      /** @description CPF or CNPJ */
+      document_number?: string | null;
+      email?: string | null;
+      phone?: string | null;
+      phone1?: string | null;
+      phone2?: string | null;
+      phone3?: string | null;
+      rg?: string | null;
+      code?: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      birth_date?: string | null;
+      is_employee?: boolean | null;
+      is_active?: boolean | null;
+      address_street?: string | null;
+      address_number?: string | null;
+      address_neighborhood?: string | null;
+      address_city?: string | null;
+      address_state?: string | null;
+      address_country?: string | null;
+      address_zip_code?: string | null;
+      pix_keys?: components['schemas']['PixKey'][] | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string | null;
     };
     /** PixKeyInput */
     PixKeyInput: {
       /** @example cpf */
       type: string;
       key: string;
-    };
-    /** CreateSupplierInput */
-    CreateSupplierInput: {
-      /** @description At least one of name, legal_name, trade_name is required. */
-      name?: string | null;
-      legal_name?: string | null;
-      trade_name?: string | null;
-      /** @description CPF or CNPJ */
-      document_number?: string | null;
-      /** @example cliente@example.com */
-      email?: string | null;
-      phone?: string | null;
-      phone1?: string | null;
-      phone2?: string | null;
-      phone3?: string | null;
-      rg?: string | null;
-      code?: string | null;
-      /** @example 2026-11-21 */
-      birth_date?: string | null;
-      is_employee?: boolean | null;
-      address_street?: string | null;
-      address_number?: string | null;
-      address_neighborhood?: string | null;
-      address_city?: string | null;
-      address_state?: string | null;
-      address_country?: string | null;
-      address_zip_code?: string | null;
-      pix_keys?: components['schemas']['PixKeyInput'][] | null;
-    };
-    /** UpdateSupplierInput */
-    UpdateSupplierInput: {
-      /** @description At least one of name, legal_name, trade_name is required. */
-      name?: string | null;
-      legal_name?: string | null;
-      trade_name?: string | null;
-      /** @description CPF or CNPJ */
-      document_number?: string | null;
-      /** @example cliente@example.com */
-      email?: string | null;
-      phone?: string | null;
-      phone1?: string | null;
-      phone2?: string | null;
-      phone3?: string | null;
-      rg?: string | null;
-      code?: string | null;
-      /** @example 2026-11-21 */
-      birth_date?: string | null;
-      is_employee?: boolean | null;
-      address_street?: string | null;
-      address_number?: string | null;
-      address_neighborhood?: string | null;
-      address_city?: string | null;
-      address_state?: string | null;
-      address_country?: string | null;
-      address_zip_code?: string | null;
-      pix_keys?: components['schemas']['PixKeyInput'][] | null;
     };
     /** Expense */
     Expense: {
@@ -1053,23 +1175,40 @@ export interface components {
       original_amount: number;
       discount_amount: number | null;
       final_amount: number;
+      /** Format: uuid */
       category_id: string | null;
+      /** Format: uuid */
       subcategory_id: string | null;
+      /** Format: uuid */
       cost_center_id: string | null;
+      /** Format: uuid */
       supplier_id: string | null;
+      /** Format: uuid */
       bank_account_id: string | null;
+      /** Format: uuid */
       credit_card_id: string | null;
+      /** @example pix */
       payment_method: string | null;
       check_number: string | null;
       installments: number | null;
+      /** @example pending */
       status: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       payment_date: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       due_date: string | null;
       notes: string | null;
       tags: string[] | null;
       is_recurring: boolean | null;
       is_active: boolean | null;
       payment_reference: string | null;
+      /** Format: uuid */
       recurring_expense_id: string | null;
       installment_number: number | null;
       total_installments: number | null;
@@ -1078,27 +1217,36 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
     };
-    /** CreateExpenseInput */
-    CreateExpenseInput: {
-      /** @example fixed */
-      expense_type: string;
-      description: string;
-      /** @example 150.5 */
-      original_amount: number;
-      /** @example 140.5 */
-      final_amount: number;
-      /** @description Generated as `API-<unix ms>-<6 base36>` when omitted. */
+    /**
+     * ExpenseProjection
+     * @description Expense narrowed by `fields`: `id` and the requested fields only.
+     */
+    ExpenseProjection: {
+      /** Format: uuid */
+      id: string;
       expense_number?: string;
+      expense_type?: string;
+      description?: string;
+      original_amount?: number;
       discount_amount?: number | null;
+      final_amount?: number;
+      /** Format: uuid */
       category_id?: string | null;
+      /** Format: uuid */
       subcategory_id?: string | null;
+      /** Format: uuid */
       cost_center_id?: string | null;
-      /** @description A supplier of the account. */
+      /** Format: uuid */
       supplier_id?: string | null;
-      /** @description A bank account of the account. */
+      /** Format: uuid */
       bank_account_id?: string | null;
+      /** Format: uuid */
       credit_card_id?: string | null;
       /** @example pix */
       payment_method?: string | null;
@@ -1106,13 +1254,35 @@ export interface components {
       installments?: number | null;
       /** @example pending */
       status?: string | null;
-      /** @example 2026-11-21 */
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       payment_date?: string | null;
-      /** @example 2026-11-21 */
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       due_date?: string | null;
       notes?: string | null;
       tags?: string[] | null;
+      is_recurring?: boolean | null;
+      is_active?: boolean | null;
       payment_reference?: string | null;
+      /** Format: uuid */
+      recurring_expense_id?: string | null;
+      installment_number?: number | null;
+      total_installments?: number | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string | null;
     };
     /** RecurringExpense */
     RecurringExpense: {
@@ -1128,12 +1298,17 @@ export interface components {
        * @example 2026-11-21
        */
       start_date: string;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       end_date: string | null;
       /**
        * Format: date
        * @example 2026-11-21
        */
       next_generation_date: string;
+      /** Format: uuid */
       last_generated_expense_id: string | null;
       is_active: boolean | null;
       /**
@@ -1152,23 +1327,40 @@ export interface components {
       original_amount: number;
       discount_amount: number | null;
       final_amount: number;
+      /** Format: uuid */
       category_id: string | null;
+      /** Format: uuid */
       subcategory_id: string | null;
+      /** Format: uuid */
       cost_center_id: string | null;
+      /** Format: uuid */
       supplier_id: string | null;
+      /** Format: uuid */
       bank_account_id: string | null;
+      /** Format: uuid */
       credit_card_id: string | null;
+      /** @example pix */
       payment_method: string | null;
       check_number: string | null;
       installments: number | null;
+      /** @example pending */
       status: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       payment_date: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       due_date: string | null;
       notes: string | null;
       tags: string[] | null;
       is_recurring: boolean | null;
       is_active: boolean | null;
       payment_reference: string | null;
+      /** Format: uuid */
       recurring_expense_id: string | null;
       installment_number: number | null;
       total_installments: number | null;
@@ -1177,28 +1369,37 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
       recurring?: components['schemas']['RecurringExpense'] | null;
     };
-    /** UpdateExpenseInput */
-    UpdateExpenseInput: {
-      /** @example fixed */
+    /**
+     * ExpenseProjection
+     * @description Expense narrowed by `fields`: `id` and the requested fields only.
+     */
+    ExpenseProjectionWithRecurring: {
+      /** Format: uuid */
+      id: string;
+      expense_number?: string;
       expense_type?: string;
       description?: string;
-      /** @example 150.5 */
       original_amount?: number;
-      /** @example 140.5 */
-      final_amount?: number;
-      /** @description Generated as `API-<unix ms>-<6 base36>` when omitted. */
-      expense_number?: string;
       discount_amount?: number | null;
+      final_amount?: number;
+      /** Format: uuid */
       category_id?: string | null;
+      /** Format: uuid */
       subcategory_id?: string | null;
+      /** Format: uuid */
       cost_center_id?: string | null;
-      /** @description A supplier of the account. */
+      /** Format: uuid */
       supplier_id?: string | null;
-      /** @description A bank account of the account. */
+      /** Format: uuid */
       bank_account_id?: string | null;
+      /** Format: uuid */
       credit_card_id?: string | null;
       /** @example pix */
       payment_method?: string | null;
@@ -1206,13 +1407,36 @@ export interface components {
       installments?: number | null;
       /** @example pending */
       status?: string | null;
-      /** @example 2026-11-21 */
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       payment_date?: string | null;
-      /** @example 2026-11-21 */
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
       due_date?: string | null;
       notes?: string | null;
       tags?: string[] | null;
+      is_recurring?: boolean | null;
+      is_active?: boolean | null;
       payment_reference?: string | null;
+      /** Format: uuid */
+      recurring_expense_id?: string | null;
+      installment_number?: number | null;
+      total_installments?: number | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string | null;
+      recurring?: components['schemas']['RecurringExpense'] | null;
     };
     /** Appointment */
     Appointment: {
@@ -1236,11 +1460,62 @@ export interface components {
       customer_notes: string | null;
       cancellation_reason: string | null;
       has_passed: boolean | null;
+      /** Format: uuid */
       transaction_id: string | null;
+      /** Format: uuid */
       pet_id: string | null;
       is_active: boolean | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       created_at: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
+    };
+    /**
+     * AppointmentProjection
+     * @description Appointment narrowed by `fields`: `id` and the requested fields only.
+     */
+    AppointmentProjection: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      customer_id?: string;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      appointment_date?: string;
+      /** @example 14:30:00 */
+      start_time?: string;
+      /** @example 14:30:00 */
+      end_time?: string;
+      /** @example scheduled */
+      status?: string;
+      appointment_type?: string | null;
+      notes?: string | null;
+      customer_notes?: string | null;
+      cancellation_reason?: string | null;
+      has_passed?: boolean | null;
+      /** Format: uuid */
+      transaction_id?: string | null;
+      /** Format: uuid */
+      pet_id?: string | null;
+      is_active?: boolean | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string | null;
     };
     /** Service */
     Service: {
@@ -1248,14 +1523,54 @@ export interface components {
       id: string;
       name: string;
       description: string | null;
+      /** Format: uuid */
       category_id: string | null;
       duration_minutes: number;
+      /** @description In reais */
       price: number | null;
       requires_staff: boolean | null;
+      /** @example #3366ff */
       color: string | null;
       is_active: boolean | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       created_at: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
+    };
+    /**
+     * ServiceProjection
+     * @description Service narrowed by `fields`: `id` and the requested fields only.
+     */
+    ServiceProjection: {
+      /** Format: uuid */
+      id: string;
+      name?: string;
+      description?: string | null;
+      /** Format: uuid */
+      category_id?: string | null;
+      duration_minutes?: number;
+      /** @description In reais */
+      price?: number | null;
+      requires_staff?: boolean | null;
+      /** @example #3366ff */
+      color?: string | null;
+      is_active?: boolean | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string | null;
     };
     /** Product */
     Product: {
@@ -1272,7 +1587,9 @@ export interface components {
       max_price: number | null;
       ean_code: string | null;
       internal_code: string | null;
+      /** Format: uuid */
       category_id: string | null;
+      /** Format: uuid */
       subcategory_id: string | null;
       current_stock: number | null;
       min_stock_alert: number | null;
@@ -1281,8 +1598,56 @@ export interface components {
       allows_appointments: boolean | null;
       is_active: boolean | null;
       image_url: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       created_at: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
+    };
+    /**
+     * ProductProjection
+     * @description Product narrowed by `fields`: `id` and the requested fields only.
+     */
+    ProductProjection: {
+      /** Format: uuid */
+      id: string;
+      name?: string;
+      description?: string | null;
+      /** @example un */
+      unit?: string;
+      selling_price?: number;
+      cost_price?: number;
+      is_variable_price?: boolean | null;
+      min_price?: number | null;
+      max_price?: number | null;
+      ean_code?: string | null;
+      internal_code?: string | null;
+      /** Format: uuid */
+      category_id?: string | null;
+      /** Format: uuid */
+      subcategory_id?: string | null;
+      current_stock?: number | null;
+      min_stock_alert?: number | null;
+      manages_stock?: boolean | null;
+      is_in_catalog?: boolean | null;
+      allows_appointments?: boolean | null;
+      is_active?: boolean | null;
+      image_url?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string | null;
     };
     /** InventoryItem */
     InventoryItem: {
@@ -1290,15 +1655,54 @@ export interface components {
       id: string;
       name: string;
       description: string | null;
+      /** @example un */
       unit: string | null;
       current_stock: number | null;
       min_stock_alert: number | null;
       ean_code: string | null;
+      /** Format: uuid */
       catalog_item_id: string | null;
       is_in_catalog: boolean | null;
       is_active: boolean | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       created_at: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
+    };
+    /**
+     * InventoryItemProjection
+     * @description InventoryItem narrowed by `fields`: `id` and the requested fields only.
+     */
+    InventoryItemProjection: {
+      /** Format: uuid */
+      id: string;
+      name?: string;
+      description?: string | null;
+      /** @example un */
+      unit?: string | null;
+      current_stock?: number | null;
+      min_stock_alert?: number | null;
+      ean_code?: string | null;
+      /** Format: uuid */
+      catalog_item_id?: string | null;
+      is_in_catalog?: boolean | null;
+      is_active?: boolean | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string | null;
     };
     /** BankAccount */
     BankAccount: {
@@ -1308,15 +1712,58 @@ export interface components {
       bank_name: string | null;
       agency_number: string | null;
       account_number: string | null;
+      /** @example checking */
       account_type: string | null;
+      /** @example BRL */
       currency: string | null;
       initial_balance: number | null;
+      /** @description Calculated */
       current_balance: number | null;
       is_active: boolean | null;
       archived: boolean;
       notes: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       created_at: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       updated_at: string | null;
+    };
+    /**
+     * BankAccountProjection
+     * @description BankAccount narrowed by `fields`: `id` and the requested fields only.
+     */
+    BankAccountProjection: {
+      /** Format: uuid */
+      id: string;
+      account_name?: string;
+      bank_name?: string | null;
+      agency_number?: string | null;
+      account_number?: string | null;
+      /** @example checking */
+      account_type?: string | null;
+      /** @example BRL */
+      currency?: string | null;
+      initial_balance?: number | null;
+      /** @description Calculated */
+      current_balance?: number | null;
+      is_active?: boolean | null;
+      archived?: boolean;
+      notes?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string | null;
     };
     /** Deal */
     Deal: {
@@ -1331,15 +1778,22 @@ export interface components {
       /** @example whatsapp */
       origin_channel: string;
       estimated_value: number | null;
+      /** Format: uuid */
       assigned_to_user_id: string | null;
       lost_reason: string | null;
+      /** Format: uuid */
       quote_transaction_id: string | null;
+      /** Format: uuid */
       won_transaction_id: string | null;
       /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
        */
       entered_stage_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
       closed_at: string | null;
       /**
        * Format: date-time
@@ -1351,6 +1805,50 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       updated_at: string;
+    };
+    /**
+     * DealProjection
+     * @description Deal narrowed by `fields`: `id` and the requested fields only.
+     */
+    DealProjection: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      customer_id?: string;
+      /** Format: uuid */
+      stage_id?: string;
+      /** @example open */
+      status?: string;
+      /** @example whatsapp */
+      origin_channel?: string;
+      estimated_value?: number | null;
+      /** Format: uuid */
+      assigned_to_user_id?: string | null;
+      lost_reason?: string | null;
+      /** Format: uuid */
+      quote_transaction_id?: string | null;
+      /** Format: uuid */
+      won_transaction_id?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      entered_stage_at?: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      closed_at?: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at?: string;
     };
     /** Problem */
     Problem: {
@@ -1717,7 +2215,402 @@ export interface components {
      */
     IdempotencyKey: string;
   };
-  requestBodies: never;
+  requestBodies: {
+    CreateCustomerInput: {
+      content: {
+        /**
+         * @example {
+         *       "full_name": "Maria da Silva",
+         *       "email": "cliente@example.com",
+         *       "phone": "+55 11 91234-5678",
+         *       "birth_date": "2026-11-21"
+         *     }
+         */
+        'application/json': {
+          /** @example Maria da Silva */
+          full_name: string;
+          /**
+           * Format: email
+           * @description Required (non-null) when `phone` is null.
+           * @example cliente@example.com
+           */
+          email?: string | null;
+          /**
+           * @description Required (non-null) when `email` is null.
+           * @example +55 11 91234-5678
+           */
+          phone?: string | null;
+          /** @description CPF or CNPJ */
+          document?: string | null;
+          gender?: string | null;
+          notes?: string | null;
+          /**
+           * Format: date
+           * @example 2026-11-21
+           */
+          birth_date?: string | null;
+          accepts_communications?: boolean;
+          address_country?: string | null;
+          address_state?: string | null;
+          address_city?: string | null;
+          address_neighborhood?: string | null;
+          address_street?: string | null;
+          address_number?: string | null;
+          address_complement?: string | null;
+          address_zip_code?: string | null;
+        };
+      };
+    };
+    UpdateCustomerInput: {
+      content: {
+        /**
+         * @example {
+         *       "full_name": "Maria da Silva",
+         *       "email": "cliente@example.com",
+         *       "phone": "+55 11 91234-5678",
+         *       "birth_date": "2026-11-21"
+         *     }
+         */
+        'application/json': {
+          /** @example Maria da Silva */
+          full_name?: string;
+          /**
+           * Format: email
+           * @description Required (non-null) when `phone` is null.
+           * @example cliente@example.com
+           */
+          email?: string | null;
+          /**
+           * @description Required (non-null) when `email` is null.
+           * @example +55 11 91234-5678
+           */
+          phone?: string | null;
+          /** @description CPF or CNPJ */
+          document?: string | null;
+          gender?: string | null;
+          notes?: string | null;
+          /**
+           * Format: date
+           * @example 2026-11-21
+           */
+          birth_date?: string | null;
+          accepts_communications?: boolean;
+          address_country?: string | null;
+          address_state?: string | null;
+          address_city?: string | null;
+          address_neighborhood?: string | null;
+          address_street?: string | null;
+          address_number?: string | null;
+          address_complement?: string | null;
+          address_zip_code?: string | null;
+          /** @description false deactivates the customer, true reactivates it. */
+          is_active?: boolean;
+        };
+      };
+    };
+    CreateSaleInput: {
+      content: {
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "catalog_type": "product",
+         *           "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+         *           "quantity": 3,
+         *           "unit_price": 19.99
+         *         }
+         *       ],
+         *       "status": "pending",
+         *       "payment_status": "paid",
+         *       "payment_method": "pix",
+         *       "delivery_date": "2026-11-21",
+         *       "sale_date": "2026-11-21T10:00:00.000Z"
+         *     }
+         */
+        'application/json': {
+          items: components['schemas']['CreateTransactionItemInput'][];
+          /**
+           * @default pending
+           * @example pending
+           */
+          status?: string;
+          /** @example paid */
+          payment_status?: string | null;
+          /** @example pix */
+          payment_method?: string | null;
+          notes?: string | null;
+          /**
+           * Format: date
+           * @example 2026-11-21
+           */
+          delivery_date?: string | null;
+          /** @description Changing it recomputes total_amount. */
+          delivery_fee?: number | null;
+          /**
+           * Format: uuid
+           * @description A customer of the account.
+           */
+          customer_id?: string | null;
+          /**
+           * @default sale
+           * @enum {string}
+           */
+          transaction_type?: 'sale' | 'order';
+          /**
+           * Format: date-time
+           * @description Defaults to now.
+           * @example 2026-11-21T10:00:00.000Z
+           */
+          sale_date?: string;
+          /** @description Free use by the integration. */
+          order_code?: string | null;
+        };
+      };
+    };
+    UpdateSaleInput: {
+      content: {
+        /**
+         * @example {
+         *       "status": "completed",
+         *       "payment_status": "paid",
+         *       "payment_method": "pix",
+         *       "delivery_date": "2026-11-21"
+         *     }
+         */
+        'application/json': {
+          /** @example completed */
+          status?: string;
+          /** @example paid */
+          payment_status?: string | null;
+          /** @example pix */
+          payment_method?: string | null;
+          notes?: string | null;
+          /**
+           * Format: date
+           * @example 2026-11-21
+           */
+          delivery_date?: string | null;
+          /** @description Changing it recomputes total_amount. */
+          delivery_fee?: number | null;
+        };
+      };
+    };
+    CreateSupplierInput: {
+      content: {
+        /**
+         * @example {
+         *       "email": "cliente@example.com",
+         *       "birth_date": "2026-11-21"
+         *     }
+         */
+        'application/json': {
+          /** @description At least one of name, legal_name, trade_name is required. */
+          name?: string | null;
+          legal_name?: string | null;
+          trade_name?: string | null;
+          /** @description CPF or CNPJ */
+          document_number?: string | null;
+          /**
+           * Format: email
+           * @example cliente@example.com
+           */
+          email?: string | null;
+          phone?: string | null;
+          phone1?: string | null;
+          phone2?: string | null;
+          phone3?: string | null;
+          rg?: string | null;
+          code?: string | null;
+          /**
+           * Format: date
+           * @example 2026-11-21
+           */
+          birth_date?: string | null;
+          is_employee?: boolean | null;
+          address_street?: string | null;
+          address_number?: string | null;
+          address_neighborhood?: string | null;
+          address_city?: string | null;
+          address_state?: string | null;
+          address_country?: string | null;
+          address_zip_code?: string | null;
+          pix_keys?: components['schemas']['PixKeyInput'][] | null;
+        };
+      };
+    };
+    UpdateSupplierInput: {
+      content: {
+        /**
+         * @example {
+         *       "email": "cliente@example.com",
+         *       "birth_date": "2026-11-21"
+         *     }
+         */
+        'application/json': {
+          /** @description At least one of name, legal_name, trade_name is required. */
+          name?: string | null;
+          legal_name?: string | null;
+          trade_name?: string | null;
+          /** @description CPF or CNPJ */
+          document_number?: string | null;
+          /**
+           * Format: email
+           * @example cliente@example.com
+           */
+          email?: string | null;
+          phone?: string | null;
+          phone1?: string | null;
+          phone2?: string | null;
+          phone3?: string | null;
+          rg?: string | null;
+          code?: string | null;
+          /**
+           * Format: date
+           * @example 2026-11-21
+           */
+          birth_date?: string | null;
+          is_employee?: boolean | null;
+          address_street?: string | null;
+          address_number?: string | null;
+          address_neighborhood?: string | null;
+          address_city?: string | null;
+          address_state?: string | null;
+          address_country?: string | null;
+          address_zip_code?: string | null;
+          pix_keys?: components['schemas']['PixKeyInput'][] | null;
+        };
+      };
+    };
+    CreateExpenseInput: {
+      content: {
+        /**
+         * @example {
+         *       "expense_type": "fixed",
+         *       "description": "string",
+         *       "original_amount": 150.5,
+         *       "final_amount": 140.5,
+         *       "payment_method": "pix",
+         *       "status": "pending",
+         *       "payment_date": "2026-11-21",
+         *       "due_date": "2026-11-21"
+         *     }
+         */
+        'application/json': {
+          /** @example fixed */
+          expense_type: string;
+          description: string;
+          /** @example 150.5 */
+          original_amount: number;
+          /** @example 140.5 */
+          final_amount: number;
+          /** @description Generated as `API-<unix ms>-<6 base36>` when omitted. */
+          expense_number?: string;
+          discount_amount?: number | null;
+          /** Format: uuid */
+          category_id?: string | null;
+          /** Format: uuid */
+          subcategory_id?: string | null;
+          /** Format: uuid */
+          cost_center_id?: string | null;
+          /**
+           * Format: uuid
+           * @description A supplier of the account.
+           */
+          supplier_id?: string | null;
+          /**
+           * Format: uuid
+           * @description A bank account of the account.
+           */
+          bank_account_id?: string | null;
+          /** Format: uuid */
+          credit_card_id?: string | null;
+          /** @example pix */
+          payment_method?: string | null;
+          check_number?: string | null;
+          installments?: number | null;
+          /** @example pending */
+          status?: string | null;
+          /**
+           * Format: date
+           * @example 2026-11-21
+           */
+          payment_date?: string | null;
+          /**
+           * Format: date
+           * @example 2026-11-21
+           */
+          due_date?: string | null;
+          notes?: string | null;
+          tags?: string[] | null;
+          payment_reference?: string | null;
+        };
+      };
+    };
+    UpdateExpenseInput: {
+      content: {
+        /**
+         * @example {
+         *       "expense_type": "fixed",
+         *       "original_amount": 150.5,
+         *       "final_amount": 140.5,
+         *       "payment_method": "pix",
+         *       "status": "pending",
+         *       "payment_date": "2026-11-21",
+         *       "due_date": "2026-11-21"
+         *     }
+         */
+        'application/json': {
+          /** @example fixed */
+          expense_type?: string;
+          description?: string;
+          /** @example 150.5 */
+          original_amount?: number;
+          /** @example 140.5 */
+          final_amount?: number;
+          /** @description Generated as `API-<unix ms>-<6 base36>` when omitted. */
+          expense_number?: string;
+          discount_amount?: number | null;
+          /** Format: uuid */
+          category_id?: string | null;
+          /** Format: uuid */
+          subcategory_id?: string | null;
+          /** Format: uuid */
+          cost_center_id?: string | null;
+          /**
+           * Format: uuid
+           * @description A supplier of the account.
+           */
+          supplier_id?: string | null;
+          /**
+           * Format: uuid
+           * @description A bank account of the account.
+           */
+          bank_account_id?: string | null;
+          /** Format: uuid */
+          credit_card_id?: string | null;
+          /** @example pix */
+          payment_method?: string | null;
+          check_number?: string | null;
+          installments?: number | null;
+          /** @example pending */
+          status?: string | null;
+          /**
+           * Format: date
+           * @example 2026-11-21
+           */
+          payment_date?: string | null;
+          /**
+           * Format: date
+           * @example 2026-11-21
+           */
+          due_date?: string | null;
+          notes?: string | null;
+          tags?: string[] | null;
+          payment_reference?: string | null;
+        };
+      };
+    };
+  };
   headers: {
     /**
      * @description Id of this request: the client-supplied `X-Request-Id` when valid, otherwise a new UUID. Equals `meta.request_id` / `request_id`.
@@ -2253,7 +3146,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Customer'][];
+            data: (components['schemas']['Customer'] | components['schemas']['CustomerProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
           };
@@ -2282,19 +3175,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "full_name": "Maria da Silva",
-         *       "email": "cliente@example.com",
-         *       "phone": "+55 11 91234-5678",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
-        'application/json': components['schemas']['CreateCustomerInput'];
-      };
-    };
+    requestBody: components['requestBodies']['CreateCustomerInput'];
     responses: {
       /** @description Created. */
       201: {
@@ -2417,7 +3298,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Customer'];
+            data: components['schemas']['Customer'] | components['schemas']['CustomerProjection'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -2481,19 +3362,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "full_name": "Maria da Silva",
-         *       "email": "cliente@example.com",
-         *       "phone": "+55 11 91234-5678",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
-        'application/json': components['schemas']['UpdateCustomerInput'];
-      };
-    };
+    requestBody: components['requestBodies']['UpdateCustomerInput'];
     responses: {
       /** @description OK. */
       200: {
@@ -2830,7 +3699,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Sale'][];
+            data: (components['schemas']['Sale'] | components['schemas']['SaleProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
           };
@@ -2859,28 +3728,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "items": [
-         *         {
-         *           "catalog_type": "product",
-         *           "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-         *           "quantity": 3,
-         *           "unit_price": 19.99
-         *         }
-         *       ],
-         *       "status": "pending",
-         *       "payment_status": "paid",
-         *       "payment_method": "pix",
-         *       "delivery_date": "2026-11-21",
-         *       "sale_date": "2026-11-21T10:00:00.000Z"
-         *     }
-         */
-        'application/json': components['schemas']['CreateSaleInput'];
-      };
-    };
+    requestBody: components['requestBodies']['CreateSaleInput'];
     responses: {
       /** @description Created. */
       201: {
@@ -3038,7 +3886,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['SaleWithItemsAndStatusHistory'];
+            data: components['schemas']['SaleWithItemsAndStatusHistory'] | components['schemas']['SaleProjectionWithItemsAndStatusHistory'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -3102,19 +3950,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "status": "completed",
-         *       "payment_status": "paid",
-         *       "payment_method": "pix",
-         *       "delivery_date": "2026-11-21"
-         *     }
-         */
-        'application/json': components['schemas']['UpdateSaleInput'];
-      };
-    };
+    requestBody: components['requestBodies']['UpdateSaleInput'];
     responses: {
       /** @description OK. */
       200: {
@@ -3444,7 +4280,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Supplier'][];
+            data: (components['schemas']['Supplier'] | components['schemas']['SupplierProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
           };
@@ -3473,17 +4309,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "email": "cliente@example.com",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
-        'application/json': components['schemas']['CreateSupplierInput'];
-      };
-    };
+    requestBody: components['requestBodies']['CreateSupplierInput'];
     responses: {
       /** @description Created. */
       201: {
@@ -3620,7 +4446,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Supplier'];
+            data: components['schemas']['Supplier'] | components['schemas']['SupplierProjection'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -3684,17 +4510,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "email": "cliente@example.com",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
-        'application/json': components['schemas']['UpdateSupplierInput'];
-      };
-    };
+    requestBody: components['requestBodies']['UpdateSupplierInput'];
     responses: {
       /** @description OK. */
       200: {
@@ -4139,7 +4955,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Expense'][];
+            data: (components['schemas']['Expense'] | components['schemas']['ExpenseProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
           };
@@ -4168,23 +4984,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "expense_type": "fixed",
-         *       "description": "string",
-         *       "original_amount": 150.5,
-         *       "final_amount": 140.5,
-         *       "payment_method": "pix",
-         *       "status": "pending",
-         *       "payment_date": "2026-11-21",
-         *       "due_date": "2026-11-21"
-         *     }
-         */
-        'application/json': components['schemas']['CreateExpenseInput'];
-      };
-    };
+    requestBody: components['requestBodies']['CreateExpenseInput'];
     responses: {
       /** @description Created. */
       201: {
@@ -4337,7 +5137,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['ExpenseWithRecurring'];
+            data: components['schemas']['ExpenseWithRecurring'] | components['schemas']['ExpenseProjectionWithRecurring'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -4401,22 +5201,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "expense_type": "fixed",
-         *       "original_amount": 150.5,
-         *       "final_amount": 140.5,
-         *       "payment_method": "pix",
-         *       "status": "pending",
-         *       "payment_date": "2026-11-21",
-         *       "due_date": "2026-11-21"
-         *     }
-         */
-        'application/json': components['schemas']['UpdateExpenseInput'];
-      };
-    };
+    requestBody: components['requestBodies']['UpdateExpenseInput'];
     responses: {
       /** @description OK. */
       200: {
@@ -4623,7 +5408,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Appointment'][];
+            data: (components['schemas']['Appointment'] | components['schemas']['AppointmentProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
           };
@@ -4691,7 +5476,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Appointment'];
+            data: components['schemas']['Appointment'] | components['schemas']['AppointmentProjection'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -4820,7 +5605,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Service'][];
+            data: (components['schemas']['Service'] | components['schemas']['ServiceProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
           };
@@ -4883,7 +5668,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Service'];
+            data: components['schemas']['Service'] | components['schemas']['ServiceProjection'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -5061,7 +5846,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Product'][];
+            data: (components['schemas']['Product'] | components['schemas']['ProductProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
           };
@@ -5135,7 +5920,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Product'];
+            data: components['schemas']['Product'] | components['schemas']['ProductProjection'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -5265,7 +6050,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['InventoryItem'][];
+            data: (components['schemas']['InventoryItem'] | components['schemas']['InventoryItemProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
           };
@@ -5329,7 +6114,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['InventoryItem'];
+            data: components['schemas']['InventoryItem'] | components['schemas']['InventoryItemProjection'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -5461,7 +6246,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['BankAccount'][];
+            data: (components['schemas']['BankAccount'] | components['schemas']['BankAccountProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
           };
@@ -5527,7 +6312,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['BankAccount'];
+            data: components['schemas']['BankAccount'] | components['schemas']['BankAccountProjection'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -5619,7 +6404,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Deal'][];
+            data: (components['schemas']['Deal'] | components['schemas']['DealProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
           };
@@ -5685,7 +6470,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Deal'];
+            data: components['schemas']['Deal'] | components['schemas']['DealProjection'];
             meta: components['schemas']['Meta'];
           };
         };

@@ -81,7 +81,10 @@ export class Contract {
     } else {
       const responses: Json = operation.responses ?? {};
       const key = String(res.status) in responses ? String(res.status) : 'default' in responses ? 'default' : undefined;
-      if (!key) this.fail(where, [`status ${res.status} is not documented for ${opMethod.toUpperCase()} ${template} (documented: ${Object.keys(responses).join(', ')})`]);
+      if (!key)
+        this.fail(where, [
+          `status ${res.status} is not documented for ${opMethod.toUpperCase()} ${template} (documented: ${Object.keys(responses).join(', ')})`,
+        ]);
       pointer = `/paths/${escapePointer(template)}/${opMethod}/responses/${key}`;
     }
     const resolved = this.deref(pointer);
@@ -131,7 +134,8 @@ export class Contract {
       return;
     }
     const validate = this.validator(`${pointer}/content/${escapePointer(mediaType)}/schema`);
-    if (!validate(body)) for (const e of validate.errors ?? []) yield `body${e.instancePath} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`;
+    if (!validate(body))
+      for (const e of validate.errors ?? []) yield `body${e.instancePath} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`;
   }
 
   /** The object at a JSON pointer, following `$ref`s (responses and headers are shared components). */

@@ -1,6 +1,7 @@
 // Test data for the read API, inserted straight into the tables (as an import would), with the
 // NOT NULL columns of each table defaulted so a test names only what it is about.
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Db } from '../../src/infra/db/database.ts';
 
 export interface Tenant {
@@ -13,7 +14,14 @@ type Row = Record<string, unknown>;
 const DEFAULTS: Record<string, () => Row> = {
   customers: () => ({ full_name: 'cliente' }),
   transactions: () => ({ transaction_type: 'sale' }),
-  transaction_items: () => ({ catalog_type: 'product', catalog_item_id: randomUUID(), quantity: 1, unit_price: 10, subtotal: 10, total_amount: 10 }),
+  transaction_items: () => ({
+    catalog_type: 'product',
+    catalog_item_id: randomUUID(),
+    quantity: 1,
+    unit_price: 10,
+    subtotal: 10,
+    total_amount: 10,
+  }),
   transaction_status_history: () => ({ new_status: 'pending' }),
   suppliers: () => ({}),
   expenses: () => ({ expense_number: 'E-1', expense_type: 'fixa', description: 'aluguel', original_amount: 100, final_amount: 100 }),
@@ -23,7 +31,13 @@ const DEFAULTS: Record<string, () => Row> = {
     start_date: '2026-01-01',
     next_generation_date: '2026-02-01',
   }),
-  appointments: () => ({ customer_id: randomUUID(), appointment_date: '2026-03-01', start_time: '09:00:00', end_time: '10:00:00', status: 'scheduled' }),
+  appointments: () => ({
+    customer_id: randomUUID(),
+    appointment_date: '2026-03-01',
+    start_time: '09:00:00',
+    end_time: '10:00:00',
+    status: 'scheduled',
+  }),
   services: () => ({ name: 'corte', duration_minutes: 30 }),
   catalog_items: () => ({ name: 'produto' }),
   inventory_items: () => ({ name: 'item' }),
@@ -32,15 +46,30 @@ const DEFAULTS: Record<string, () => Row> = {
   deals: () => ({ customer_id: randomUUID(), stage_id: randomUUID(), status: 'open', origin_channel: 'whatsapp' }),
 };
 
+const ISO_TEXT = /^\d{4}-\d{2}-\d{2}T[\d:.]+Z$/;
+
+/** postgres.js would send a timestamp string through Date (milliseconds); text keeps microseconds. */
+function withExactTimestamps(row: Row): Row {
+  return Object.fromEntries(
+    Object.entries(row).map(([k, v]) => [k, typeof v === 'string' && ISO_TEXT.test(v) ? sql`cast(${v}::text as timestamptz)` : v]),
+  );
+}
+
 /** Inserts rows into `table` for the tenant and returns them as stored (ids included). */
 export async function insertRows(db: Db, table: string, tenant: Tenant, rows: Row[]): Promise<Row[]> {
   const base = DEFAULTS[table];
   if (!base) throw new Error(`no defaults for ${table}`);
   if (rows.length === 0) return [];
-  const values = rows.map((r) => ({ ...base(), ...r, team_id: tenant.teamId, mode: tenant.mode }));
+  const values = rows.map((r) => ({ ...base(), ...withExactTimestamps(r), team_id: tenant.teamId, mode: tenant.mode }));
   const out: Row[] = [];
   for (let i = 0; i < values.length; i += 500) {
-    out.push(...((await db.insertInto(table).values(values.slice(i, i + 500)).returningAll().execute()) as Row[]));
+    out.push(
+      ...((await db
+        .insertInto(table)
+        .values(values.slice(i, i + 500))
+        .returningAll()
+        .execute()) as Row[]),
+    );
   }
   return out;
 }
@@ -73,3 +102,13 @@ export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 export const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 export const TIME_ONLY = /^\d{2}:\d{2}:\d{2}$/;
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Rate limits out of the way: these tests walk lists as fast as the machine allows. */
+export const UNLIMITED = {
+  rateLimits: {
+    burst_per_second: 1_000_000,
+    requests_per_minute_read: 1_000_000,
+    requests_per_minute_write: 1_000_000,
+    requests_per_day_total: 100_000_000,
+  },
+};
