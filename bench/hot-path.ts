@@ -28,9 +28,22 @@ async function run(label: string, keyCache: { freshMs?: number; maxAgeMs?: numbe
     name: 'bench',
     plan_code: 'enterprise',
     modules: [...MODULES],
-    rate_limit_overrides: { burst_per_second: 1e9, requests_per_minute_read: 1e9, requests_per_minute_write: 1e9, requests_per_day_total: 1e9 },
+    rate_limit_overrides: {
+      burst_per_second: 1e9,
+      requests_per_minute_read: 1e9,
+      requests_per_minute_write: 1e9,
+      requests_per_day_total: 1e9,
+    },
   });
-  const { key } = await createKey(database.db, { accountId: account.id, name: 'bench', mode: 'live', scopes: ['*:read'], allowedIps: [], expiresAt: null, brand: config.keyBrand });
+  const { key } = await createKey(database.db, {
+    accountId: account.id,
+    name: 'bench',
+    mode: 'live',
+    scopes: ['*:read'],
+    allowedIps: [],
+    expiresAt: null,
+    brand: config.keyBrand,
+  });
 
   const statuses = new Map<number, number>();
   const call = async () => {
@@ -66,4 +79,6 @@ console.log(`hot path: ${REQUESTS} requests, ${CONCURRENCY} concurrent, ${engine
 const cached = await run('GET /v1/me, key cached (steady state)', {}, (k) => k);
 const uncached = await run('GET /v1/me, cache off (DB lookup each time)', { freshMs: 0, maxAgeMs: 0 }, (k) => k);
 const unknown = await run('unknown well-formed key (401, then 429 per IP)', {}, () => UNKNOWN);
-console.log(`ratio cached/uncached: ${(cached / uncached).toFixed(2)}×; unknown-key refusals vs cached 200s: ${(unknown / cached).toFixed(2)}×`);
+console.log(
+  `ratio cached/uncached: ${(cached / uncached).toFixed(2)}×; unknown-key refusals vs cached 200s: ${(unknown / cached).toFixed(2)}×`,
+);

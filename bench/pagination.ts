@@ -24,13 +24,29 @@ const account = await createAccount(db, {
   name: 'bench',
   plan_code: 'enterprise',
   modules: [...MODULES],
-  rate_limit_overrides: { burst_per_second: 1e9, requests_per_minute_read: 1e9, requests_per_minute_write: 1e9, requests_per_day_total: 1e9 },
+  rate_limit_overrides: {
+    burst_per_second: 1e9,
+    requests_per_minute_read: 1e9,
+    requests_per_minute_write: 1e9,
+    requests_per_day_total: 1e9,
+  },
 });
-const { key } = await createKey(db, { accountId: account.id, name: 'bench', mode: 'live', scopes: ['*:read'], allowedIps: [], expiresAt: null, brand: config.keyBrand });
+const { key } = await createKey(db, {
+  accountId: account.id,
+  name: 'bench',
+  mode: 'live',
+  scopes: ['*:read'],
+  allowedIps: [],
+  expiresAt: null,
+  brand: config.keyBrand,
+});
 
-let t = performance.now();
+const t = performance.now();
 // Another account's rows too, so the tenant condition has something to exclude.
-for (const [team, count] of [[account.id, RECORDS], [(await createAccount(db, { name: 'other', plan_code: 'free' })).id, RECORDS / 4]] as const) {
+for (const [team, count] of [
+  [account.id, RECORDS],
+  [(await createAccount(db, { name: 'other', plan_code: 'free' })).id, RECORDS / 4],
+] as const) {
   await sql`
     INSERT INTO customers (team_id, mode, full_name, email, created_at)
     SELECT ${team}::uuid, 'live', 'Cliente ' || g, 'c' || g || '@example.com',
@@ -38,7 +54,9 @@ for (const [team, count] of [[account.id, RECORDS], [(await createAccount(db, { 
     FROM generate_series(1, ${Math.floor(count)}) AS g`.execute(db);
 }
 await sql`ANALYZE customers`.execute(db);
-console.log(`pagination: ${RECORDS} customers (+${RECORDS / 4} in another account) loaded in ${((performance.now() - t) / 1000).toFixed(1)} s on ${database.engine}`);
+console.log(
+  `pagination: ${RECORDS} customers (+${RECORDS / 4} in another account) loaded in ${((performance.now() - t) / 1000).toFixed(1)} s on ${database.engine}`,
+);
 
 const app = await buildApp({ config, database, logger: false });
 await app.listen({ host: '127.0.0.1', port: 0 });
@@ -76,7 +94,9 @@ const get = (url: string) => async () => {
 const first = await time('HTTP page 1 (no cursor)', get(base));
 const deep = await time(`HTTP page at row ${depth} (keyset cursor)`, get(`${base}&cursor=${deepCursor}`));
 const offset = await time(`SQL OFFSET ${depth} (what keyset avoids)`, async () => {
-  await sql`SELECT id FROM customers WHERE team_id = ${account.id} AND mode = 'live' ORDER BY created_at DESC, id DESC OFFSET ${depth} LIMIT ${PAGE}`.execute(db);
+  await sql`SELECT id FROM customers WHERE team_id = ${account.id} AND mode = 'live' ORDER BY created_at DESC, id DESC OFFSET ${depth} LIMIT ${PAGE}`.execute(
+    db,
+  );
 });
 console.log(`ratio deep/page 1: ${(deep / first).toFixed(2)}×   OFFSET/deep keyset: ${(offset / deep).toFixed(1)}×`);
 

@@ -20,7 +20,10 @@ const benches: { file: string; args: string[] }[] = [
 let failed = 0;
 for (const { file, args } of benches) {
   console.log(`\n=== ${file} ${args.join(' ')}`);
-  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(here, file), ...args], { stdio: 'inherit', timeout: 15 * 60_000 });
+  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(here, file), ...args], {
+    stdio: 'inherit',
+    timeout: 15 * 60_000,
+  });
   if (result.status !== 0) {
     failed += 1;
     console.log(`(${file} exited with ${result.status ?? result.signal})`);

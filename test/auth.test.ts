@@ -8,12 +8,12 @@ import { revokeKey } from '../src/accounts/key-repository.ts';
 import { generateApiKey } from '../src/domain/api-keys.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 
-const problemType = (s: TestServer, code: string) => `http://balcao.test/errors/${code}`;
+const problemType = (code: string) => `http://balcao.test/errors/${code}`;
 
 function assertProblem(s: TestServer, res: { status: number; headers: Headers; body: any }, status: number, code: string) {
   assert.equal(res.status, status, JSON.stringify(res.body));
   assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
-  assert.equal(res.body.type, problemType(s, code));
+  assert.equal(res.body.type, problemType(code));
   assert.equal(res.body.status, status);
   assert.equal(typeof res.body.title, 'string');
   assert.equal(res.body.request_id, res.headers.get('x-request-id'));
@@ -29,7 +29,12 @@ describe('authentication', () => {
   after(() => s.close());
 
   it('accepts a valid key and describes it in /v1/me', async () => {
-    const { account, key, keyId } = await s.createAccountWithKey({ name: 'Salão Bela Vista', plan: 'starter', modules: ['clientes', 'vendas'], scopes: ['customers:write', 'sales:read'] });
+    const { account, key, keyId } = await s.createAccountWithKey({
+      name: 'Salão Bela Vista',
+      plan: 'starter',
+      modules: ['clientes', 'vendas'],
+      scopes: ['customers:write', 'sales:read'],
+    });
     const res = await s.request('GET', '/v1/me', { key });
     assert.equal(res.status, 200);
     assert.deepEqual(res.body.data, {
@@ -193,11 +198,19 @@ describe('the guard: scopes, modules and read-only plans', () => {
     for (const path of ['/v1/customers', '/v1/sales', '/v1/bank-accounts', '/v1/deals/stages']) {
       assert.equal((await s.request('GET', path, { key: readAll.key })).status, 200, path);
     }
-    assertProblem(s, await s.request('POST', '/v1/customers', { key: readAll.key, body: { full_name: 'Ana', email: 'ana@example.com' } }), 403, 'insufficient_scope');
+    assertProblem(
+      s,
+      await s.request('POST', '/v1/customers', { key: readAll.key, body: { full_name: 'Ana', email: 'ana@example.com' } }),
+      403,
+      'insufficient_scope',
+    );
 
     const writeAll = await s.createAccountWithKey({ scopes: ['*:write'] });
     assert.equal((await s.request('GET', '/v1/expenses', { key: writeAll.key })).status, 200);
-    assert.equal((await s.request('POST', '/v1/customers', { key: writeAll.key, body: { full_name: 'Ana', email: 'ana@example.com' } })).status, 201);
+    assert.equal(
+      (await s.request('POST', '/v1/customers', { key: writeAll.key, body: { full_name: 'Ana', email: 'ana@example.com' } })).status,
+      201,
+    );
   });
 
   it('refuses a resource whose module is not on the contract (403 module_not_enabled)', async () => {
@@ -221,6 +234,11 @@ describe('the guard: scopes, modules and read-only plans', () => {
   it('refuses writes on a read-only plan with insufficient_scope, and allows its reads', async () => {
     const { key } = await s.createAccountWithKey({ readOnly: true, scopes: ['*:write'] });
     assert.equal((await s.request('GET', '/v1/customers', { key })).status, 200);
-    assertProblem(s, await s.request('POST', '/v1/customers', { key, body: { full_name: 'Ana', email: 'ana@example.com' } }), 403, 'insufficient_scope');
+    assertProblem(
+      s,
+      await s.request('POST', '/v1/customers', { key, body: { full_name: 'Ana', email: 'ana@example.com' } }),
+      403,
+      'insufficient_scope',
+    );
   });
 });

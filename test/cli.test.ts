@@ -16,7 +16,10 @@ describe('balcao CLI', () => {
   after(() => scratch.cleanup());
 
   it('migrate --json reports the applied migrations, then none', async () => {
-    const files = fs.readdirSync(new URL('../migrations', import.meta.url)).filter((f) => f.endsWith('.sql')).sort();
+    const files = fs
+      .readdirSync(new URL('../migrations', import.meta.url))
+      .filter((f) => f.endsWith('.sql'))
+      .sort();
     const first = await balcaoJson(['migrate'], env);
     assert.deepEqual(first.applied, files);
     const again = await balcaoJson(['migrate'], env);
@@ -24,7 +27,21 @@ describe('balcao CLI', () => {
   });
 
   it('accounts create/update/list print the documented JSON, with effective rate limits', async () => {
-    const created = await balcaoJson(['accounts', 'create', '--name', 'Pet Shop Au Au', '--plan', 'starter', '--modules', 'vendas,clientes', '--rate-limits', 'burst=3,day=77'], env);
+    const created = await balcaoJson(
+      [
+        'accounts',
+        'create',
+        '--name',
+        'Pet Shop Au Au',
+        '--plan',
+        'starter',
+        '--modules',
+        'vendas,clientes',
+        '--rate-limits',
+        'burst=3,day=77',
+      ],
+      env,
+    );
     assert.match(created.id, UUID);
     assert.deepEqual(
       { ...created, id: undefined },
@@ -38,12 +55,20 @@ describe('balcao CLI', () => {
         rate_limits: { burst_per_second: 3, requests_per_minute_read: 60, requests_per_minute_write: 30, requests_per_day_total: 77 },
       },
     );
-    const updated = await balcaoJson(['accounts', 'update', created.id, '--plan', 'pro', '--read-only', '--api-disabled', '--rate-limits', 'write=5', '--modules', 'all'], env);
+    const updated = await balcaoJson(
+      ['accounts', 'update', created.id, '--plan', 'pro', '--read-only', '--api-disabled', '--rate-limits', 'write=5', '--modules', 'all'],
+      env,
+    );
     assert.equal(updated.plan_code, 'pro');
     assert.equal(updated.read_only, true);
     assert.equal(updated.api_enabled, false);
     assert.equal(updated.modules.length, 13);
-    assert.deepEqual(updated.rate_limits, { burst_per_second: 3, requests_per_minute_read: 300, requests_per_minute_write: 5, requests_per_day_total: 77 });
+    assert.deepEqual(updated.rate_limits, {
+      burst_per_second: 3,
+      requests_per_minute_read: 300,
+      requests_per_minute_write: 5,
+      requests_per_day_total: 77,
+    });
     const enabled = await balcaoJson(['accounts', 'update', created.id, '--api-enabled', '--no-read-only'], env);
     assert.equal(enabled.api_enabled, true);
     assert.equal(enabled.read_only, false);
@@ -77,7 +102,20 @@ describe('balcao CLI', () => {
   it('keys create prints the secret once; list never shows it; the plan limit is enforced; revoke frees a slot', async () => {
     const account = await balcaoJson(['accounts', 'create', '--name', 'Clínica', '--plan', 'free', '--modules', 'all'], env);
     const key = await balcaoJson(
-      ['keys', 'create', '--account', account.id, '--name', 'ERP', '--scopes', 'customers:write,sales:read', '--allowed-ips', '10.0.0.0/8,::1', '--expires-at', '2030-01-01T00:00:00Z'],
+      [
+        'keys',
+        'create',
+        '--account',
+        account.id,
+        '--name',
+        'ERP',
+        '--scopes',
+        'customers:write,sales:read',
+        '--allowed-ips',
+        '10.0.0.0/8,::1',
+        '--expires-at',
+        '2030-01-01T00:00:00Z',
+      ],
       env,
     );
     assert.deepEqual(Object.keys(key).sort(), ['allowed_ips', 'expires_at', 'id', 'key', 'last4', 'name', 'prefix', 'scopes']);
@@ -92,7 +130,10 @@ describe('balcao CLI', () => {
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /1 simultaneous key/);
 
-    const expired = await balcaoJson(['keys', 'create', '--account', account.id, '--name', 'old', '--test', '--expires-at', '2020-01-01T00:00:00Z'], env);
+    const expired = await balcaoJson(
+      ['keys', 'create', '--account', account.id, '--name', 'old', '--test', '--expires-at', '2020-01-01T00:00:00Z'],
+      env,
+    );
     assert.equal(expired.prefix, 'test');
     assert.match(expired.key, /^balcao_test_/);
 
@@ -113,8 +154,14 @@ describe('balcao CLI', () => {
 
   it('refuses invalid scopes and IP ranges', async () => {
     const account = await balcaoJson(['accounts', 'create', '--name', 'Scopes', '--plan', 'pro'], env);
-    assert.notEqual((await balcao(['keys', 'create', '--account', account.id, '--name', 'k', '--scopes', 'customers:delete', '--json'], env)).code, 0);
-    assert.notEqual((await balcao(['keys', 'create', '--account', account.id, '--name', 'k', '--allowed-ips', '10.0.0.0/99', '--json'], env)).code, 0);
+    assert.notEqual(
+      (await balcao(['keys', 'create', '--account', account.id, '--name', 'k', '--scopes', 'customers:delete', '--json'], env)).code,
+      0,
+    );
+    assert.notEqual(
+      (await balcao(['keys', 'create', '--account', account.id, '--name', 'k', '--allowed-ips', '10.0.0.0/99', '--json'], env)).code,
+      0,
+    );
   });
 
   it('serves keys it made; with the embedded database a second process refuses at once, naming the holder', async () => {

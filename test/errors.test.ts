@@ -20,10 +20,13 @@ describe('errors and request ids', () => {
     s = await startTestServer({
       extraRoutes: (app) => {
         app.get('/v1/_boom', { config: { operationId: 'test.boom' } }, async () => {
-          const err = Object.assign(new Error('duplicate key value violates unique constraint "customers_pkey" in SELECT * FROM customers'), {
-            code: '23505',
-            constraint: 'customers_pkey',
-          });
+          const err = Object.assign(
+            new Error('duplicate key value violates unique constraint "customers_pkey" in SELECT * FROM customers'),
+            {
+              code: '23505',
+              constraint: 'customers_pkey',
+            },
+          );
           throw err;
         });
         app.get('/v1/_down', { config: { operationId: 'test.down' } }, async () => {
@@ -49,7 +52,10 @@ describe('errors and request ids', () => {
 
   for (const bad of ['x'.repeat(129), 'has space', 'semi;colon', 'ç']) {
     it(`replaces an invalid client X-Request-Id (${bad.slice(0, 12)}…) with a new one`, async () => {
-      const res = await s.request('GET', '/v1/me', { key, headers: { 'x-request-id': encodeURI(bad) === bad ? bad : encodeURIComponent(bad) } });
+      const res = await s.request('GET', '/v1/me', {
+        key,
+        headers: { 'x-request-id': encodeURI(bad) === bad ? bad : encodeURIComponent(bad) },
+      });
       const id = res.headers.get('x-request-id');
       assert.ok(id && id !== bad);
       assert.match(id, /^[0-9a-f-]{36}$/);
@@ -96,7 +102,11 @@ describe('errors and request ids', () => {
     const res = await s.request('POST', '/v1/customers', { key, body: 'full_name=Ana', headers: { 'content-type': 'text/plain' } });
     assert.equal(res.status, 415);
     assert.equal(res.body.type, 'http://balcao.test/errors/unsupported_media_type');
-    const form = await s.request('POST', '/v1/customers', { key, body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const form = await s.request('POST', '/v1/customers', {
+      key,
+      body: 'a=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     assert.equal(form.status, 415);
   });
 
@@ -141,7 +151,11 @@ describe('an unreachable database', () => {
     const database = await openDatabase({ databaseUrl: 'postgres://balcao:secret_pw@127.0.0.1:1/balcao', dataDir: '' });
     const app = await buildApp({ config, database, logger: false });
     try {
-      const res = await app.inject({ method: 'GET', url: '/v1/me', headers: { authorization: `Bearer ${generateApiKey('balcao', 'live').key}` } });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/v1/me',
+        headers: { authorization: `Bearer ${generateApiKey('balcao', 'live').key}` },
+      });
       assert.equal(res.statusCode, 503);
       assert.equal(res.json().type, 'http://balcao.test/errors/service_unavailable');
       assertNoLeak(res.body);

@@ -50,7 +50,10 @@ describe('the contract check of responses', () => {
   test('refuses a missing X-Request-Id, and missing rate-limit headers on an authenticated success', async () => {
     const me = await raw('GET', '/v1/me');
     assert.throws(() => contract.check('GET', '/v1/me', altered(me, {}, 'x-request-id')), /required header X-Request-Id is missing/);
-    assert.throws(() => contract.check('GET', '/v1/me', altered(me, {}, 'x-ratelimit-limit')), /required header X-RateLimit-Limit is missing/);
+    assert.throws(
+      () => contract.check('GET', '/v1/me', altered(me, {}, 'x-ratelimit-limit')),
+      /required header X-RateLimit-Limit is missing/,
+    );
     const bad = altered(me, {});
     bad.headers.set('x-ratelimit-reset', 'soon');
     assert.throws(() => contract.check('GET', '/v1/me', bad), /header X-RateLimit-Reset/);
@@ -59,10 +62,16 @@ describe('the contract check of responses', () => {
   test('refuses a body that does not match the schema', async () => {
     const me = await raw('GET', '/v1/me');
     const { key_id: _dropped, ...data } = me.body.data;
-    assert.throws(() => contract.check('GET', '/v1/me', altered(me, { text: JSON.stringify({ ...me.body, data }) })), /body\/data must have required property 'key_id'/);
+    assert.throws(
+      () => contract.check('GET', '/v1/me', altered(me, { text: JSON.stringify({ ...me.body, data }) })),
+      /body\/data must have required property 'key_id'/,
+    );
     const problem = await raw('GET', '/v1/me', false);
     const wrongType = JSON.stringify({ ...problem.body, type: 'http://balcao.test/errors/not_found' });
-    assert.throws(() => contract.check('GET', '/v1/me', altered(problem, { text: wrongType })), /body\/type must be equal to one of the allowed values/);
+    assert.throws(
+      () => contract.check('GET', '/v1/me', altered(problem, { text: wrongType })),
+      /body\/type must be equal to one of the allowed values/,
+    );
   });
 
   test('refuses a problem sent with another media type', async () => {

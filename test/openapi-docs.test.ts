@@ -5,7 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import { ERROR_CATALOGUE, ERROR_CODES } from '../src/errors/catalogue.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 
-const attributes = (html: string, name: 'src' | 'href') => [...html.matchAll(new RegExp(`${name}="([^"]*)"`, 'g'))].map((m) => m[1] as string);
+const attributes = (html: string, name: 'src' | 'href') =>
+  [...html.matchAll(new RegExp(`${name}="([^"]*)"`, 'g'))].map((m) => m[1] as string);
 
 describe('documentation pages', () => {
   let s: TestServer;
@@ -81,7 +82,11 @@ describe('documentation pages', () => {
 
   test('is public and not rate-limited: past the anonymous allowance, with or without a key', async () => {
     for (let i = 0; i < 35; i++) {
-      const res = await s.request('GET', i % 2 ? '/errors/validation' : '/v1/openapi.json', i % 3 ? {} : { headers: { authorization: 'Bearer x' } });
+      const res = await s.request(
+        'GET',
+        i % 2 ? '/errors/validation' : '/v1/openapi.json',
+        i % 3 ? {} : { headers: { authorization: 'Bearer x' } },
+      );
       assert.equal(res.status, 200, `request ${i}`);
       assert.equal(res.headers.get('x-ratelimit-limit'), null);
     }

@@ -19,7 +19,7 @@ function routerTable(printout: string): { path: string; method: string }[] {
   const stack: string[] = [];
   for (const line of printout.split('\n')) {
     const m = /^([│├└─\s]*)(\S.*?)(?: \(([A-Z, ]+)\))?$/.exec(line);
-    if (!m || !m[2]) continue;
+    if (!m?.[2]) continue;
     const depth = Math.max(0, (m[1] as string).length / 4 - 1);
     stack.length = depth;
     stack.push(m[2]);
@@ -42,7 +42,11 @@ describe('the OpenAPI document', () => {
     );
   const deref = (node: Json): Json => {
     let value = node;
-    while (value?.$ref) value = (value.$ref as string).split('/').slice(1).reduce<any>((n, p) => n?.[p.replace(/~1/g, '/')], doc);
+    while (value?.$ref)
+      value = (value.$ref as string)
+        .split('/')
+        .slice(1)
+        .reduce<any>((n, p) => n?.[p.replace(/~1/g, '/')], doc);
     return value;
   };
 
@@ -91,7 +95,16 @@ describe('the OpenAPI document', () => {
     for (const d of documented) assert.ok(registered.has(d), `${d} is documented but not served`);
     const ids = operations().map((o) => o.op.operationId);
     assert.equal(new Set(ids).size, ids.length);
-    for (const id of ['me.get', 'customers.list', 'customers.get', 'customers.create', 'sales.update', 'expenses.delete', 'deals.stages', 'openapi.get'])
+    for (const id of [
+      'me.get',
+      'customers.list',
+      'customers.get',
+      'customers.create',
+      'sales.update',
+      'expenses.delete',
+      'deals.stages',
+      'openapi.get',
+    ])
       assert.ok(ids.includes(id), id);
   });
 
@@ -114,7 +127,7 @@ describe('the OpenAPI document', () => {
         assert.equal(params.get(name)?.in, 'query');
         assert.equal(params.get(name)?.required, false);
       }
-      assert.deepEqual([...params.get('sort')?.schema.enum].sort(), d.sorts.flatMap((f) => [f, `-${f}`]).sort());
+      assert.deepEqual([...(params.get('sort')?.schema.enum ?? [])].sort(), d.sorts.flatMap((f) => [f, `-${f}`]).sort());
       assert.equal(params.get('limit')?.schema.maximum, 100);
       const expected = Object.entries(d.filters).flatMap(([field, ops]) => ops.map((o) => `filter[${field}][${o}]`));
       const listed = [...params.keys()].filter((n) => n.startsWith('filter['));
@@ -246,7 +259,8 @@ describe('the OpenAPI document', () => {
         for (const [type, media] of Object.entries<Json>(op.requestBody.content)) check(`${base}/requestBody/content/${esc(type)}`, media);
       for (const [status, response] of Object.entries<Json>(op.responses)) {
         if (response.$ref) continue;
-        for (const [type, media] of Object.entries<Json>(response.content ?? {})) if (type.includes('json')) check(`${base}/responses/${status}/content/${esc(type)}`, media);
+        for (const [type, media] of Object.entries<Json>(response.content ?? {}))
+          if (type.includes('json')) check(`${base}/responses/${status}/content/${esc(type)}`, media);
       }
     }
     for (const [name, body] of Object.entries<Json>(doc.components.requestBodies))
@@ -262,7 +276,8 @@ describe('the OpenAPI document with BALCAO_ERRORS_URL', () => {
     const s = await startTestServer({ env: { BALCAO_ERRORS_URL: 'https://docs.example.org/balcao/errors' } });
     try {
       const res = await s.request('GET', '/v1/openapi.json');
-      const unauthorized = res.body.components.responses.Unauthorized.content['application/problem+json'].schema.allOf[1].properties.type.enum;
+      const unauthorized =
+        res.body.components.responses.Unauthorized.content['application/problem+json'].schema.allOf[1].properties.type.enum;
       assert.ok(unauthorized.includes('https://docs.example.org/balcao/errors/invalid_token'));
       const problem = await s.request('GET', '/v1/me');
       assert.equal(problem.body.type, 'https://docs.example.org/balcao/errors/invalid_token');

@@ -20,7 +20,12 @@ export function registerDemoCommand(program: Command): void {
       const created = !account;
       if (!account) {
         account = await database.db.transaction().execute(async (tx) => {
-          const row = await createAccount(tx, { name: 'Pet & Beleza Demo Ltda', plan_code: 'enterprise', modules: [...MODULES], is_demo: true });
+          const row = await createAccount(tx, {
+            name: 'Pet & Beleza Demo Ltda',
+            plan_code: 'enterprise',
+            modules: [...MODULES],
+            is_demo: true,
+          });
           await seedDemoData(tx, row.id, 'live');
           await seedDemoData(tx, row.id, 'test');
           return row;

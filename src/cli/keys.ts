@@ -37,7 +37,8 @@ export function registerKeysCommand(program: Command): void {
       if (!flags.name.trim()) throw new CliError('--name must not be empty');
       const scopes = flags.scopes ? splitList(flags.scopes) : [];
       const badScopes = scopes.filter((s) => !isValidScope(s));
-      if (badScopes.length) throw new CliError(`invalid scope(s): ${badScopes.join(', ')} (expected <resource>:read|write, *:read or *:write)`);
+      if (badScopes.length)
+        throw new CliError(`invalid scope(s): ${badScopes.join(', ')} (expected <resource>:read|write, *:read or *:write)`);
       const allowedIps = flags.allowedIps ? splitList(flags.allowedIps) : [];
       const badIps = allowedIps.filter((ip) => !isValidIpRange(ip));
       if (badIps.length) throw new CliError(`invalid IP or CIDR range(s): ${badIps.join(', ')}`);

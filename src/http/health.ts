@@ -14,14 +14,15 @@ const ReadinessSchema = Type.Object({
 });
 
 export function registerHealthRoutes(app: FastifyInstance, database: Database, rateLimiter: RateLimiter) {
-  app.get(
-    '/health/live',
-    { config: { operationId: 'health.live', public: true }, schema: { hide: true } as object },
-    async () => ({ status: 'ok' }),
-  );
+  app.get('/health/live', { config: { operationId: 'health.live', public: true }, schema: { hide: true } as object }, async () => ({
+    status: 'ok',
+  }));
   app.get(
     '/health/ready',
-    { config: { operationId: 'health.ready', public: true }, schema: { hide: true, response: { 200: ReadinessSchema, 503: ReadinessSchema } } as object },
+    {
+      config: { operationId: 'health.ready', public: true },
+      schema: { hide: true, response: { 200: ReadinessSchema, 503: ReadinessSchema } } as object,
+    },
     async (_request, reply) => {
       let healthy = true;
       try {

@@ -28,7 +28,8 @@ function stripPrivateKeys(node: unknown): void {
 
 const SUCCESS_DESCRIPTIONS: Record<string, string> = { '200': 'OK.', '201': 'Created.', '204': 'No content.' };
 
-const isLiteral = (b: Json) => b.const !== undefined && typeof b.type === 'string' && Object.keys(b).every((k) => k === 'const' || k === 'type');
+const isLiteral = (b: Json) =>
+  b.const !== undefined && typeof b.type === 'string' && Object.keys(b).every((k) => k === 'const' || k === 'type');
 
 /**
  * `anyOf: [{type: T, …}, {type: 'null'}]` (TypeBox's `Union([T, Null])`) → `{type: [T, 'null'], …}`:
