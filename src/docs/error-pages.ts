@@ -4,6 +4,7 @@ import type { FastifyInstance, RouteShorthandOptions } from 'fastify';
 import type { Config } from '../config.ts';
 import { errors } from '../errors/app-error.ts';
 import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors/catalogue.ts';
+import { sampleProblem } from '../openapi/problem-responses.ts';
 import { escapeHtml, inlineCode, page } from './html.ts';
 
 const HTML = 'text/html; charset=utf-8';
@@ -12,20 +13,6 @@ const htmlResponse = (description: string) => ({ description, content: { 'text/h
 const acceptAll: RouteShorthandOptions['validatorCompiler'] = () => () => true;
 
 const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_CATALOGUE, code);
-
-function samplePayload(config: Config, code: ErrorCode): string {
-  const { status, title } = ERROR_CATALOGUE[code];
-  const body: Record<string, unknown> = {
-    type: `${config.errorsUrl}/${code}`,
-    title,
-    status,
-    detail: '…',
-    instance: '/v1/…',
-    request_id: '…',
-  };
-  if (code === 'validation') body.errors = [{ field: 'items[0].quantity', code: 'too_small', message: 'Deve ser maior que 0.' }];
-  return JSON.stringify(body, null, 2);
-}
 
 function errorPage(config: Config, code: ErrorCode): string {
   const entry = ERROR_CATALOGUE[code];
@@ -46,7 +33,7 @@ function errorPage(config: Config, code: ErrorCode): string {
 <h2>Example</h2>
 <pre>Content-Type: application/problem+json
 
-${escapeHtml(samplePayload(config, code))}</pre>
+${escapeHtml(JSON.stringify(sampleProblem(code, config.errorsUrl), null, 2))}</pre>
 <p>Decide by <code>type</code>; <code>title</code> and <code>detail</code> are text that may change. Quote <code>request_id</code> when contacting support.</p>`,
   );
 }

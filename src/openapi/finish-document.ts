@@ -62,6 +62,22 @@ function simplifyNullable(schema: Json): Json {
 
 const toJson = (schema: unknown): Json => JSON.parse(JSON.stringify(schema));
 
+/** Replaces every top-level schema of the document (components, parameters, bodies, responses) with `fn(schema)`. */
+function forEachSchemaRoot(doc: Json, fn: (schema: Json) => Json): void {
+  const media = (holder: Json | undefined) => {
+    for (const m of Object.values<Json>(holder?.content ?? {})) if (m.schema) m.schema = fn(m.schema);
+  };
+  for (const [name, schema] of Object.entries<Json>(doc.components.schemas)) doc.components.schemas[name] = fn(schema);
+  for (const body of Object.values<Json>(doc.components.requestBodies ?? {})) media(body);
+  for (const pathItem of Object.values<Json>(doc.paths ?? {})) {
+    for (const op of METHODS.map((m) => pathItem[m]).filter(Boolean)) {
+      for (const p of op.parameters ?? []) if (p.schema) p.schema = fn(p.schema);
+      media(op.requestBody);
+      for (const response of Object.values<Json>(op.responses)) media(response);
+    }
+  }
+}
+
 function guardText(f: RouteFacts): string {
   if (f.public) return 'Public: no authentication, not rate-limited per key.';
   if (!f.resource) return 'Any valid key of an account with the API enabled; no scope or module needed.';
@@ -89,7 +105,8 @@ class RequestBodies {
     if (typeof title !== 'string') return body;
     const key = canonical(body);
     let name = title.replace(/[^A-Za-z0-9._-]/g, '');
-    for (let n = 2; this.byName.has(name) && this.byName.get(name)?.key !== key; n++) name = `${title}${n}`;
+    const base = name;
+    for (let n = 2; this.byName.has(name) && this.byName.get(name)?.key !== key; n++) name = `${base}${n}`;
     this.byName.set(name, { body, key });
     return { $ref: `#/components/requestBodies/${name}` };
   }
@@ -106,10 +123,7 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
   const swaggerSchemas: Json = doc.components?.schemas ?? {};
   const namer = new SchemaNamer(swaggerSchemas);
   for (const schema of Object.values<Json>(swaggerSchemas)) namer.hoist(schema, true);
-  const resolve = (ref: string): Json | undefined => {
-    const name = ref.replace('#/components/schemas/', '');
-    return namer.schemas()[name];
-  };
+  const resolve = (ref: string): Json | undefined => namer.get(ref.replace('#/components/schemas/', ''));
   const tags = new Map<string, RouteFacts[]>();
   const requestBodies = new RequestBodies();
 
@@ -169,18 +183,7 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
     responses: problems.components(),
     examples: problems.examples(),
   };
-  for (const [name, schema] of Object.entries<Json>(doc.components.schemas)) doc.components.schemas[name] = simplifyNullable(schema);
-  for (const body of Object.values<Json>(doc.components.requestBodies)) {
-    for (const media of Object.values<Json>(body.content ?? {})) if (media.schema) media.schema = simplifyNullable(media.schema);
-  }
-  for (const pathItem of Object.values<Json>(doc.paths ?? {})) {
-    for (const op of METHODS.map((m) => pathItem[m]).filter(Boolean)) {
-      for (const p of op.parameters ?? []) if (p.schema) p.schema = simplifyNullable(p.schema);
-      for (const holder of [op.requestBody, ...Object.values<Json>(op.responses)]) {
-        for (const media of Object.values<Json>(holder?.content ?? {})) if (media.schema) media.schema = simplifyNullable(media.schema);
-      }
-    }
-  }
+  forEachSchemaRoot(doc, simplifyNullable);
   doc.components.schemas.Problem.properties.errors = {
     type: 'array',
     items: { $ref: '#/components/schemas/FieldError' },

@@ -1,7 +1,5 @@
 // The headers of the document: request parameters (X-Request-Id, Idempotency-Key) and the
 // response headers of SPEC parts 1 and 8, once each in `components`, referenced everywhere.
-import { ANONYMOUS_PER_MINUTE } from '../http/rate-limit.ts';
-
 type HeaderObject = { description: string; required?: boolean; schema: Record<string, unknown>; example?: unknown };
 
 export const REQUEST_ID_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
@@ -89,5 +87,3 @@ export const REQUEST_PARAMETERS = {
     example: '5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13',
   },
 } as const;
-
-export const ANONYMOUS_LIMIT_NOTE = `Requests without a usable key are limited by client address (${ANONYMOUS_PER_MINUTE} per minute), without X-RateLimit-* headers.`;

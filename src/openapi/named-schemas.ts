@@ -63,6 +63,10 @@ export class SchemaNamer {
     return { $ref: `#/components/schemas/${this.nameFor(schema)}` };
   }
 
+  get(name: string): Schema | undefined {
+    return this.byName.get(name)?.schema;
+  }
+
   schemas(): Record<string, Schema> {
     return Object.fromEntries([...this.byName].map(([name, { schema }]) => [name, schema]));
   }

@@ -67,16 +67,18 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     },
   });
 
+  let text: string | undefined;
   let json: Buffer | undefined;
   /** Compressed on first demand (a quarter of a megabyte of JSON shrinks tenfold). */
   let gzipped: Buffer | undefined;
   app.decorate('openapiJson', () => {
-    if (!json) throw new Error('The OpenAPI document is built when the app is ready.');
-    return json.toString('utf8');
+    if (!text) throw new Error('The OpenAPI document is built when the app is ready.');
+    return text;
   });
   // Built once, after every route has registered; requests only read the buffer.
   app.addHook('onReady', async () => {
-    json = Buffer.from(JSON.stringify(app.swagger()), 'utf8');
+    text = JSON.stringify(app.swagger());
+    json = Buffer.from(text, 'utf8');
   });
 
   app.get(

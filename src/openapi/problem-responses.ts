@@ -72,23 +72,39 @@ function sampleErrors(): Record<string, { summary: string; error: AppError }> {
     method_not_allowed: { summary: 'Path exists, method does not', error: errors.methodNotAllowed(['GET', 'POST']) },
     idempotency_conflict: {
       summary: 'Idempotency-Key reused with another body',
-      error: errors.idempotencyConflict('This Idempotency-Key was already used with another method, path or body.'),
+      error: errors.idempotencyConflict(
+        'This Idempotency-Key was already used with a different method, path or body; use a new key for a new request.',
+      ),
+    },
+    idempotency_in_progress: {
+      summary: 'First request with this Idempotency-Key still running (Retry-After: 1)',
+      error: errors.idempotencyConflict('A request with this Idempotency-Key is still in progress; retry after it completes.'),
     },
     payload_too_large: { summary: 'Body over 1 MiB', error: errors.payloadTooLarge() },
     unsupported_media_type: { summary: 'Body not sent as JSON', error: errors.unsupportedMediaType() },
-    validation_query: { summary: 'Refused query parameter', error: errors.queryInvalid('filter_field_not_allowed:stock') },
     validation_body: {
       summary: 'Refused body fields',
       error: errors.bodyInvalid([
         { field: 'items[0].quantity', code: 'too_small', message: 'Deve ser maior que 0.' },
-        { field: 'phone', code: 'required_when_email_null', message: 'O telefone é obrigatório quando o e-mail não é informado.' },
+        {
+          field: 'items[0].catalog_type',
+          code: 'invalid_enum',
+          message: 'Valor não permitido; valores aceitos: product, service, package.',
+        },
       ]),
     },
+    validation_query: { summary: 'Refused query parameter', error: errors.queryInvalid('filter_field_not_allowed:stock') },
     'rate-limit-exceeded': { summary: 'A rate window is exhausted', error: new AppError('rate-limit-exceeded', { detail: 'per minute' }) },
     internal_error: { summary: 'Unexpected failure', error: errors.internal() },
     service_unavailable: { summary: 'Database unavailable', error: errors.serviceUnavailable() },
   };
   return samples;
+}
+
+/** An example body of the given type, as the error handler would write it. */
+export function sampleProblem(code: ErrorCode, errorsUrl: string): Record<string, unknown> {
+  const sample = Object.values(sampleErrors()).find((x) => x.error.code === code);
+  return problemExample(sample?.error ?? new AppError(code), errorsUrl, code === 'validation' ? '/v1/sales' : '/v1/customers');
 }
 
 export function problemExample(error: AppError, errorsUrl: string, instance: string): Record<string, unknown> {

@@ -2399,12 +2399,16 @@ export interface components {
       content: {
         /**
          * @example {
+         *       "name": "Distribuidora Silva",
          *       "email": "cliente@example.com",
          *       "birth_date": "2026-11-21"
          *     }
          */
         'application/json': {
-          /** @description At least one of name, legal_name, trade_name is required. */
+          /**
+           * @description At least one of name, legal_name, trade_name is required.
+           * @example Distribuidora Silva
+           */
           name?: string | null;
           legal_name?: string | null;
           trade_name?: string | null;
@@ -2442,12 +2446,16 @@ export interface components {
       content: {
         /**
          * @example {
+         *       "name": "Distribuidora Silva",
          *       "email": "cliente@example.com",
          *       "birth_date": "2026-11-21"
          *     }
          */
         'application/json': {
-          /** @description At least one of name, legal_name, trade_name is required. */
+          /**
+           * @description At least one of name, legal_name, trade_name is required.
+           * @example Distribuidora Silva
+           */
           name?: string | null;
           legal_name?: string | null;
           trade_name?: string | null;

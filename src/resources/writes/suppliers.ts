@@ -15,7 +15,7 @@ const PixKeyInput = Type.Object(
 );
 
 const supplierFields = {
-  name: W.textOrNull({ description: 'At least one of name, legal_name, trade_name is required.' }),
+  name: W.textOrNull({ description: 'At least one of name, legal_name, trade_name is required.', examples: ['Distribuidora Silva'] }),
   legal_name: W.textOrNull(),
   trade_name: W.textOrNull(),
   document_number: W.textOrNull({ description: 'CPF or CNPJ' }),
