@@ -1,4 +1,4 @@
-// The typed client example of docs/client-example.md, run against a real server: types generated
+// The typed client example of README.md, run against a real server: types generated
 // from the served document (test/generated/balcao-api.ts, kept fresh by `npm run openapi:check`)
 // and openapi-fetch. The code between the region markers is the README's, character for character.
 import assert from 'node:assert/strict';
@@ -74,10 +74,10 @@ describe('the typed client example (openapi-fetch + generated types)', () => {
   });
   after(() => s.close());
 
-  test('is the code of docs/client-example.md', () => {
+  test('is the code of README.md', () => {
     const source = readFileSync(new URL(import.meta.url), 'utf8');
     const region = /\/\/ #region client-example\n([\s\S]*?)\/\/ #endregion client-example/.exec(source)?.[1];
-    const doc = readFileSync(new URL('../docs/client-example.md', import.meta.url), 'utf8');
+    const doc = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     const block = /```ts\n([\s\S]*?)```/.exec(doc)?.[1];
     assert.ok(region && block);
     const body = block.replace(/^(import .*\n|\/\/ .*\n)+\n?/, '');

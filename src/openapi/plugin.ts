@@ -56,9 +56,6 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       for (const method of [route.method].flat()) facts.set(route.config?.operationId as string, routeFacts(route, method));
       const copy = copyNamed(schema ?? {}) as Record<string, any>;
       copy.operationId ??= route.config?.operationId;
-      // Nothing in a query string of this API is required (the list language refuses bad values
-      // itself); TypeBox lists plain properties as required, which would tell clients otherwise.
-      if (copy.querystring) delete copy.querystring.required;
       return { schema: copy as typeof schema, url };
     },
     transformObject: (documentObject) => {

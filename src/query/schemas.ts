@@ -46,8 +46,12 @@ export function listQuerySchema(d: ResourceDescriptor): TObject {
         op === 'is_null' ? Type.String({ enum: ['true', 'false'], description }) : Type.String({ description });
     }
   }
-  return Type.Object(properties, { additionalProperties: true });
+  return optionalObject(properties);
 }
+
+/** Nothing in a query string is required: the list language refuses bad values itself. */
+const optionalObject = (properties: Record<string, TSchema>): TObject =>
+  Type.Object(Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, Type.Optional(v)])), { additionalProperties: true });
 
 /** Querystring of `GET /v1/<resource>/{id}`. */
 export function itemQuerySchema(d: ResourceDescriptor): TObject {
@@ -59,7 +63,7 @@ export function itemQuerySchema(d: ResourceDescriptor): TObject {
     properties.include = Type.String({
       description: `Comma list of related data to embed: ${includes.join(', ')}. Unknown values are ignored.`,
     });
-  return Type.Object(properties, { additionalProperties: true });
+  return optionalObject(properties);
 }
 
 export const idParamsSchema = Type.Object({ id: Type.String({ format: 'uuid', description: 'Record id; anything else is a 404.' }) });
