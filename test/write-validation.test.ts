@@ -33,6 +33,13 @@ const CASES: Case[] = [
   },
   { name: 'items not an array', path: '/v1/sales', body: { items: 'x' }, field: 'items', code: 'invalid_type' },
   { name: 'quantity 0', path: '/v1/sales', body: saleItem({ quantity: 0 }), field: 'items[1].quantity', code: 'too_small' },
+  {
+    name: 'quantity that rounds to 0 (3 places)',
+    path: '/v1/sales',
+    body: saleItem({ quantity: 0.0004 }),
+    field: 'items[1].quantity',
+    code: 'too_small',
+  },
   { name: 'negative quantity', path: '/v1/sales', body: saleItem({ quantity: -2 }), field: 'items[1].quantity', code: 'too_small' },
   {
     name: 'quantity as a string (no coercion)',
@@ -336,6 +343,23 @@ describe('write validation (422)', () => {
     assert.equal(new Set(res.body.errors.map((e: { field: string }) => e.field)).size, 7);
     const list = await s.request('GET', '/v1/sales', { key });
     assert.equal(list.body.data.length, 0);
+  });
+
+  it('names only the inner field when a value inside an array or object is refused', async () => {
+    const cases: [string, unknown, string, string][] = [
+      ['/v1/expenses', { expense_type: 'x', description: 'd', original_amount: 1, final_amount: 1, tags: [1] }, 'tags[0]', 'invalid_type'],
+      ['/v1/suppliers', { name: 'x', pix_keys: [{ type: 1, key: 'k' }] }, 'pix_keys[0].type', 'invalid_type'],
+      ['/v1/sales', saleItem({ unit_price: 1e20 }), 'items[1].unit_price', 'too_big'],
+    ];
+    for (const [path, body, field, code] of cases) {
+      const res = await s.request('POST', path, { key, body });
+      assert.equal(res.status, 422);
+      assert.deepEqual(
+        res.body.errors.map((e: { field: string; code: string }) => [e.field, e.code]),
+        [[field, code]],
+        path,
+      );
+    }
   });
 
   it('merges schema errors with rule errors in one response', async () => {

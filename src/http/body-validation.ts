@@ -110,7 +110,8 @@ const TYPE_NAMES: Record<string, string> = {
 
 // Which error speaks for a field when Ajv reports several (a nullable field reports its
 // non-null branch, the null branch and the anyOf): the most specific one.
-const PRIORITY: Record<string, number> = { required: 0, type: 1, anyOf: 9, oneOf: 9 };
+const BRANCH_RANK = 9;
+const PRIORITY: Record<string, number> = { required: 0, type: 1, anyOf: BRANCH_RANK, oneOf: BRANCH_RANK };
 
 function describe(e: ValidationError): FieldError {
   const field = fieldPath(e.instancePath, e.keyword === 'required' ? String(e.params.missingProperty ?? '') : undefined);
@@ -183,6 +184,17 @@ export function toFieldErrors(validation: readonly ValidationError[]): FieldErro
     const rank = PRIORITY[e.keyword] ?? 2;
     const seen = byField.get(error.field);
     if (!seen || rank < seen.rank) byField.set(error.field, { rank, error });
+  }
+  // A nullable array or object that failed inside reports its anyOf too: the inner field
+  // speaks for it, so the container is not refused a second time (one item per field).
+  for (const [field, { rank }] of byField) {
+    if (rank < BRANCH_RANK) continue;
+    for (const other of byField.keys()) {
+      if (other.startsWith(`${field}[`) || other.startsWith(`${field}.`)) {
+        byField.delete(field);
+        break;
+      }
+    }
   }
   // A nullable field whose only complaint was the null branch (cannot happen with our
   // schemas, but never answer a refused body with an empty list).

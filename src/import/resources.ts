@@ -1,7 +1,10 @@
 // What each resource key of an import file (DECISIONS C) maps to: its table, the nested arrays
 // stored in child tables, the values the API would fill in, and the few rules the data model
 // states beyond column types (enums, e-mails, pix keys). Column types come from the database.
+import type { TObject, TSchema } from '@sinclair/typebox';
 import { generateExpenseNumber } from '../domain/numbering.ts';
+import { CreateExpenseInput } from '../resources/writes/expenses.ts';
+import { CreateSaleInput, SaleItemInput } from '../resources/writes/sales.ts';
 
 export const IMPORT_RESOURCE_NAMES = [
   'customers',
@@ -90,10 +93,31 @@ const pixKeys: ValueRule = (v) => {
   return undefined;
 };
 
+/** The numeric bounds a write schema states (SPEC part 2's `>= 0`, `> 0`, `0..100`, `>= 1`), as
+ *  rules: imported records obey the same ranges the API promises, taken from the one schema. */
+function boundsOf(schema: TObject): Record<string, ValueRule> {
+  const rules: Record<string, ValueRule> = {};
+  for (const [field, property] of Object.entries(schema.properties)) {
+    const numeric = [property, ...((property as TSchema).anyOf ?? [])].find((s: TSchema) => s.type === 'number' || s.type === 'integer');
+    if (!numeric) continue;
+    const { minimum, exclusiveMinimum, maximum } = numeric as { minimum?: number; exclusiveMinimum?: number; maximum?: number };
+    if (minimum === undefined && exclusiveMinimum === undefined && maximum === undefined) continue;
+    rules[field] = (v) => {
+      const n = v as number;
+      if (minimum !== undefined && n < minimum) return `must be at least ${minimum}`;
+      if (exclusiveMinimum !== undefined && n <= exclusiveMinimum) return `must be greater than ${exclusiveMinimum}`;
+      if (maximum !== undefined && n > maximum) return `must be at most ${maximum}`;
+      return undefined;
+    };
+  }
+  return rules;
+}
+
 /** Rules per table and column, beyond what the column type says. */
 export const COLUMN_RULES: Readonly<Record<string, Readonly<Record<string, ValueRule>>>> = {
   customers: { email },
   suppliers: { email, pix_keys: pixKeys },
-  transaction_items: { catalog_type: oneOf('product', 'service', 'package') },
-  transactions: { transaction_type: (v) => ((v as string).trim() === '' ? 'must not be empty' : undefined) },
+  transaction_items: { ...boundsOf(SaleItemInput), catalog_type: oneOf('product', 'service', 'package') },
+  transactions: { ...boundsOf(CreateSaleInput), transaction_type: (v) => ((v as string).trim() === '' ? 'must not be empty' : undefined) },
+  expenses: boundsOf(CreateExpenseInput),
 };

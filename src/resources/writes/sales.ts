@@ -5,13 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import { type Dec, dec, money, toSqlNumeric } from '../../domain/money.ts';
+import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money.ts';
 import { nextTransactionNumber } from '../../domain/numbering.ts';
 import { saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { WriteDescriptor } from '../descriptor.ts';
 import type { Body, Row, WriteContext } from '../write-engine.ts';
-import { MAX_MONEY, optional, partialOf, W } from './fields.ts';
+import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
 export const CATALOG_TYPES = ['product', 'service', 'package'] as const;
 export const SALE_TYPES = ['sale', 'order'] as const;
@@ -63,11 +63,25 @@ type ItemInput = Static<typeof SaleItemInput>;
 
 const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
+/** A quantity is kept to 3 places (B.5): one that rounds to 0 would break `quantity > 0`. */
+function quantitiesAfterRounding(body: Body): FieldError[] {
+  const items = body.items;
+  if (!Array.isArray(items) || items.length > MAX_ITEMS) return [];
+  return items.flatMap((item, i) =>
+    item && isNumber(item.quantity) && item.quantity > 0 && quantity(item.quantity).isZero()
+      ? [{ field: `items[${i}].quantity`, code: 'too_small', message: 'A quantidade deve ser maior que zero (até 3 casas decimais).' }]
+      : [],
+  );
+}
+
 /** Amounts over what the columns hold (numeric(14, 2)) are refused, not truncated or failed. */
 function amountLimits(body: Body): FieldError[] {
   const items = body.items;
   if (!Array.isArray(items) || items.length === 0 || items.length > MAX_ITEMS) return [];
-  if (!items.every((i) => i && isNumber(i.quantity) && isNumber(i.unit_price))) return [];
+  // Items whose own fields are out of bounds were refused by the schema already: no second blame.
+  const inBounds = (i: ItemInput | undefined) =>
+    i && isNumber(i.quantity) && isNumber(i.unit_price) && i.quantity <= MAX_QUANTITY && i.unit_price <= MAX_MONEY;
+  if (!items.every(inBounds)) return [];
   const fee = isNumber(body.delivery_fee) ? body.delivery_fee : null;
   const clean = items.map((i) => ({
     quantity: i.quantity,
@@ -190,5 +204,11 @@ export const saleWrite: WriteDescriptor = {
   softDelete: { status: 'cancelled' },
   references: { customer_id: 'customers' },
   createIncludes: ['items'],
-  rules: { check: (body, current) => (current ? [] : amountLimits(body)), toInsert, afterInsert, toUpdate, afterChange },
+  rules: {
+    check: (body, current) => (current ? [] : [...quantitiesAfterRounding(body), ...amountLimits(body)]),
+    toInsert,
+    afterInsert,
+    toUpdate,
+    afterChange,
+  },
 };
