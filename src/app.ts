@@ -8,6 +8,7 @@ import { createAuthenticateHook } from './http/authenticate.ts';
 import { createErrorHandler } from './http/error-handler.ts';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts';
 import { registerHealthRoutes } from './http/health.ts';
+import { registerMetrics } from './http/metrics.ts';
 import { generateRequestId } from './http/request-id.ts';
 import { trackRoutes } from './http/route-table.ts';
 import { registerDocs } from './docs/register-docs.ts';
@@ -25,6 +26,8 @@ export interface AppDeps {
   /** Injected clock (ms) for rate limits, key expiry and caches in tests. */
   now?: () => number;
   logger?: boolean | { level: string };
+  /** Node process metrics (memory, event loop, GC) on /metrics: for the served process, not tests. */
+  processMetrics?: boolean;
   /** Authentication cache timings (the benchmark compares cached and uncached lookups). */
   keyCache?: KeyCacheOptions;
 }
@@ -71,6 +74,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await registerOpenApi(app, config);
   registerDocs(app, config);
   registerHealthRoutes(app, database, rateLimiter);
+  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics });
   registerMeRoute(app);
   registerReadRoutes(app, deps);
   registerWriteRoutes(app, deps);

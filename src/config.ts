@@ -1,5 +1,6 @@
 // Environment → one frozen, typed configuration, parsed once in the composition root.
 import path from 'node:path';
+import { isValidIpRange } from './domain/ip-allowlist.ts';
 
 export interface Config {
   readonly databaseUrl: string | undefined;
@@ -41,8 +42,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 function parseTrustProxy(value: string | undefined): boolean | string[] {
   if (!value) return false;
   if (value.trim().toLowerCase() === 'true') return true;
-  return value
+  const entries = value
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+  const invalid = entries.filter((entry) => !isValidIpRange(entry));
+  if (invalid.length)
+    throw new Error(`BALCAO_TRUST_PROXY must be "true" or a comma list of IPs/CIDR ranges; not valid: ${invalid.join(', ')}`);
+  return entries;
 }

@@ -5,6 +5,7 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { generateApiKey } from '../src/domain/api-keys.ts';
 import { openDatabase } from '../src/infra/db/database.ts';
+import { toAppError } from '../src/errors/database-errors.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 
 const LEAKS = [/select/i, /relation/i, /constraint/i, /\bat \S+ \(/, /node_modules/, /pg_/, /postgres/i, /ECONNREFUSED/, /secret_pw/];
@@ -196,5 +197,44 @@ describe('unknown /v1 paths', () => {
     } finally {
       await s.close();
     }
+  });
+});
+
+describe('a database that is gone', () => {
+  it('answers 503 when the PostgreSQL database no longer exists (or the login is refused)', async () => {
+    const adminUrl = process.env.TEST_DATABASE_URL;
+    // Without a PostgreSQL server the same mapping is checked on the errors the driver raises.
+    const config = loadConfig({ PORT: '0', BALCAO_PUBLIC_URL: 'http://balcao.test' });
+    if (!adminUrl) {
+      for (const code of ['3D000', '28P01', '57P01', '08006'])
+        assert.equal(toAppError(Object.assign(new Error('x'), { code })).code, 'service_unavailable', code);
+      assert.equal(toAppError(Object.assign(new Error('x'), { code: '42P01' })).code, 'internal_error');
+      return;
+    }
+    const url = new URL(adminUrl);
+    url.pathname = '/balcao_no_such_database';
+    const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '' });
+    const app = await buildApp({ config, database, logger: false });
+    try {
+      const res = await app.inject({
+        method: 'GET',
+        url: '/v1/me',
+        headers: { authorization: `Bearer ${generateApiKey('balcao', 'live').key}` },
+      });
+      assert.equal(res.statusCode, 503);
+      assert.equal(res.json().type, 'http://balcao.test/errors/service_unavailable');
+      assertNoLeak(res.body);
+    } finally {
+      await app.close();
+      await database.close();
+    }
+  });
+});
+
+describe('configuration', () => {
+  it('refuses a BALCAO_TRUST_PROXY that is neither true nor IPs/CIDRs, naming the variable', () => {
+    assert.throws(() => loadConfig({ BALCAO_TRUST_PROXY: 'garbage' }), /BALCAO_TRUST_PROXY.*garbage/);
+    assert.deepEqual(loadConfig({ BALCAO_TRUST_PROXY: '10.0.0.0/8, ::1' }).trustProxy, ['10.0.0.0/8', '::1']);
+    assert.equal(loadConfig({ BALCAO_TRUST_PROXY: 'true' }).trustProxy, true);
   });
 });

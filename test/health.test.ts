@@ -22,3 +22,24 @@ describe('health', () => {
     assert.ok(ready.headers.get('x-request-id'));
   });
 });
+
+describe('metrics', () => {
+  it('counts requests by operation and status, and reports the rate-limit store', async () => {
+    const s = await startTestServer();
+    try {
+      const { key } = await s.createAccountWithKey();
+      await s.request('GET', '/v1/me', { key });
+      await s.request('GET', '/v1/me');
+      const res = await fetch(`${s.url}/metrics`);
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
+      const text = await res.text();
+      assert.match(text, /balcao_http_requests_total\{operation="me.get",method="GET",status="200"\} 1/);
+      assert.match(text, /balcao_http_requests_total\{operation="me.get",method="GET",status="401"\} 1/);
+      assert.match(text, /balcao_http_request_duration_seconds_bucket\{le="[0-9.]+",operation="me.get"\}/);
+      assert.match(text, /balcao_rate_limit_store_healthy\{store="memory"\} 1/);
+    } finally {
+      await s.close();
+    }
+  });
+});

@@ -44,7 +44,9 @@ describe('Idempotency-Key', () => {
     assert.equal(second.headers.get('idempotent-replay'), 'true');
     assert.match(second.headers.get('content-type') ?? '', /^application\/json/);
     assert.equal(second.text, first.text);
-    assert.notEqual(second.headers.get('x-request-id'), first.headers.get('x-request-id'));
+    // The replay is the original response: its X-Request-Id is the original's, as its body says.
+    assert.equal(second.headers.get('x-request-id'), first.headers.get('x-request-id'));
+    assert.equal(second.body.meta.request_id, second.headers.get('x-request-id'));
     assert.equal(await countSales(accountId), 1);
   });
 

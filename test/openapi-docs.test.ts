@@ -80,17 +80,24 @@ describe('documentation pages', () => {
     assert.equal(res.body.instance, '/errors/unknown');
   });
 
-  test('is public and not rate-limited: past the anonymous allowance, with or without a key', async () => {
+  test('the docs and error pages are public and not rate-limited, with or without a key', async () => {
     for (let i = 0; i < 35; i++) {
-      const res = await s.request(
-        'GET',
-        i % 2 ? '/errors/validation' : '/v1/openapi.json',
-        i % 3 ? {} : { headers: { authorization: 'Bearer x' } },
-      );
+      const res = await s.request('GET', i % 2 ? '/errors/validation' : '/docs', i % 3 ? {} : { headers: { authorization: 'Bearer x' } });
       assert.equal(res.status, 200, `request ${i}`);
       assert.equal(res.headers.get('x-ratelimit-limit'), null);
     }
-    const docs = await s.request('GET', '/docs', { headers: { authorization: 'Bearer x' } });
-    assert.equal(docs.status, 200);
+  });
+
+  test('the description is public API: it counts against the anonymous allowance of the IP (30/min)', async () => {
+    const fresh = await startTestServer();
+    try {
+      for (let i = 0; i < 30; i++) assert.equal((await fresh.request('GET', '/v1/openapi.json')).status, 200, `request ${i}`);
+      const refused = await fresh.request('GET', '/v1/openapi.json');
+      assert.equal(refused.status, 429);
+      assert.equal(refused.headers.get('retry-after'), '60');
+      assert.equal((await fresh.request('GET', '/errors/validation')).status, 200);
+    } finally {
+      await fresh.close();
+    }
   });
 });

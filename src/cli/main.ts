@@ -11,9 +11,12 @@ import { registerServeCommand } from './serve.ts';
 
 const program = new Command('balcao')
   .description('Balcão: the public REST API of the business-management platform, and its operator tools')
-  .showHelpAfterError()
   .exitOverride()
-  .configureOutput({ writeErr: (text) => process.stderr.write(text) });
+  // A usage error is one line on stderr (DECISIONS A); `--help` shows the full usage.
+  .configureOutput({
+    writeErr: (text) => process.stderr.write(text),
+    outputError: (text, write) => write(`balcao: ${(text.split('\n')[0] ?? '').replace(/^error: /, '')}\n`),
+  });
 
 registerServeCommand(program);
 registerMigrateCommand(program);

@@ -19,6 +19,7 @@ export async function startServing(config: Config, database: Database, json: boo
   const app = await buildApp({
     config,
     database,
+    processMetrics: true,
     logger: json ? { level: config.logLevel, stream: process.stderr } : { level: config.logLevel },
   } as Parameters<typeof buildApp>[0]);
   await app.listen({ host: config.host, port: config.port });

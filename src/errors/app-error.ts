@@ -40,7 +40,8 @@ export const errors = {
   ipNotAllowed: () => new AppError('ip_not_allowed', { detail: 'This API key may not be used from this address.' }),
   apiDisabled: () => new AppError('api_disabled', { detail: 'The API is not enabled for this account.' }),
   insufficientScope: (detail: string) => new AppError('insufficient_scope', { detail }),
-  moduleNotEnabled: (module: string) => new AppError('module_not_enabled', { detail: `module_not_enabled:${module}` }),
+  moduleNotEnabled: (module: string) =>
+    new AppError('module_not_enabled', { detail: `The module ${module} is not enabled on this account's contract.` }),
   notFound: (detail = 'The requested resource does not exist.') => new AppError('not_found', { detail }),
   methodNotAllowed: (allow: string[]) =>
     new AppError('method_not_allowed', { detail: `Allowed methods: ${allow.join(', ')}.`, headers: { allow: allow.join(', ') } }),

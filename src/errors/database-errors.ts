@@ -2,7 +2,8 @@
 // a lost or refused connection is 503, anything else unexpected is 500.
 import { AppError, errors } from './app-error.ts';
 
-const UNAVAILABLE_SQLSTATE_CLASSES = ['08', '53', '57']; // connection, resources, operator intervention
+// connection, invalid authorization, database missing, resources, operator intervention
+const UNAVAILABLE_SQLSTATE_CLASSES = ['08', '28', '3D', '53', '57'];
 const UNAVAILABLE_NODE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',

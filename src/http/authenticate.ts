@@ -31,7 +31,12 @@ export function createAuthenticateHook(deps: AuthenticateDeps) {
 
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const config = request.routeOptions.config as Partial<RouteConfig>;
-    if (config.public) return;
+    if (config.public) {
+      // The public part of the API (its description) counts as anonymous use (SPEC 8); the docs,
+      // error pages, health and metrics outside /v1 are not rate-limited.
+      if (request.url.startsWith('/v1/')) await deps.rateLimiter.chargeAnonymous(request.ip, reply);
+      return;
+    }
     // Unmatched /v1/ paths are authenticated and counted too (SPEC 8: a 404 counts), then
     // answered 404/405 by the not-found handler; other unmatched paths are plain 404s.
     if (!config.operationId && !(request.is404 && request.url.startsWith('/v1/'))) return;

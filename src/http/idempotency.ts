@@ -79,7 +79,11 @@ export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHook
         case 'replay': {
           const contentType =
             result.contentType ?? (result.status >= 400 ? 'application/problem+json; charset=utf-8' : 'application/json; charset=utf-8');
-          // Answered here: the handler never runs, the stored body goes out unchanged.
+          // Answered here: the handler never runs, the stored body goes out unchanged. A replay
+          // is the original response, so it carries the original request id in the header too
+          // (the body's `request_id` must equal `X-Request-Id`, and it names the request that did the work).
+          const originalId = storedRequestId(result.body);
+          if (originalId) reply.header('x-request-id', originalId);
           return reply.code(result.status).header(REPLAY_HEADER, 'true').header('content-type', contentType).send(result.body);
         }
       }
@@ -110,6 +114,17 @@ export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHook
       };
     },
   };
+}
+
+/** The request id inside a stored envelope (`meta.request_id`) or problem (`request_id`). */
+function storedRequestId(body: string): string | undefined {
+  try {
+    const parsed = JSON.parse(body) as { meta?: { request_id?: unknown }; request_id?: unknown };
+    const id = parsed.meta?.request_id ?? parsed.request_id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const stringHeader = (value: unknown): string | null =>

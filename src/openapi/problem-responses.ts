@@ -41,6 +41,8 @@ const STATUS_NAMES: Record<number, string> = {
 export function problemCodesFor(f: RouteFacts): ErrorCode[] {
   const codes = new Set<ErrorCode>(['internal_error']);
   if (f.hasParams) codes.add('not_found');
+  // Public API routes (the description) count against the caller IP's anonymous allowance.
+  if (f.public && f.url.startsWith('/v1/')) codes.add('rate-limit-exceeded');
   if (!f.public) {
     for (const c of ['invalid_token', 'token_revoked', 'token_expired', 'ip_not_allowed', 'api_disabled'] as const) codes.add(c);
     for (const c of ['rate-limit-exceeded', 'service_unavailable'] as const) codes.add(c);

@@ -9,7 +9,7 @@ export interface RouteFacts {
   method: string;
   /** Fastify path (`/v1/customers/:id`). */
   url: string;
-  /** No authentication and no per-key rate limit (openapi.json, error pages). */
+  /** No authentication and no per-key rate limit (openapi.json, error pages); under /v1 the anonymous per-IP limit applies. */
   public: boolean;
   resource?: string;
   access?: string;

@@ -2092,6 +2092,25 @@ export interface components {
       };
     };
     /**
+     * @description Rate limit exceeded. Problem types:
+     *     - [`rate-limit-exceeded`](http://localhost:3000/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
+     */
+    PublicTooManyRequests: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        'Retry-After': components['headers']['Retry-After'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/rate-limit-exceeded';
+          /** @constant */
+          status?: 429;
+        };
+      };
+    };
+    /**
      * @description Service unavailable. Problem types:
      *     - [`service_unavailable`](http://localhost:3000/errors/service_unavailable): A dependency (the database) is unavailable.
      */
@@ -2682,6 +2701,7 @@ export interface operations {
           };
         };
       };
+      429: components['responses']['PublicTooManyRequests'];
       500: components['responses']['PublicInternalError'];
     };
   };

@@ -1,0 +1,52 @@
+// Prometheus metrics at GET /metrics (public, not in the API description: operators keep it
+// off the public edge): request counts and latencies by operation and status, and the health
+// of the rate-limit store (DECISIONS B.16 asks for its outages in readiness and metrics).
+import type { FastifyInstance } from 'fastify';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { RateLimiter } from './rate-limit.ts';
+
+export function registerMetrics(app: FastifyInstance, rateLimiter: RateLimiter, options: { processMetrics?: boolean } = {}) {
+  // One registry per app instance: tests build many apps in one process.
+  const registry = new Registry();
+  if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'balcao_' });
+
+  const requests = new Counter({
+    name: 'balcao_http_requests_total',
+    help: 'HTTP requests answered, by operation, method and status.',
+    labelNames: ['operation', 'method', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'balcao_http_request_duration_seconds',
+    help: 'Time to answer, by operation.',
+    labelNames: ['operation'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'balcao_rate_limit_store_healthy',
+    help: '1 when the rate-limit store answers; 0 while Redis is unreachable and per-instance counters stand in.',
+    labelNames: ['store'] as const,
+    registers: [registry],
+    collect() {
+      const { store, healthy } = rateLimiter.status();
+      this.reset();
+      this.set({ store }, healthy ? 1 : 0);
+    },
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const operation = request.routeOptions.config.operationId ?? (request.is404 ? 'unmatched' : 'internal');
+    requests.inc({ operation, method: request.method, status: String(reply.statusCode) });
+    duration.observe({ operation }, reply.elapsedTime / 1000);
+  });
+
+  app.get(
+    '/metrics',
+    { config: { operationId: 'metrics.get', public: true }, schema: { hide: true } as object },
+    async (_request, reply) => {
+      reply.type(registry.contentType);
+      return registry.metrics();
+    },
+  );
+}
