@@ -3,12 +3,10 @@
 // no database round trip) against the same with the cache disabled (one lookup per request),
 // and against a flood of unknown keys (negatively cached). Bounded: a fixed request count.
 // Run: node --import tsx bench/hot-path.ts
-import { createAccount } from '../src/accounts/account-repository.ts';
-import { createKey } from '../src/accounts/key-repository.ts';
 import { buildApp } from '../src/app.ts';
+import { benchAccount } from './bench-account.ts';
 import { loadConfig } from '../src/config.ts';
 import { generateApiKey } from '../src/domain/api-keys.ts';
-import { MODULES } from '../src/domain/modules.ts';
 import { openDatabase } from '../src/infra/db/database.ts';
 import { migrate } from '../src/infra/db/migrate.ts';
 
@@ -24,26 +22,7 @@ async function run(label: string, keyCache: { freshMs?: number; maxAgeMs?: numbe
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/v1/me`;
-  const account = await createAccount(database.db, {
-    name: 'bench',
-    plan_code: 'enterprise',
-    modules: [...MODULES],
-    rate_limit_overrides: {
-      burst_per_second: 1e9,
-      requests_per_minute_read: 1e9,
-      requests_per_minute_write: 1e9,
-      requests_per_day_total: 1e9,
-    },
-  });
-  const { key } = await createKey(database.db, {
-    accountId: account.id,
-    name: 'bench',
-    mode: 'live',
-    scopes: ['*:read'],
-    allowedIps: [],
-    expiresAt: null,
-    brand: config.keyBrand,
-  });
+  const { key } = await benchAccount(database.db, config.keyBrand);
 
   const statuses = new Map<number, number>();
   const call = async () => {

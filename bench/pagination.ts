@@ -4,10 +4,9 @@
 // Run: node --import tsx bench/pagination.ts [records]   (default 200000; DATABASE_URL for PostgreSQL)
 import { sql } from 'kysely';
 import { createAccount } from '../src/accounts/account-repository.ts';
-import { createKey } from '../src/accounts/key-repository.ts';
 import { buildApp } from '../src/app.ts';
+import { benchAccount } from './bench-account.ts';
 import { loadConfig } from '../src/config.ts';
-import { MODULES } from '../src/domain/modules.ts';
 import { openDatabase } from '../src/infra/db/database.ts';
 import { migrate } from '../src/infra/db/migrate.ts';
 import { encodeCursor } from '../src/query/cursor.ts';
@@ -20,26 +19,8 @@ const database = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dat
 await migrate(database.db);
 const { db } = database;
 const config = loadConfig({ PORT: '0' });
-const account = await createAccount(db, {
-  name: 'bench',
-  plan_code: 'enterprise',
-  modules: [...MODULES],
-  rate_limit_overrides: {
-    burst_per_second: 1e9,
-    requests_per_minute_read: 1e9,
-    requests_per_minute_write: 1e9,
-    requests_per_day_total: 1e9,
-  },
-});
-const { key } = await createKey(db, {
-  accountId: account.id,
-  name: 'bench',
-  mode: 'live',
-  scopes: ['*:read'],
-  allowedIps: [],
-  expiresAt: null,
-  brand: config.keyBrand,
-});
+const { accountId, key } = await benchAccount(db, config.keyBrand);
+const account = { id: accountId };
 
 const t = performance.now();
 // Another account's rows too, so the tenant condition has something to exclude.

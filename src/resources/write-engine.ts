@@ -142,9 +142,7 @@ export async function createRecord(
 
 /** The row to change, locked for the rest of the transaction; 404 when the tenant has no such record. */
 async function lockRow(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: string): Promise<Row> {
-  const row = isUuid(id)
-    ? await scoped(trx, d.table, tenant, d.where).selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
-    : undefined;
+  const row = await scoped(trx, d.table, tenant, d.where).selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
   if (!row) throw errors.notFound();
   return row as Row;
 }
@@ -161,6 +159,25 @@ async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row
   await writeOf(d).rules?.afterChange?.(ctx, before, after);
 }
 
+/** Locks the tenant's row for one transaction and applies what `decide` returns; 404 outside the tenant. */
+async function changeRow(
+  db: Db,
+  d: ResourceDescriptor,
+  tenantOrNull: Tenant | null,
+  id: string,
+  options: WriteOptions,
+  decide: (ctx: WriteContext, current: Row) => Promise<Row>,
+): Promise<Tenant> {
+  const tenant = tenantOf(tenantOrNull);
+  if (!isUuid(id)) throw errors.notFound();
+  await db.transaction().execute(async (trx) => {
+    const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
+    const current = await lockRow(trx, d, tenant, id);
+    await applyChange(ctx, d, current, await decide(ctx, current));
+  });
+  return tenant;
+}
+
 /** PATCH: 404 for a record outside the tenant, 422 with every refused field, or the updated record. */
 export async function updateRecord(
   db: Db,
@@ -171,14 +188,9 @@ export async function updateRecord(
   options: WriteOptions = {},
 ): Promise<Row> {
   const w = writeOf(d);
-  const tenant = tenantOf(tenantOrNull);
-  if (!isUuid(id)) throw errors.notFound();
-  await db.transaction().execute(async (trx) => {
-    const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
-    const current = await lockRow(trx, d, tenant, id);
-    await refuseInvalid(trx, w, tenant, body, current, options);
-    const values = w.rules?.toUpdate ? await w.rules.toUpdate(ctx, body, current) : { ...body };
-    await applyChange(ctx, d, current, values);
+  const tenant = await changeRow(db, d, tenantOrNull, id, options, async (ctx, current) => {
+    await refuseInvalid(ctx.trx, w, ctx.tenant, body, current, options);
+    return w.rules?.toUpdate ? w.rules.toUpdate(ctx, body, current) : { ...body };
   });
   return readBack(db, d, tenant, id);
 }
@@ -191,12 +203,6 @@ export async function deleteRecord(
   id: string,
   options: WriteOptions = {},
 ): Promise<void> {
-  const w = writeOf(d);
-  const tenant = tenantOf(tenantOrNull);
-  if (!isUuid(id)) throw errors.notFound();
-  await db.transaction().execute(async (trx) => {
-    const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
-    const current = await lockRow(trx, d, tenant, id);
-    await applyChange(ctx, d, current, { ...w.softDelete });
-  });
+  const { softDelete } = writeOf(d);
+  await changeRow(db, d, tenantOrNull, id, options, async () => ({ ...softDelete }));
 }
