@@ -3,12 +3,12 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import type { FastifyReply } from 'fastify';
-import type { RateLimits } from '../src/domain/plans.ts';
 import { AppError } from '../src/errors/app-error.ts';
 import type { AuthContext } from '../src/http/context.ts';
 import { createRateLimiter, createRateLimiterOver, type RateLimiter } from '../src/http/rate-limit.ts';
 import { MemoryRateLimitStore } from '../src/infra/rate-limit/memory-store.ts';
 import { recordingLogger } from './helpers/recording-logger.ts';
+import { authWith } from './helpers/auth-context.ts';
 import { startTestRedis } from './helpers/redis-server.ts';
 
 const redis = await startTestRedis();
@@ -17,34 +17,6 @@ after(() => redis.close());
 /** A minute boundary, so tests can reason about which window a fake instant falls in. */
 const T0 = Date.UTC(2031, 4, 6, 12, 0, 0);
 const NEXT_UTC_MIDNIGHT = Date.UTC(2031, 4, 7);
-
-const WIDE: RateLimits = {
-  burst_per_second: 1000,
-  requests_per_minute_read: 1000,
-  requests_per_minute_write: 1000,
-  requests_per_day_total: 100_000,
-};
-
-function authWith(limits: Partial<RateLimits>): AuthContext {
-  return {
-    keyId: randomUUID(),
-    keyName: 'test',
-    keyLast4: 'abcd',
-    mode: 'live',
-    scopes: [],
-    granted: new Set(),
-    allowedIps: [],
-    expiresAt: null,
-    revoked: false,
-    accountId: randomUUID(),
-    accountName: 'test',
-    planCode: 'free',
-    modules: [],
-    apiEnabled: true,
-    readOnly: false,
-    rateLimits: { ...WIDE, ...limits },
-  };
-}
 
 /** Stands in for the Fastify reply: the limiter only sets headers on it (the HTTP test checks real replies). */
 function headerSink(): { reply: FastifyReply; headers: Record<string, string> } {

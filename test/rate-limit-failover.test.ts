@@ -1,13 +1,12 @@
 // Redis going away (DECISIONS B.16): the limiter fails open to per-instance counters, logs each transition
 // once, reports itself unhealthy, and goes back to the shared counters by itself.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import type { FastifyReply } from 'fastify';
-import type { RateLimits } from '../src/domain/plans.ts';
 import type { AuthContext } from '../src/http/context.ts';
 import { createRateLimiter, type RateLimiter } from '../src/http/rate-limit.ts';
 import { recordingLogger } from './helpers/recording-logger.ts';
+import { authWith } from './helpers/auth-context.ts';
 import { startTestRedis } from './helpers/redis-server.ts';
 import { TcpProxy } from './helpers/tcp-proxy.ts';
 
@@ -15,33 +14,6 @@ const redis = await startTestRedis();
 after(() => redis.close());
 
 const T0 = Date.UTC(2031, 4, 6, 12, 0, 0);
-
-function authWith(limits: Partial<RateLimits>): AuthContext {
-  return {
-    keyId: randomUUID(),
-    keyName: 'test',
-    keyLast4: 'abcd',
-    mode: 'live',
-    scopes: [],
-    granted: new Set(),
-    allowedIps: [],
-    expiresAt: null,
-    revoked: false,
-    accountId: randomUUID(),
-    accountName: 'test',
-    planCode: 'free',
-    modules: [],
-    apiEnabled: true,
-    readOnly: false,
-    rateLimits: {
-      burst_per_second: 1000,
-      requests_per_minute_read: 1000,
-      requests_per_minute_write: 1000,
-      requests_per_day_total: 100_000,
-      ...limits,
-    },
-  };
-}
 
 const reply = { headers: () => reply, header: () => reply } as unknown as FastifyReply;
 
