@@ -2,13 +2,31 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
+import { type Config, loadConfig } from '../src/config.ts';
 import { generateApiKey } from '../src/domain/api-keys.ts';
-import { openDatabase } from '../src/infra/db/database.ts';
+import { type Database, openDatabase } from '../src/infra/db/database.ts';
 import { toAppError } from '../src/errors/database-errors.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 
 const LEAKS = [/select/i, /relation/i, /constraint/i, /\bat \S+ \(/, /node_modules/, /pg_/, /postgres/i, /ECONNREFUSED/, /secret_pw/];
+
+/** A request whose key lookup meets the given (broken) database answers 503, leaking nothing. */
+async function assertKeyLookupUnavailable(config: Config, database: Database) {
+  const app = await buildApp({ config, database, logger: false });
+  try {
+    const res = await app.inject({
+      method: 'GET',
+      url: '/v1/me',
+      headers: { authorization: `Bearer ${generateApiKey('balcao', 'live').key}` },
+    });
+    assert.equal(res.statusCode, 503);
+    assert.equal(res.json().type, 'http://balcao.test/errors/service_unavailable');
+    assertNoLeak(res.body);
+  } finally {
+    await app.close();
+    await database.close();
+  }
+}
 
 function assertNoLeak(text: string) {
   for (const pattern of LEAKS) assert.doesNotMatch(text, pattern);
@@ -150,20 +168,7 @@ describe('an unreachable database', () => {
   it('answers 503 service_unavailable (not 500) when the key lookup cannot reach PostgreSQL', async () => {
     const config = loadConfig({ PORT: '0', BALCAO_PUBLIC_URL: 'http://balcao.test' });
     const database = await openDatabase({ databaseUrl: 'postgres://balcao:secret_pw@127.0.0.1:1/balcao', dataDir: '' });
-    const app = await buildApp({ config, database, logger: false });
-    try {
-      const res = await app.inject({
-        method: 'GET',
-        url: '/v1/me',
-        headers: { authorization: `Bearer ${generateApiKey('balcao', 'live').key}` },
-      });
-      assert.equal(res.statusCode, 503);
-      assert.equal(res.json().type, 'http://balcao.test/errors/service_unavailable');
-      assertNoLeak(res.body);
-    } finally {
-      await app.close();
-      await database.close();
-    }
+    await assertKeyLookupUnavailable(config, database);
   });
 });
 
@@ -214,20 +219,7 @@ describe('a database that is gone', () => {
     const url = new URL(adminUrl);
     url.pathname = '/balcao_no_such_database';
     const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '' });
-    const app = await buildApp({ config, database, logger: false });
-    try {
-      const res = await app.inject({
-        method: 'GET',
-        url: '/v1/me',
-        headers: { authorization: `Bearer ${generateApiKey('balcao', 'live').key}` },
-      });
-      assert.equal(res.statusCode, 503);
-      assert.equal(res.json().type, 'http://balcao.test/errors/service_unavailable');
-      assertNoLeak(res.body);
-    } finally {
-      await app.close();
-      await database.close();
-    }
+    await assertKeyLookupUnavailable(config, database);
   });
 });
 

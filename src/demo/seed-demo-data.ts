@@ -488,6 +488,22 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
 
   // Sales, orders and quotes -----------------------------------------------------------------
   type Line = ItemAmountsInput & { catalog_type: 'product' | 'service'; catalog_item_id: string; notes: string | null };
+  /** The item records of a transaction: its lines with the amounts computed for them. */
+  const itemRecords = (lines: Line[], amounts: ReturnType<typeof saleAmounts>) =>
+    lines.map((line, n) => {
+      const a = amounts.items[n] as (typeof amounts.items)[number];
+      return {
+        catalog_type: line.catalog_type,
+        catalog_item_id: line.catalog_item_id,
+        quantity: toJsonNumber(a.quantity),
+        unit_price: toJsonNumber(a.unit_price),
+        discount_amount: a.discount_amount ? toJsonNumber(a.discount_amount) : null,
+        discount_percentage: a.discount_percentage ? toJsonNumber(a.discount_percentage) : null,
+        subtotal: toJsonNumber(a.subtotal),
+        total_amount: toJsonNumber(a.total_amount),
+        notes: line.notes,
+      };
+    });
   const pickLines = (): Line[] => {
     const lines: Line[] = [];
     const count = prng.weighted([
@@ -593,20 +609,7 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
         created_by: prng.pick(users),
         created_at: createdAt,
         updated_at: lastChange.created_at === createdAt ? null : lastChange.created_at,
-        items: lines.map((line, n) => {
-          const a = amounts.items[n] as (typeof amounts.items)[number];
-          return {
-            catalog_type: line.catalog_type,
-            catalog_item_id: line.catalog_item_id,
-            quantity: toJsonNumber(a.quantity),
-            unit_price: toJsonNumber(a.unit_price),
-            discount_amount: a.discount_amount ? toJsonNumber(a.discount_amount) : null,
-            discount_percentage: a.discount_percentage ? toJsonNumber(a.discount_percentage) : null,
-            subtotal: toJsonNumber(a.subtotal),
-            total_amount: toJsonNumber(a.total_amount),
-            notes: line.notes,
-          };
-        }),
+        items: itemRecords(lines, amounts),
         status_history: history,
       },
     });
@@ -629,17 +632,7 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
       is_active: true,
       internal_notes: 'Gerado a partir do funil de vendas',
       created_at: createdAt,
-      items: lines.map((line, n) => {
-        const a = amounts.items[n] as (typeof amounts.items)[number];
-        return {
-          catalog_type: line.catalog_type,
-          catalog_item_id: line.catalog_item_id,
-          quantity: toJsonNumber(a.quantity),
-          unit_price: toJsonNumber(a.unit_price),
-          subtotal: toJsonNumber(a.subtotal),
-          total_amount: toJsonNumber(a.total_amount),
-        };
-      }),
+      items: itemRecords(lines, amounts),
       status_history: [{ old_status: null, new_status: 'sent', created_at: createdAt }],
     };
     quotes.push(record);
