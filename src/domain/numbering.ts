@@ -2,7 +2,7 @@
 // and the `expense_number` of an expense created without one.
 import { randomInt } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Tenant } from '../http/context.ts';
+import type { Tenant } from './tenant.ts';
 import type { Db } from '../infra/db/database.ts';
 
 export const TRANSACTION_COUNTER = 'transaction_number';

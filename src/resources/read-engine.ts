@@ -1,7 +1,7 @@
 // The one generic read path for every descriptor: list (keyset pages) and get by id (projection,
 // includes), always inside the caller's tenant. Nothing here is specific to a resource.
 import type { Pagination } from '../http/envelope.ts';
-import type { Tenant } from '../http/context.ts';
+import type { Tenant } from '../domain/tenant.ts';
 import { errors } from '../errors/app-error.ts';
 import type { Db } from '../infra/db/database.ts';
 import { CURSOR_KEY, compileGet, compileInclude, compileList, scoped, type TenantScope } from '../query/compile.ts';

@@ -3,7 +3,7 @@
 // its follow-ups in one transaction, the result read back through the read engine.
 import type { FieldError } from '../errors/app-error.ts';
 import { errors } from '../errors/app-error.ts';
-import type { Tenant } from '../http/context.ts';
+import type { Tenant } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
 import type { Db } from '../infra/db/database.ts';
 import { scoped } from '../query/compile.ts';
