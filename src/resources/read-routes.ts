@@ -5,9 +5,9 @@ import type { FastifyInstance, FastifyReply, RouteShorthandOptions } from 'fasti
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
 import { documentedRecord, idParamsSchema, itemQuerySchema, listQuerySchema, recordSchema, sparseSchema } from '../query/schemas.ts';
-import { dealStageRow, deals, dealStages } from './deals.ts';
+import { dealStageRow, deals, dealStages, listDealStages } from './deals.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
-import { getRecord, listDealStages, listRecords } from './read-engine.ts';
+import { getRecord, listRecords } from './read-engine.ts';
 import { RESOURCES } from './registry.ts';
 
 export interface ReadRouteDeps {

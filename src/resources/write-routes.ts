@@ -11,11 +11,11 @@ import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { idParamsSchema } from '../query/schemas.ts';
 import { customers } from './customers.ts';
-import type { ResourceDescriptor, WriteDescriptor } from './descriptor.ts';
+import type { Body, ResourceDescriptor, WriteDescriptor } from './descriptor.ts';
 import { expenses } from './expenses.ts';
 import { sales } from './sales.ts';
 import { suppliers } from './suppliers.ts';
-import { type Body, createRecord, deleteRecord, updateRecord } from './write-engine.ts';
+import { createRecord, deleteRecord, updateRecord } from './write-engine.ts';
 
 /** The resources that accept writes (SPEC part 1), in route order. */
 export const WRITABLE: readonly ResourceDescriptor[] = [customers, sales, suppliers, expenses];
