@@ -20,6 +20,15 @@ export interface ResourceDescriptor extends QueryableResource {
   write?: WriteDescriptor;
 }
 
+/** The OpenAPI tag of a resource's operations: `bank-accounts` → `Bank accounts`. */
+export function resourceTag(d: Pick<ResourceDescriptor, 'name'>): string {
+  const words = d.name.replace('-', ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** The resources whose descriptor has a write side, in the given order. */
+export const writableOf = (resources: readonly ResourceDescriptor[]): readonly ResourceDescriptor[] => resources.filter((d) => d.write);
+
 export interface WriteDescriptor {
   /** POST body (TypeBox): validation, `Static<>` types and OpenAPI. Fields it does not name are ignored. */
   create: TObject;

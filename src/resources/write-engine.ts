@@ -77,7 +77,8 @@ function columnValues(d: ResourceDescriptor, values: Row): Row {
   return out;
 }
 
-const isSqlFragment = (value: unknown): value is RawBuilder<unknown> =>
+/** A SQL fragment (sql`now()`) given as a column value: written as SQL, never as JSON. */
+export const isSqlFragment = (value: unknown): value is RawBuilder<unknown> =>
   typeof value === 'object' && value !== null && typeof (value as { toOperationNode?: unknown }).toOperationNode === 'function';
 
 async function readBack(db: Db, d: ResourceDescriptor, tenant: Tenant, id: string, include: readonly string[] = []): Promise<Row> {

@@ -192,6 +192,7 @@ export const saleWrite: WriteDescriptor = {
   create: CreateSaleInput,
   update: UpdateSaleInput,
   softDelete: { status: 'cancelled' },
+  deleteSummary: 'Cancel a sale',
   references: { customer_id: 'customers' },
   createIncludes: ['items'],
   rules: {
