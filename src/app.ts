@@ -5,6 +5,7 @@ import { KeyCache, type KeyCacheOptions } from './accounts/key-cache.ts';
 import type { Config } from './config.ts';
 import type { Database } from './infra/db/database.ts';
 import { createAuthenticateHook } from './http/authenticate.ts';
+import { validatorCompiler } from './http/body-validation.ts';
 import { createErrorHandler } from './http/error-handler.ts';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts';
 import { registerHealthRoutes } from './http/health.ts';
@@ -46,12 +47,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT,
     return503OnClosing: false,
-    ajv: {
-      // Bodies are not coerced ("3" is not 3), every refused field is reported, and fields a
-      // write schema does not name are dropped before the handler sees them (DECISIONS B.7).
-      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: true, useDefaults: true },
-    },
   });
+  // One validator for every route (before any registers): bodies are not coerced ("3" is not 3),
+  // every refused field is reported and unnamed fields are dropped (DECISIONS B.7).
+  app.setValidatorCompiler(validatorCompiler);
 
   const rateLimiter = deps.rateLimiter ?? createRateLimiter({ redisUrl: config.redisUrl, now: deps.now, logger: app.log });
   const keyCache = new KeyCache(database.db, { now: deps.now, ...deps.keyCache });

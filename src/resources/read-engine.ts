@@ -11,7 +11,7 @@ import { outputRow } from '../query/output.ts';
 import { parseItemQuery, parseQuery } from '../query/parse.ts';
 import { planItem, planList } from '../query/plan.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
-import { isUuid } from '../query/values.ts';
+import { isUuid } from '../schemas/formats.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
 
 type Row = Record<string, unknown>;

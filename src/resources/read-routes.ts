@@ -1,7 +1,7 @@
 // Registers the read endpoints of every descriptor (GET list, GET by id) and GET /v1/deals/stages.
 // Auth, scope, module and rate limit come from each route's config through the pipeline.
 import { type TSchema, Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply, RouteShorthandOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
 import { documentedRecord, idParamsSchema, itemQuerySchema, listQuerySchema, recordSchema, sparseSchema } from '../query/schemas.ts';
@@ -15,10 +15,6 @@ export interface ReadRouteDeps {
   /** The resources served (default: the registry). */
   resources?: readonly ResourceDescriptor[];
 }
-
-/** The querystring and params schemas document the parameters; our parser is their validator
- *  (its refusals carry the B.9 tokens), so Ajv must neither reject nor coerce anything here. */
-const acceptAll: RouteShorthandOptions['validatorCompiler'] = () => () => true;
 
 /**
  * Routes document a record as `anyOf [whole, projection]`, which fast-json-stringify would resolve
@@ -40,7 +36,6 @@ function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): 
     `/v1/${d.name}`,
     {
       config: { operationId: `${d.name}.list`, ...guard },
-      validatorCompiler: acceptAll,
       schema: {
         operationId: `${d.name}.list`,
         summary: `List ${d.name.replace('-', ' ')}`,
@@ -60,7 +55,6 @@ function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): 
     `/v1/${d.name}/:id`,
     {
       config: { operationId: `${d.name}.get`, ...guard },
-      validatorCompiler: acceptAll,
       schema: {
         operationId: `${d.name}.get`,
         summary: `Get one record of ${d.name.replace('-', ' ')}`,

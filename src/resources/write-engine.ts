@@ -7,7 +7,7 @@ import type { Tenant } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
 import type { Db } from '../infra/db/database.ts';
 import { insertScoped, lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
-import { isUuid } from '../query/values.ts';
+import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
 import { type RawBuilder, sql } from 'kysely';
 import type { Body, ResourceDescriptor, Row, WriteContext, WriteDescriptor } from './descriptor.ts';

@@ -5,7 +5,7 @@ import { type TObject, type TSchema, Type } from '@sinclair/typebox';
 import { createQueryId, PostgresQueryCompiler } from 'kysely';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { FieldError } from '../errors/app-error.ts';
-import { toFieldErrors, writeValidatorCompiler } from '../http/body-validation.ts';
+import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
 import { createIdempotencyHooks } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
@@ -67,7 +67,7 @@ function registerResource(
   const { db } = deps.database;
   const tags = [resourceTag(d)];
   const guard = { resource: d.name, access: 'write', module: d.module } as const;
-  const common = { attachValidation: true, validatorCompiler: writeValidatorCompiler } as const;
+  const common = { attachValidation: true } as const;
 
   app.post(
     `/v1/${d.name}`,
