@@ -5,6 +5,7 @@ import { buildApp } from '../app.ts';
 import type { Config } from '../config.ts';
 import { type Database, openDatabase } from '../infra/db/database.ts';
 import { migrate } from '../infra/db/migrate.ts';
+import { logOutput } from './log-output.ts';
 import { commandContext, output } from './runtime.ts';
 
 export interface Listening {
@@ -20,7 +21,7 @@ export async function startServing(config: Config, database: Database, json: boo
     config,
     database,
     processMetrics: true,
-    logger: json ? { level: config.logLevel, stream: process.stderr } : { level: config.logLevel },
+    logger: await logOutput(config.logLevel, json),
   } as Parameters<typeof buildApp>[0]);
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
