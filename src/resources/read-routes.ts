@@ -2,6 +2,7 @@
 // Auth, scope, module and rate limit come from each route's config through the pipeline.
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { type TypedApp, typedRoutes } from '../http/typed-routes.ts';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
 import { documentedRecord, idParamsSchema, itemQuerySchema, listQuerySchema, recordSchema, sparseSchema } from '../query/schemas.ts';
@@ -25,7 +26,7 @@ function serializeWith(reply: FastifyReply, schema: TSchema): void {
   reply.serializer(reply.compileSerializationSchema(schema, '200')).type('application/json; charset=utf-8');
 }
 
-function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): void {
+function registerResource(app: TypedApp, db: Db, d: ResourceDescriptor): void {
   const guard = { resource: d.name, access: 'read', module: d.module } as const;
   const tags = [resourceTag(d)];
   const record = recordSchema(d);
@@ -65,7 +66,7 @@ function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): 
       },
     },
     async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const result = await getRecord(db, d, request.tenant, id, request.query);
       serializeWith(reply, result.sparse ? item.sparse : item.whole);
       return itemEnvelope(request, result.data);
@@ -89,5 +90,5 @@ export function registerReadRoutes(app: FastifyInstance, deps: ReadRouteDeps): v
     },
     async (request) => itemEnvelope(request, await listDealStages(db, request.tenant)),
   );
-  for (const d of deps.resources ?? RESOURCES) registerResource(app, db, d);
+  for (const d of deps.resources ?? RESOURCES) registerResource(typedRoutes(app), db, d);
 }

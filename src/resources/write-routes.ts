@@ -11,7 +11,8 @@ import { createIdempotencyHooks } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { idParamsSchema } from '../query/schemas.ts';
-import { type Body, type ResourceDescriptor, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
+import { type TypedApp, typedRoutes } from '../http/typed-routes.ts';
+import { type ResourceDescriptor, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
 import { RESOURCES } from './registry.ts';
 import { createRecord, deleteRecord, isSqlFragment, updateRecord } from './write-engine.ts';
 
@@ -56,12 +57,7 @@ function schemaErrors(request: FastifyRequest): FieldError[] {
   return toFieldErrors(failure.validation as Parameters<typeof toFieldErrors>[0]);
 }
 
-function registerResource(
-  app: FastifyInstance,
-  deps: WriteRouteDeps,
-  hooks: ReturnType<typeof createIdempotencyHooks>,
-  d: ResourceDescriptor,
-) {
+function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType<typeof createIdempotencyHooks>, d: ResourceDescriptor) {
   const w = d.write;
   if (!w) return;
   const { db } = deps.database;
@@ -86,7 +82,7 @@ function registerResource(
       },
     },
     async (request, reply) => {
-      const data = await createRecord(db, d, request.tenant, request.body as Body, {
+      const data = await createRecord(db, d, request.tenant, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
         beforeCommit: hooks.beforeCommit(request),
@@ -111,8 +107,8 @@ function registerResource(
       },
     },
     async (request) => {
-      const { id } = request.params as { id: string };
-      const data = await updateRecord(db, d, request.tenant, id, request.body as Body, {
+      const { id } = request.params;
+      const data = await updateRecord(db, d, request.tenant, id, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
       });
@@ -137,14 +133,14 @@ function registerResource(
       },
     },
     async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       await deleteRecord(db, d, request.tenant, id, { now: deps.now });
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 }
 
 export function registerWriteRoutes(app: FastifyInstance, deps: WriteRouteDeps): void {
   const hooks = createIdempotencyHooks(new IdempotencyStore(deps.database.db, deps.idempotency));
-  for (const d of deps.resources ? writableOf(deps.resources) : WRITABLE) registerResource(app, deps, hooks, d);
+  for (const d of deps.resources ? writableOf(deps.resources) : WRITABLE) registerResource(typedRoutes(app), deps, hooks, d);
 }
