@@ -1,23 +1,10 @@
 // Accounts (the contract: plan, modules, API switch, read-only rule, rate-limit overrides).
 import { MODULES, type ModuleName } from '../domain/modules.ts';
 import { effectiveRateLimits, type PlanCode, type RateLimitOverrides, type RateLimits } from '../domain/plans.ts';
-import type { Db } from '../infra/db/database.ts';
+import type { Updateable } from 'kysely';
+import type { AccountRow, AccountsTable, FixedDb } from '../infra/db/fixed-tables.ts';
 
-export interface AccountRow {
-  id: string;
-  name: string;
-  plan_code: PlanCode;
-  modules: ModuleName[];
-  api_enabled: boolean;
-  read_only: boolean;
-  burst_per_second: number | null;
-  requests_per_minute_read: number | null;
-  requests_per_minute_write: number | null;
-  requests_per_day_total: number | null;
-  is_demo: boolean;
-  created_at: Date;
-  updated_at: Date | null;
-}
+export type { AccountRow };
 
 /** What the operator sees (`balcao accounts … --json`). */
 export interface AccountView {
@@ -62,8 +49,8 @@ export function toAccountView(row: AccountRow): AccountView {
   };
 }
 
-export async function createAccount(db: Db, input: AccountInput & { name: string }): Promise<AccountRow> {
-  return (await db
+export async function createAccount(db: FixedDb, input: AccountInput & { name: string }): Promise<AccountRow> {
+  return db
     .insertInto('accounts')
     .values({
       name: input.name,
@@ -75,29 +62,27 @@ export async function createAccount(db: Db, input: AccountInput & { name: string
       ...(input.rate_limit_overrides ?? {}),
     })
     .returningAll()
-    .executeTakeFirstOrThrow()) as AccountRow;
+    .executeTakeFirstOrThrow();
 }
 
-export async function updateAccount(db: Db, id: string, input: AccountInput): Promise<AccountRow | undefined> {
-  const changes: Record<string, unknown> = { ...(input.rate_limit_overrides ?? {}), updated_at: new Date() };
+export async function updateAccount(db: FixedDb, id: string, input: AccountInput): Promise<AccountRow | undefined> {
+  const changes: Updateable<AccountsTable> = { ...(input.rate_limit_overrides ?? {}), updated_at: new Date() };
   if (input.name !== undefined) changes.name = input.name;
   if (input.plan_code !== undefined) changes.plan_code = input.plan_code;
   if (input.modules !== undefined) changes.modules = canonicalModules(input.modules);
   if (input.api_enabled !== undefined) changes.api_enabled = input.api_enabled;
   if (input.read_only !== undefined) changes.read_only = input.read_only;
-  return (await db.updateTable('accounts').set(changes).where('id', '=', id).returningAll().executeTakeFirst()) as AccountRow | undefined;
+  return db.updateTable('accounts').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
-export async function getAccount(db: Db, id: string): Promise<AccountRow | undefined> {
-  return (await db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst()) as AccountRow | undefined;
+export async function getAccount(db: FixedDb, id: string): Promise<AccountRow | undefined> {
+  return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function listAccounts(db: Db): Promise<AccountRow[]> {
-  return (await db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').execute()) as AccountRow[];
+export async function listAccounts(db: FixedDb): Promise<AccountRow[]> {
+  return db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').execute();
 }
 
-export async function findDemoAccount(db: Db): Promise<AccountRow | undefined> {
-  return (await db.selectFrom('accounts').selectAll().where('is_demo', '=', true).orderBy('created_at').executeTakeFirst()) as
-    | AccountRow
-    | undefined;
+export async function findDemoAccount(db: FixedDb): Promise<AccountRow | undefined> {
+  return db.selectFrom('accounts').selectAll().where('is_demo', '=', true).orderBy('created_at').executeTakeFirst();
 }

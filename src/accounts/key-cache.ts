@@ -7,7 +7,7 @@
 import { expandScopes } from '../domain/scopes.ts';
 import { compileAllowList, type IpMatcher } from '../domain/ip-allowlist.ts';
 import { effectiveRateLimits } from '../domain/plans.ts';
-import type { Db } from '../infra/db/database.ts';
+import type { FixedDb } from '../infra/db/fixed-tables.ts';
 import type { AuthContext } from '../domain/tenant.ts';
 import { findKeyWithAccount, type KeyRow } from './key-repository.ts';
 import { overridesOf, type AccountRow } from './account-repository.ts';
@@ -39,7 +39,7 @@ export class KeyCache {
   private readonly now: () => number;
 
   constructor(
-    private readonly db: Db,
+    private readonly db: FixedDb,
     options: KeyCacheOptions = {},
   ) {
     this.freshMs = options.freshMs ?? 2_000;

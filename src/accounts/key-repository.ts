@@ -3,22 +3,9 @@
 import { sql } from 'kysely';
 import { generateApiKey, type KeyMode } from '../domain/api-keys.ts';
 import { PLANS } from '../domain/plans.ts';
-import type { Db } from '../infra/db/database.ts';
-import type { AccountRow } from './account-repository.ts';
+import type { AccountRow, FixedDb, KeyRow } from '../infra/db/fixed-tables.ts';
 
-export interface KeyRow {
-  id: string;
-  account_id: string;
-  name: string;
-  mode: KeyMode;
-  secret_hash: string;
-  last4: string;
-  scopes: string[];
-  allowed_ips: string[];
-  expires_at: Date | null;
-  revoked_at: Date | null;
-  created_at: Date;
-}
+export type { KeyRow };
 
 /** What the operator sees (`balcao keys … --json`); `key` only at creation. */
 export interface KeyView {
@@ -62,21 +49,19 @@ export interface CreateKeyInput {
 }
 
 /** Creates a key; refuses beyond the plan's simultaneous keys (revoked and expired keys do not count). */
-export async function createKey(db: Db, input: CreateKeyInput): Promise<{ row: KeyRow; key: string }> {
+export async function createKey(db: FixedDb, input: CreateKeyInput): Promise<{ row: KeyRow; key: string }> {
   return db.transaction().execute(async (tx) => {
     // The account row lock serializes concurrent creations for one account.
-    const account = (await tx.selectFrom('accounts').selectAll().where('id', '=', input.accountId).forUpdate().executeTakeFirst()) as
-      | AccountRow
-      | undefined;
+    const account = await tx.selectFrom('accounts').selectAll().where('id', '=', input.accountId).forUpdate().executeTakeFirst();
     if (!account) throw new KeyLimitError(`account ${input.accountId} does not exist`);
     const limit = PLANS[account.plan_code].simultaneousKeys;
-    const { active } = (await tx
+    const { active } = await tx
       .selectFrom('api_keys')
       .select(sql<number>`count(*)`.as('active'))
       .where('account_id', '=', input.accountId)
       .where('revoked_at', 'is', null)
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date())]))
-      .executeTakeFirstOrThrow()) as { active: number };
+      .executeTakeFirstOrThrow();
     const willBeActive = input.expiresAt === null || input.expiresAt > new Date();
     if (willBeActive && Number(active) >= limit) {
       throw new KeyLimitError(
@@ -84,7 +69,7 @@ export async function createKey(db: Db, input: CreateKeyInput): Promise<{ row: K
       );
     }
     const generated = generateApiKey(input.brand, input.mode);
-    const row = (await tx
+    const row = await tx
       .insertInto('api_keys')
       .values({
         account_id: input.accountId,
@@ -97,32 +82,26 @@ export async function createKey(db: Db, input: CreateKeyInput): Promise<{ row: K
         expires_at: input.expiresAt,
       })
       .returningAll()
-      .executeTakeFirstOrThrow()) as KeyRow;
+      .executeTakeFirstOrThrow();
     return { row, key: generated.key };
   });
 }
 
-export async function revokeKey(db: Db, id: string): Promise<KeyRow | undefined> {
-  return (await db
+export async function revokeKey(db: FixedDb, id: string): Promise<KeyRow | undefined> {
+  return db
     .updateTable('api_keys')
-    .set({ revoked_at: sql`coalesce(revoked_at, now())` })
+    .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
     .where('id', '=', id)
     .returningAll()
-    .executeTakeFirst()) as KeyRow | undefined;
+    .executeTakeFirst();
 }
 
-export async function listKeys(db: Db, accountId: string): Promise<KeyRow[]> {
-  return (await db
-    .selectFrom('api_keys')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute()) as KeyRow[];
+export async function listKeys(db: FixedDb, accountId: string): Promise<KeyRow[]> {
+  return db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
 }
 
 /** The key and its account in one round trip, for authentication. */
-export async function findKeyWithAccount(db: Db, hash: string): Promise<{ key: KeyRow; account: AccountRow } | undefined> {
+export async function findKeyWithAccount(db: FixedDb, hash: string): Promise<{ key: KeyRow; account: AccountRow } | undefined> {
   const row = await db
     .selectFrom('api_keys as k')
     .innerJoin('accounts as a', 'a.id', 'k.account_id')
@@ -154,35 +133,34 @@ export async function findKeyWithAccount(db: Db, hash: string): Promise<{ key: K
     .where('k.secret_hash', '=', hash)
     .executeTakeFirst();
   if (!row) return undefined;
-  const r = row as Record<string, unknown>;
   return {
     key: {
-      id: r.id as string,
-      account_id: r.account_id as string,
-      name: r.name as string,
-      mode: r.mode as KeyMode,
-      secret_hash: r.secret_hash as string,
-      last4: r.last4 as string,
-      scopes: r.scopes as string[],
-      allowed_ips: r.allowed_ips as string[],
-      expires_at: r.expires_at as Date | null,
-      revoked_at: r.revoked_at as Date | null,
-      created_at: r.created_at as Date,
+      id: row.id,
+      account_id: row.account_id,
+      name: row.name,
+      mode: row.mode,
+      secret_hash: row.secret_hash,
+      last4: row.last4,
+      scopes: row.scopes,
+      allowed_ips: row.allowed_ips,
+      expires_at: row.expires_at,
+      revoked_at: row.revoked_at,
+      created_at: row.created_at,
     },
     account: {
-      id: r.account_id as string,
-      name: r.account_name as string,
-      plan_code: r.plan_code as AccountRow['plan_code'],
-      modules: r.modules as AccountRow['modules'],
-      api_enabled: r.api_enabled as boolean,
-      read_only: r.read_only as boolean,
-      burst_per_second: r.burst_per_second as number | null,
-      requests_per_minute_read: r.requests_per_minute_read as number | null,
-      requests_per_minute_write: r.requests_per_minute_write as number | null,
-      requests_per_day_total: r.requests_per_day_total as number | null,
-      is_demo: r.is_demo as boolean,
-      created_at: r.account_created_at as Date,
-      updated_at: r.account_updated_at as Date | null,
+      id: row.account_id,
+      name: row.account_name,
+      plan_code: row.plan_code,
+      modules: row.modules,
+      api_enabled: row.api_enabled,
+      read_only: row.read_only,
+      burst_per_second: row.burst_per_second,
+      requests_per_minute_read: row.requests_per_minute_read,
+      requests_per_minute_write: row.requests_per_minute_write,
+      requests_per_day_total: row.requests_per_day_total,
+      is_demo: row.is_demo,
+      created_at: row.account_created_at,
+      updated_at: row.account_updated_at,
     },
   };
 }

@@ -5,6 +5,7 @@ import { createAccount, findDemoAccount } from '../accounts/account-repository.t
 import { createKey } from '../accounts/key-repository.ts';
 import { seedDemoData } from '../demo/seed-demo-data.ts';
 import { MODULES } from '../domain/modules.ts';
+import type { FixedDb } from '../infra/db/fixed-tables.ts';
 import { commandContext, output } from './runtime.ts';
 import { openMigrated, startServing } from './serve.ts';
 
@@ -19,7 +20,8 @@ export function registerDemoCommand(program: Command): void {
       let account = await findDemoAccount(database.db);
       const created = !account;
       if (!account) {
-        account = await database.db.transaction().execute(async (tx) => {
+        const fixed: FixedDb = database.db;
+        account = await fixed.transaction().execute(async (tx) => {
           const row = await createAccount(tx, {
             name: 'Pet & Beleza Demo Ltda',
             plan_code: 'enterprise',
