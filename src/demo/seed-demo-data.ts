@@ -67,34 +67,97 @@ export async function seedDemoData(db: Db, teamId: string, mode: KeyMode = 'live
   return importData(db, buildDemoData(teamId, mode, options), { accountId: teamId, mode });
 }
 
-export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOptions = {}): DemoFile {
-  const now = options.now ?? new Date();
-  const prng = new Prng(DEMO_SEED);
+/** What every section shares: the seeded generator (sections draw from it in a fixed order, so
+ *  the data is the same on every run), ids derived from the tenant, and the calendar. */
+interface DemoContext {
+  prng: Prng;
+  teamId: string;
+  mode: KeyMode;
+  /** Midnight UTC of the reference day, in milliseconds. */
+  today: number;
+  id: (label: string) => string;
+  /** Local (Brasília) time `daysAgo` days before today, as a UTC ISO timestamp. */
+  at: (daysAgo: number, hour: number, minute?: number) => string;
+  dateOf: (daysAgo: number) => string;
+  later: (iso: string, minutes: number) => string;
+  users: string[];
+  contractId: string;
+  categories: { pet: string; beauty: string; retail: string };
+  expenseCategories: Record<'rent' | 'utilities' | 'services' | 'stock' | 'staff' | 'marketing' | 'maintenance', string>;
+  costCenters: string[];
+  home: City;
+}
+
+function demoContext(teamId: string, mode: KeyMode, now: Date): DemoContext {
   const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
   const id = (label: string) => derivedUuid(`${teamId}:${mode}:${label}`);
-
-  /** Local (Brasília) time `daysAgo` days before today, as a UTC ISO timestamp. */
-  const at = (daysAgo: number, hour: number, minute = 0) =>
-    new Date(today - daysAgo * DAY + (hour + BRT_OFFSET_HOURS) * 3_600_000 + minute * 60_000).toISOString();
-  const dateOf = (daysAgo: number) => new Date(today - daysAgo * DAY).toISOString().slice(0, 10);
-  const later = (iso: string, minutes: number) => new Date(Date.parse(iso) + minutes * 60_000).toISOString();
-  const users = [id('user:owner'), id('user:manager'), id('user:reception')];
-  const contractId = id('contract');
-  const categories = { pet: id('category:pet'), beauty: id('category:beauty'), retail: id('category:retail') };
-  const expenseCategories = {
-    rent: id('expense-category:rent'),
-    utilities: id('expense-category:utilities'),
-    services: id('expense-category:services'),
-    stock: id('expense-category:stock'),
-    staff: id('expense-category:staff'),
-    marketing: id('expense-category:marketing'),
-    maintenance: id('expense-category:maintenance'),
+  return {
+    prng: new Prng(DEMO_SEED),
+    teamId,
+    mode,
+    today,
+    id,
+    at: (daysAgo, hour, minute = 0) =>
+      new Date(today - daysAgo * DAY + (hour + BRT_OFFSET_HOURS) * 3_600_000 + minute * 60_000).toISOString(),
+    dateOf: (daysAgo) => new Date(today - daysAgo * DAY).toISOString().slice(0, 10),
+    later: (iso, minutes) => new Date(Date.parse(iso) + minutes * 60_000).toISOString(),
+    users: [id('user:owner'), id('user:manager'), id('user:reception')],
+    contractId: id('contract'),
+    categories: { pet: id('category:pet'), beauty: id('category:beauty'), retail: id('category:retail') },
+    expenseCategories: {
+      rent: id('expense-category:rent'),
+      utilities: id('expense-category:utilities'),
+      services: id('expense-category:services'),
+      stock: id('expense-category:stock'),
+      staff: id('expense-category:staff'),
+      marketing: id('expense-category:marketing'),
+      maintenance: id('expense-category:maintenance'),
+    },
+    costCenters: [id('cost-center:pet'), id('cost-center:salon')],
+    home: CITIES[0] as City,
   };
-  const costCenters = [id('cost-center:pet'), id('cost-center:salon')];
-  const home = CITIES[0] as City;
+}
 
-  // Bank accounts ----------------------------------------------------------------------------
-  const bankAccounts = DEMO_BANK_ACCOUNTS.map((b, i) => ({
+/** The whole demo file. Sections run in this order: each draws from the one generator. */
+export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOptions = {}): DemoFile {
+  const ctx = demoContext(teamId, mode, options.now ?? new Date());
+  const bankAccounts = bankAccountsOf(ctx);
+  const dealStages = dealStagesOf(ctx);
+  const services = servicesOf(ctx);
+  const products = productsOf(ctx);
+  const inventory = inventoryOf(ctx, products);
+  const customers = customersOf(ctx);
+  const { suppliers, staff } = suppliersOf(ctx);
+  const expenseNumber = sequence((n) => `DESP-${String(n).padStart(5, '0')}`);
+  const recurring = recurringExpensesOf(ctx, { suppliers, bankAccounts, expenseNumber });
+  const oneOff = oneOffExpensesOf(ctx, { suppliers, staff, bankAccounts, expenseNumber });
+  const { sales, quotes } = salesOf(ctx, { customers, services, products });
+  const completedSales = sales.filter((s) => s.status === 'completed' && s.customer_id);
+  return {
+    customers,
+    sales,
+    suppliers,
+    expenses: [...recurring.expenses, ...oneOff],
+    recurring_expenses: recurring.recurringExpenses,
+    appointments: appointmentsOf(ctx, { customers, completedSales }),
+    services,
+    products,
+    inventory,
+    bank_accounts: bankAccounts,
+    deals: dealsOf(ctx, { customers, quotes, completedSales, dealStages }),
+    deal_stages: dealStages,
+  };
+}
+
+/** Numbers 1, 2, 3… formatted; shared by the sections that number one series. */
+function sequence(format: (n: number) => string): () => string {
+  let n = 0;
+  return () => format(++n);
+}
+
+function bankAccountsOf(ctx: DemoContext): DemoRecord[] {
+  const { prng, id, at, users } = ctx;
+  return DEMO_BANK_ACCOUNTS.map((b, i) => ({
     id: id(`bank:${i}`),
     account_name: b.account_name,
     bank_name: b.bank_name,
@@ -111,9 +174,11 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
     created_at: at(180, 9, i * 5),
     updated_at: at(prng.int(1, 10), 18),
   }));
+}
 
-  // Funnel stages ----------------------------------------------------------------------------
-  const dealStages = DEMO_STAGES.map((s, i) => ({
+function dealStagesOf(ctx: DemoContext): DemoRecord[] {
+  const { id, at } = ctx;
+  return DEMO_STAGES.map((s, i) => ({
     id: id(`stage:${i}`),
     name: s.name,
     color: s.color,
@@ -123,9 +188,11 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
     created_at: at(180, 10, i),
     updated_at: null,
   }));
+}
 
-  // Services and products --------------------------------------------------------------------
-  const services = DEMO_SERVICES.map((s, i) => ({
+function servicesOf(ctx: DemoContext): DemoRecord[] {
+  const { prng, id, at, users, categories } = ctx;
+  return DEMO_SERVICES.map((s, i) => ({
     id: id(`service:${i}`),
     name: s.name,
     description: s.description,
@@ -139,7 +206,11 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
     created_at: at(170, 11, i),
     updated_at: i % 3 === 0 ? at(prng.int(5, 60), 15) : null,
   }));
+}
 
+/** The catalogue, and one product deleted since (it must never be served). */
+function productsOf(ctx: DemoContext): DemoRecord[] {
+  const { prng, id, at, users, categories } = ctx;
   const productRecord = (p: (typeof DEMO_PRODUCTS)[number], i: number) => ({
     id: id(`product:${i}`),
     name: p.name,
@@ -173,7 +244,12 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
     deleted_at: at(20, 17),
     internal_notes: 'Substituída pela Ração premium 15kg',
   });
+  return products;
+}
 
+/** Stock of the stocked products, and supplies used in the shop that are not for sale. */
+function inventoryOf(ctx: DemoContext, products: DemoRecord[]): DemoRecord[] {
+  const { prng, id, at } = ctx;
   const inventory: DemoRecord[] = [];
   DEMO_PRODUCTS.forEach((p, i) => {
     if (!p.stocked) return;
@@ -209,8 +285,11 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
       updated_at: null,
     });
   });
+  return inventory;
+}
 
-  // Customers --------------------------------------------------------------------------------
+function customersOf(ctx: DemoContext): DemoRecord[] {
+  const { prng, id, at, users, contractId, home } = ctx;
   const customerNotes = [
     'Prefere atendimento pela manhã',
     'Cachorro: Thor (shih-tzu), muito agitado no secador',
@@ -258,9 +337,12 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
     const customer = customers[i] as DemoRecord;
     customer.valid_whatsapp = customer.phone ? prng.chance(0.9) : null;
   }
-  const activeCustomers = customers.filter((c) => c.is_active);
+  return customers;
+}
 
-  // Suppliers (companies and staff) ----------------------------------------------------------
+/** Companies the shop buys from, then the staff (paid as suppliers). */
+function suppliersOf(ctx: DemoContext): { suppliers: DemoRecord[]; staff: DemoRecord[] } {
+  const { prng, id, at, users, home, teamId, mode } = ctx;
   const suppliers: DemoRecord[] = DEMO_SUPPLIERS.map((s, i) => {
     const document = cnpj(prng);
     const domain = `${emailSlug(s.trade).replace(/\./g, '')}.com.br`;
@@ -298,7 +380,6 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
       updated_at: i % 2 === 0 ? at(prng.int(10, 90), 11) : null,
     };
   });
-  const supplierOf = (kind: string) => suppliers[DEMO_SUPPLIERS.findIndex((s) => s.kind === kind)] as DemoRecord;
   DEMO_STAFF_ROLES.forEach((role, i) => {
     const first = prng.pick(role === 'Banhista' ? MALE_NAMES : FEMALE_NAMES);
     const surname = prng.pick(SURNAMES);
@@ -337,13 +418,18 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
       updated_at: null,
     });
   });
-  const staff = suppliers.slice(DEMO_SUPPLIERS.length);
+  return { suppliers, staff: suppliers.slice(DEMO_SUPPLIERS.length) };
+}
 
-  // Recurring expenses and the expenses they generated ---------------------------------------
+/** The monthly bills (rent, utilities, services) and the expenses they generated so far. */
+function recurringExpensesOf(
+  ctx: DemoContext,
+  { suppliers, bankAccounts, expenseNumber }: { suppliers: DemoRecord[]; bankAccounts: DemoRecord[]; expenseNumber: () => string },
+): { expenses: DemoRecord[]; recurringExpenses: DemoRecord[] } {
+  const { prng, id, at, dateOf, users, today, expenseCategories } = ctx;
+  const supplierOf = (kind: string) => suppliers[DEMO_SUPPLIERS.findIndex((s) => s.kind === kind)] as DemoRecord;
   const expenses: DemoRecord[] = [];
   const recurringExpenses: DemoRecord[] = [];
-  let expenseSeq = 0;
-  const expenseNumber = () => `DESP-${String(++expenseSeq).padStart(5, '0')}`;
   const todayDate = new Date(today);
   DEMO_RECURRENCES.forEach((r, i) => {
     const recurringId = id(`recurring:${i}`);
@@ -409,7 +495,21 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
     });
     expenses.push(...generated);
   });
+  return { expenses, recurringExpenses };
+}
 
+/** Purchases, maintenance, marketing and staff commissions, some in installments. */
+function oneOffExpensesOf(
+  ctx: DemoContext,
+  {
+    suppliers,
+    staff,
+    bankAccounts,
+    expenseNumber,
+  }: { suppliers: DemoRecord[]; staff: DemoRecord[]; bankAccounts: DemoRecord[]; expenseNumber: () => string },
+): DemoRecord[] {
+  const { prng, id, at, dateOf, users, expenseCategories, costCenters } = ctx;
+  const expenses: DemoRecord[] = [];
   const oneOff = [
     { description: 'Compra de rações', type: 'stock', supplier: 0, min: 800, max: 3_500 },
     { description: 'Compra de petiscos e acessórios', type: 'stock', supplier: 1, min: 300, max: 1_200 },
@@ -485,9 +585,18 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
       });
     }
   }
+  return expenses;
+}
 
-  // Sales, orders and quotes -----------------------------------------------------------------
-  type Line = ItemAmountsInput & { catalog_type: 'product' | 'service'; catalog_item_id: string; notes: string | null };
+type Line = ItemAmountsInput & { catalog_type: 'product' | 'service'; catalog_item_id: string; notes: string | null };
+
+/** Sales and orders with their items and status history, and quotes; numbered in creation order. */
+function salesOf(
+  ctx: DemoContext,
+  { customers, services, products }: { customers: DemoRecord[]; services: DemoRecord[]; products: DemoRecord[] },
+): { sales: DemoRecord[]; quotes: DemoRecord[] } {
+  const { prng, id, at, dateOf, later, users } = ctx;
+  const activeCustomers = customers.filter((c) => c.is_active);
   /** The item records of a transaction: its lines with the amounts computed for them. */
   const itemRecords = (lines: Line[], amounts: ReturnType<typeof saleAmounts>) =>
     lines.map((line, n) => {
@@ -643,10 +752,16 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
   drafts.forEach((d, n) => {
     d.record.transaction_number = String(n + 1);
   });
-  const sales = drafts.map((d) => d.record);
-  const completedSales = sales.filter((s) => s.status === 'completed' && s.customer_id);
+  return { sales: drafts.map((d) => d.record), quotes };
+}
 
-  // Appointments -----------------------------------------------------------------------------
+/** Past appointments (some linked to the sale they became) and the next two weeks' bookings. */
+function appointmentsOf(
+  ctx: DemoContext,
+  { customers, completedSales }: { customers: DemoRecord[]; completedSales: DemoRecord[] },
+): DemoRecord[] {
+  const { prng, id, at, dateOf, users } = ctx;
+  const activeCustomers = customers.filter((c) => c.is_active);
   const appointments: DemoRecord[] = [];
   for (let i = 0; i < DEMO_COUNTS.appointments; i++) {
     const future = i >= 40;
@@ -691,8 +806,20 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
       updated_at: status === 'scheduled' ? null : at(Math.max(daysAgo, 1), 19),
     });
   }
+  return appointments;
+}
 
-  // Deals ------------------------------------------------------------------------------------
+/** The funnel: deals in every stage, linked to quotes and won sales. */
+function dealsOf(
+  ctx: DemoContext,
+  {
+    customers,
+    quotes,
+    completedSales,
+    dealStages,
+  }: { customers: DemoRecord[]; quotes: DemoRecord[]; completedSales: DemoRecord[]; dealStages: DemoRecord[] },
+): DemoRecord[] {
+  const { prng, id, at, later, users } = ctx;
   const deals: DemoRecord[] = [];
   const stageWeights = [5, 4, 4, 3, 5, 3];
   let quoteIndex = 0;
@@ -731,21 +858,7 @@ export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOption
       updated_at: enteredAt,
     });
   }
-
-  return {
-    customers,
-    sales,
-    suppliers,
-    expenses,
-    recurring_expenses: recurringExpenses,
-    appointments,
-    services,
-    products,
-    inventory,
-    bank_accounts: bankAccounts,
-    deals,
-    deal_stages: dealStages,
-  };
+  return deals;
 }
 
 const MONTHS = ['jan', 'fev', 'mar', 'abr', 'mai', 'jun', 'jul', 'ago', 'set', 'out', 'nov', 'dez'];
