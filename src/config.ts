@@ -14,7 +14,11 @@ export interface Config {
   /** Fastify trustProxy value: false, true, or a list of IPs/CIDRs. */
   readonly trustProxy: boolean | string[];
   readonly logLevel: string;
+  /** PostgreSQL connections per process (BALCAO_DB_POOL_SIZE). */
+  readonly dbPoolSize: number;
 }
+
+export const DEFAULT_DB_POOL_SIZE = 10;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = env.PORT ? Number(env.PORT) : 3000;
@@ -25,6 +29,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const publicUrl = (env.BALCAO_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, '');
   const errorsUrl = (env.BALCAO_ERRORS_URL || `${publicUrl}/errors`).replace(/\/+$/, '');
   const dataDir = env.BALCAO_DATA_DIR || './.balcao';
+  const dbPoolSize = env.BALCAO_DB_POOL_SIZE ? Number(env.BALCAO_DB_POOL_SIZE) : DEFAULT_DB_POOL_SIZE;
+  if (!Number.isInteger(dbPoolSize) || dbPoolSize < 1 || dbPoolSize > 1000)
+    throw new Error(`BALCAO_DB_POOL_SIZE must be a whole number from 1 to 1000, got "${env.BALCAO_DB_POOL_SIZE}"`);
   return Object.freeze({
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: dataDir.startsWith('memory://') ? dataDir : path.resolve(dataDir),
@@ -36,6 +43,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     errorsUrl,
     trustProxy: parseTrustProxy(env.BALCAO_TRUST_PROXY),
     logLevel: env.LOG_LEVEL || 'info',
+    dbPoolSize,
   });
 }
 
