@@ -161,26 +161,11 @@ const routes = {
 /** POST: one transaction inserting a sale, its 10 items and its history entry, as Balcão writes them. */
 async function insertSale(body) {
   return sql.begin(async (tx) => {
-    const [created] = await tx.unsafe(INSERT_SALE, [
-      null,
-      'sale',
-      null,
-      'pending',
-      null,
-      '200',
-      '0',
-      null,
-      null,
-      '200',
-      null,
-      null,
-      null,
-      null,
-      null,
-      true,
-      team,
-      'live',
-    ]);
+    const [created] = await tx.unsafe(
+      INSERT_SALE,
+      [null, 'sale', null, 'pending', null, '200', '0', null, null, '200', null, null, null, null, null, true, team, 'live'],
+      PREPARED,
+    );
     const params = body.items.flatMap((it, i) => [
       crypto.randomUUID(),
       team,
