@@ -73,11 +73,12 @@ const stopChild = (child: ChildProcess) =>
     child.kill('SIGTERM');
   });
 
-async function startBalcao(databaseUrl: string, extra: { redisUrl?: string; workers?: number } = {}): Promise<Server> {
+async function startBalcao(databaseUrl: string, extra: { redisUrl?: string; workers?: number; logLevel?: string } = {}): Promise<Server> {
   const env = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1' } as Record<string, string>;
   delete env.REDIS_URL;
   delete env.LOG_LEVEL; // the default level, as served
   if (extra.redisUrl) env.REDIS_URL = extra.redisUrl;
+  if (extra.logLevel) env.LOG_LEVEL = extra.logLevel;
   const args = [path.join(root, 'bin/balcao.js'), 'serve', '--json', ...(extra.workers ? ['--workers', String(extra.workers)] : [])];
   // Logs go to stderr with --json: drained here as a log shipper would read them.
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -237,6 +238,16 @@ try {
     ['bare', bare, { path: '/sale', method: 'POST', body: saleBody }],
     pgPids,
   );
+  // What the request logs cost: the same server with logging at the default level and at warn.
+  const quiet = await startBalcao(pg.url, { logLevel: 'warn' });
+  servers.push(quiet);
+  results.logs = await paired(
+    'first page, logs at the default level against LOG_LEVEL=warn (the cost of the request logs)',
+    ['balcao', balcao, { path: '/v1/customers?limit=20', headers: read }],
+    ['balcao, warn', quiet, { path: '/v1/customers?limit=20', headers: read }],
+    pgPids,
+  );
+  await quiet.stop();
   await balcao.stop();
 
   const withRedis = await startBalcao(pg.url, { redisUrl: redis.url });

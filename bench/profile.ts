@@ -56,8 +56,12 @@ try {
   for (const [id, us] of selfUs) {
     const { functionName, url: source, lineNumber } = byId.get(id)!.callFrame;
     const where = source.replace(/^file:\/\//, '').replace(`${root}/`, '');
-    const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(where)?.[1] ?? (where.startsWith('dist/') ? 'balcao (dist)' : where || functionName);
-    fnTime.set(`${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`, (fnTime.get(`${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`) ?? 0) + us);
+    const pkg =
+      /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(where)?.[1] ?? (where.startsWith('dist/') ? 'balcao (dist)' : where || functionName);
+    fnTime.set(
+      `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`,
+      (fnTime.get(`${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`) ?? 0) + us,
+    );
     pkgTime.set(pkg, (pkgTime.get(pkg) ?? 0) + us);
   }
   const top = (m: Map<string, number>, n: number) =>
