@@ -14,7 +14,9 @@ import { trackRoutes } from './http/route-table.ts';
 import { registerDocs } from './docs/register-docs.ts';
 import { registerOpenApi } from './openapi/plugin.ts';
 import { registerMeRoute } from './resources/me.ts';
+import type { ResourceDescriptor } from './resources/descriptor.ts';
 import { registerReadRoutes } from './resources/read-routes.ts';
+import { RESOURCES } from './resources/registry.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
 import './http/context.ts';
 
@@ -30,6 +32,8 @@ export interface AppDeps {
   processMetrics?: boolean;
   /** Authentication cache timings (the benchmark compares cached and uncached lookups). */
   keyCache?: KeyCacheOptions;
+  /** The resources served; default: the registry (a test serves a fixture resource this way). */
+  resources?: readonly ResourceDescriptor[];
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -71,13 +75,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   // Before every route: @fastify/swagger collects the routes as they register.
-  await registerOpenApi(app, config);
+  const resources = deps.resources ?? RESOURCES;
+  await registerOpenApi(app, config, resources);
   registerDocs(app, config);
   registerHealthRoutes(app, database, rateLimiter);
   registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics });
   registerMeRoute(app);
-  registerReadRoutes(app, deps);
-  registerWriteRoutes(app, deps);
+  registerReadRoutes(app, { ...deps, resources });
+  registerWriteRoutes(app, { ...deps, resources });
 
   return app;
 }

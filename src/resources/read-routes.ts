@@ -5,23 +5,20 @@ import type { FastifyInstance, FastifyReply, RouteShorthandOptions } from 'fasti
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
 import { documentedRecord, idParamsSchema, itemQuerySchema, listQuerySchema, recordSchema, sparseSchema } from '../query/schemas.ts';
-import { dealStageRow, deals, dealStages } from './deals.ts';
-import type { ResourceDescriptor } from './descriptor.ts';
-import { getRecord, listDealStages, listRecords } from './read-engine.ts';
+import { dealStageRow, deals, dealStages, listDealStages } from './deals.ts';
+import { type ResourceDescriptor, resourceTag } from './descriptor.ts';
+import { getRecord, listRecords } from './read-engine.ts';
 import { RESOURCES } from './registry.ts';
 
 export interface ReadRouteDeps {
   database: { db: Db };
+  /** The resources served (default: the registry). */
+  resources?: readonly ResourceDescriptor[];
 }
 
 /** The querystring and params schemas document the parameters; our parser is their validator
  *  (its refusals carry the B.9 tokens), so Ajv must neither reject nor coerce anything here. */
 const acceptAll: RouteShorthandOptions['validatorCompiler'] = () => () => true;
-
-const label = (d: ResourceDescriptor): string => {
-  const words = d.name.replace('-', ' ');
-  return words.charAt(0).toUpperCase() + words.slice(1);
-};
 
 /**
  * Routes document a record as `anyOf [whole, projection]`, which fast-json-stringify would resolve
@@ -34,7 +31,7 @@ function serializeWith(reply: FastifyReply, schema: TSchema): void {
 
 function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): void {
   const guard = { resource: d.name, access: 'read', module: d.module } as const;
-  const tags = [label(d)];
+  const tags = [resourceTag(d)];
   const record = recordSchema(d);
   const list = { whole: listEnvelopeSchema(d.row), sparse: listEnvelopeSchema(sparseSchema(d.row)) };
   const item = { whole: itemEnvelopeSchema(record), sparse: itemEnvelopeSchema(sparseSchema(record)) };
@@ -92,11 +89,11 @@ export function registerReadRoutes(app: FastifyInstance, deps: ReadRouteDeps): v
         operationId: 'deals.stages',
         summary: 'List the deal funnel stages',
         description: `Every stage, ordered by position ascending (at most ${dealStages.max}); no pagination, filters, sort or fields.`,
-        tags: [label(deals)],
+        tags: [resourceTag(deals)],
         response: { 200: itemEnvelopeSchema(Type.Array(dealStageRow, { maxItems: dealStages.max })) },
       },
     },
     async (request) => itemEnvelope(request, await listDealStages(db, request.tenant)),
   );
-  for (const d of RESOURCES) registerResource(app, db, d);
+  for (const d of deps.resources ?? RESOURCES) registerResource(app, db, d);
 }
