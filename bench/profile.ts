@@ -49,7 +49,7 @@ try {
   };
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
-  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  for (const [i, id] of profile.samples.entries()) selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
   const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
   const fnTime = new Map<string, number>();
   const pkgTime = new Map<string, number>();

@@ -4,12 +4,14 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from '../config.ts';
 import { CliError, output } from './runtime.ts';
-import { type Listening, openMigrated, startServing } from './serve.ts';
 
 /** How long the primary waits for the workers to drain before it kills them. */
 const STOP_GRACE_MS = 15_000;
 /** A worker that dies more often than this (per minute) is a crash loop: the primary gives up. */
 const MAX_RESTARTS_PER_MINUTE = 5;
+
+/** What `serve --json` prints once listening (url, host, port, database). */
+type Listening = Record<string, unknown>;
 
 interface ListeningMessage {
   type: 'balcao:listening';
@@ -27,18 +29,16 @@ export function checkWorkersAllowed(config: Pick<Config, 'databaseUrl' | 'redisU
     throw new CliError(`${workers} workers need REDIS_URL: rate limits are counted in Redis so that they stay exact across workers`);
 }
 
-/** In a worker process: serve over the already migrated database and tell the primary. */
-export async function serveAsWorker(config: Config): Promise<void> {
-  const { openDatabase } = await import('../infra/db/database.ts');
-  const database = await openDatabase(config, 'balcao serve');
-  const listening = await startServing(config, database, true);
+/** In a worker process: serve (`serveOne`, over the already migrated database) and tell the primary. */
+export async function serveAsWorker(serveOne: () => Promise<Listening>): Promise<void> {
+  const listening = await serveOne();
   process.send?.({ type: 'balcao:listening', listening } satisfies ListeningMessage);
 }
 
-/** In the primary: migrate, fork the workers, print once when all listen, stop them all on a signal. */
-export async function serveWithWorkers(config: Config, workers: number, json: boolean): Promise<void> {
+/** In the primary: migrate once, fork the workers, print once when all listen, stop them all on a signal. */
+export async function serveWithWorkers(config: Config, workers: number, json: boolean, migrateOnce: () => Promise<void>): Promise<void> {
   checkWorkersAllowed(config, workers);
-  await (await openMigrated(config, 'balcao serve')).close();
+  await migrateOnce();
 
   let stopping = false;
   let ready = false;

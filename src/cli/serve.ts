@@ -68,7 +68,11 @@ export function registerServeCommand(program: Command): void {
       const workers = flags.workers === undefined ? config.workers : parseWorkerCount(flags.workers, '--workers');
       if (workers > 1 || cluster.isWorker) {
         const { serveAsWorker, serveWithWorkers } = await import('./serve-workers.ts');
-        return cluster.isWorker ? serveAsWorker(config) : serveWithWorkers(config, workers, !!flags.json);
+        if (cluster.isWorker) {
+          // The primary has migrated: a worker only opens the database and serves.
+          return serveAsWorker(async () => ({ ...(await startServing(config, await openDatabase(config, 'balcao serve'), true)) }));
+        }
+        return serveWithWorkers(config, workers, !!flags.json, async () => (await openMigrated(config, 'balcao serve')).close());
       }
       const database = await openMigrated(config, 'balcao serve');
       const listening = await startServing(config, database, !!flags.json);

@@ -31,7 +31,6 @@ export class PostgresJsDialect implements Dialect {
   createDriver(): Driver {
     return new PostgresJsDriver(this.sql);
   }
-  // biome-ignore lint/suspicious/noExplicitAny: Kysely's own signature.
   createIntrospector(db: Kysely<any>) {
     return new PostgresIntrospector(db);
   }
