@@ -12,6 +12,7 @@ import { registerMetrics } from './http/metrics.ts';
 import { generateRequestId } from './http/request-id.ts';
 import { trackRoutes } from './http/route-table.ts';
 import { registerDocs } from './docs/register-docs.ts';
+import { registerEvents } from './events/register-events.ts';
 import { registerOpenApi } from './openapi/plugin.ts';
 import { registerMeRoute } from './resources/me.ts';
 import { registerReadRoutes } from './resources/read-routes.ts';
@@ -78,6 +79,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerMeRoute(app);
   registerReadRoutes(app, deps);
   registerWriteRoutes(app, deps);
+  registerEvents(app, deps);
 
   return app;
 }

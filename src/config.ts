@@ -14,6 +14,12 @@ export interface Config {
   /** Fastify trustProxy value: false, true, or a list of IPs/CIDRs. */
   readonly trustProxy: boolean | string[];
   readonly logLevel: string;
+  /** Seconds between webhook delivery attempts (BALCAO_WEBHOOK_RETRY_SCHEDULE). */
+  readonly webhookRetrySchedule: readonly number[];
+  /** BALCAO_WEBHOOK_ALLOW_PRIVATE=1: http:// and private addresses allowed (development, tests). */
+  readonly webhookAllowPrivate: boolean;
+  /** How long one delivery attempt may take (BALCAO_WEBHOOK_TIMEOUT_SECONDS, default 10). */
+  readonly webhookTimeoutMs: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -36,7 +42,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     errorsUrl,
     trustProxy: parseTrustProxy(env.BALCAO_TRUST_PROXY),
     logLevel: env.LOG_LEVEL || 'info',
+    webhookRetrySchedule: parseSeconds('BALCAO_WEBHOOK_RETRY_SCHEDULE', env.BALCAO_WEBHOOK_RETRY_SCHEDULE, DEFAULT_RETRY_SCHEDULE),
+    webhookAllowPrivate: env.BALCAO_WEBHOOK_ALLOW_PRIVATE === '1',
+    webhookTimeoutMs: (parseSeconds('BALCAO_WEBHOOK_TIMEOUT_SECONDS', env.BALCAO_WEBHOOK_TIMEOUT_SECONDS, [10])[0] ?? 10) * 1000,
   });
+}
+
+/** About 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h: eight attempts over about a day and a half. */
+export const DEFAULT_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 36000];
+
+function parseSeconds(name: string, value: string | undefined, fallback: readonly number[]): readonly number[] {
+  if (value === undefined || value.trim() === '') return fallback;
+  const parts = value.split(',').map((s) => Number(s.trim()));
+  if (parts.some((n) => !Number.isFinite(n) || n < 0)) throw new Error(`${name} must be a comma list of seconds, got "${value}"`);
+  return parts;
 }
 
 function parseTrustProxy(value: string | undefined): boolean | string[] {

@@ -8,6 +8,7 @@ import { toFieldErrors, writeValidatorCompiler } from '../http/body-validation.t
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
 import { createIdempotencyHooks } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
+import { eventRecorder } from '../events/record-event.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { idParamsSchema } from '../query/schemas.ts';
 import { customers } from './customers.ts';
@@ -86,6 +87,7 @@ function registerResource(
         schemaErrors: schemaErrors(request),
         now: deps.now,
         beforeCommit: hooks.beforeCommit(request),
+        onWritten: eventRecorder(request.id),
       });
       return reply.code(201).send(itemEnvelope(request, data));
     },
@@ -111,6 +113,7 @@ function registerResource(
       const data = await updateRecord(db, d, request.tenant, id, request.body as Body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
+        onWritten: eventRecorder(request.id),
       });
       return itemEnvelope(request, data);
     },
@@ -134,7 +137,7 @@ function registerResource(
     },
     async (request, reply) => {
       const { id } = request.params as { id: string };
-      await deleteRecord(db, d, request.tenant, id, { now: deps.now });
+      await deleteRecord(db, d, request.tenant, id, { now: deps.now, onWritten: eventRecorder(request.id) });
       return reply.code(204).send();
     },
   );
