@@ -137,6 +137,32 @@ describe('webhooks', () => {
     }
   });
 
+  it('disables an endpoint that has failed everything for 5 days, and says why', async () => {
+    const receiver = await startReceiver(() => 503);
+    try {
+      const { key } = await writer(s);
+      const ep = await endpoint(s, key, receiver.url);
+      // Five days of failures, compressed: the streak started six days ago.
+      await s.db
+        .updateTable('webhook_endpoints')
+        .set({ failing_since: new Date(Date.now() - 6 * 86_400_000).toISOString() })
+        .where('id', '=', ep.id)
+        .execute();
+      await s.request('POST', '/v1/suppliers', { key, body: { name: 'F' } });
+      const got = await eventually(
+        () => s.request('GET', `/v1/webhook-endpoints/${ep.id}`, { key }),
+        (res) => res.body.data.enabled === false,
+      );
+      assert.equal(got.body.data.enabled, false);
+      assert.match(got.body.data.disabled_reason, /5 days/);
+      const enabled = await s.request('PATCH', `/v1/webhook-endpoints/${ep.id}`, { key, body: { enabled: true } });
+      assert.equal(enabled.body.data.enabled, true);
+      assert.equal(enabled.body.data.disabled_reason, null);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('signs with both secrets for a day after a rotation', async () => {
     const receiver = await startReceiver();
     try {

@@ -8,6 +8,7 @@ import { registerKeysCommand } from './keys.ts';
 import { registerMigrateCommand } from './migrate.ts';
 import { CliError, fail } from './runtime.ts';
 import { registerServeCommand } from './serve.ts';
+import { registerWebhooksCommand } from './webhooks.ts';
 
 const program = new Command('balcao')
   .description('Balcão: the public REST API of the business-management platform, and its operator tools')
@@ -24,6 +25,7 @@ registerAccountsCommand(program);
 registerKeysCommand(program);
 registerImportCommand(program);
 registerDemoCommand(program);
+registerWebhooksCommand(program);
 
 try {
   await program.parseAsync(process.argv);
