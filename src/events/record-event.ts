@@ -1,7 +1,6 @@
 // Records the event of one write inside the write's transaction, with a delivery row for every
 // enabled webhook endpoint of the tenant that subscribes to its type, and a NOTIFY that wakes
 // long polls and delivery workers once (and only if) the transaction commits.
-import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
 import { outputRow } from '../query/output.ts';
@@ -18,23 +17,6 @@ const NOT_ATTRIBUTES = new Set(['updated_at']);
 
 /** The payload of an events NOTIFY: the tenant, so only its waiters wake. */
 export const tenantChannelKey = (teamId: string, mode: string): string => `${teamId}:${mode}`;
-
-/**
- * A UUIDv7 whose 48-bit time is the event's millisecond and whose next 42 bits are the tenant's
- * event sequence: ordered by creation within a tenant even inside one millisecond.
- */
-export function eventId(ms: number, sequence: number): string {
-  const bytes = randomBytes(16);
-  bytes.writeUIntBE(ms, 0, 6);
-  const seq = BigInt(sequence) & ((1n << 42n) - 1n);
-  const high = Number(seq >> 30n); // 12 bits
-  const low = Number(seq & 0x3fffffffn); // 30 bits
-  bytes[6] = 0x70 | (high >> 8);
-  bytes[7] = high & 0xff;
-  bytes.writeUInt32BE(((0b10 << 30) | low) >>> 0, 8);
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
 
 function changedAttributes(before: Record<string, unknown>, after: Record<string, unknown>): Record<string, unknown> {
   const previous: Record<string, unknown> = {};
@@ -55,21 +37,24 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
       : null;
   const type = eventType(d.name, written.action as EventAction);
 
-  // The tenant's event counter row is locked until commit: the next event of this tenant takes its
-  // time and id after this one is visible, so a reader walking forward never skips a late commit.
-  const { rows } = await sql<{ value: number; at: string }>`
-    INSERT INTO tenant_counters (team_id, mode, name, value) VALUES (${tenant.teamId}, ${tenant.mode}, 'events', 1)
-    ON CONFLICT (team_id, mode, name) DO UPDATE SET value = tenant_counters.value + 1
-    RETURNING value, to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at`.execute(trx);
-  const { value, at } = rows[0] as { value: number; at: string };
-  const id = eventId(Date.parse(at), Number(value));
   const data = JSON.stringify({ object, previous_attributes: previous });
-
+  // One statement. The tenant's event counter row stays locked until commit, so the next event of
+  // this tenant takes its time and id after this one is visible: a reader walking forward never
+  // skips a late commit. The id is a UUIDv7: 48 bits of milliseconds, the version, 42 bits of the
+  // tenant's event sequence (ordered within a millisecond too) around the variant, 32 random bits.
   await sql`
-    WITH event AS (
+    WITH seq AS (
+      INSERT INTO tenant_counters (team_id, mode, name, value) VALUES (${tenant.teamId}, ${tenant.mode}, 'events', 1)
+      ON CONFLICT (team_id, mode, name) DO UPDATE SET value = tenant_counters.value + 1
+      RETURNING value, clock_timestamp() AS at
+    ), event AS (
       INSERT INTO events (id, team_id, mode, type, resource, data, request_id, created_at)
-      VALUES (${id}, ${tenant.teamId}, ${tenant.mode}, ${type}, ${d.name}, cast(cast(${data} as text) as jsonb), ${requestId},
-              cast(cast(${at} as text) as timestamptz))
+      SELECT cast(
+          lpad(to_hex(cast(floor(extract(epoch from at) * 1000) as bigint)), 12, '0') || '7' ||
+          lpad(to_hex((value >> 30) & 4095), 3, '0') || to_hex(8 | ((value >> 28) & 3)) ||
+          lpad(to_hex(value & 268435455), 7, '0') || substr(md5(random()::text), 1, 8) as uuid),
+        ${tenant.teamId}, ${tenant.mode}, ${type}, ${d.name}, cast(cast(${data} as text) as jsonb), ${requestId}, at
+      FROM seq
       RETURNING id
     ), deliveries AS (
       INSERT INTO webhook_deliveries (endpoint_id, event_id, next_attempt_at)
@@ -79,7 +64,8 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
       RETURNING 1
     )
     SELECT pg_notify(${EVENTS_CHANNEL}, ${tenantChannelKey(tenant.teamId, tenant.mode)}),
-           CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN pg_notify(${DELIVERIES_CHANNEL}, '') END`.execute(trx);
+           CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN pg_notify(${DELIVERIES_CHANNEL}, '') END,
+           (SELECT count(*) FROM event) AS recorded`.execute(trx);
 }
 
 /** The write engine's in-transaction extension for one request. */
