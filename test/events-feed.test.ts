@@ -3,6 +3,7 @@
 // walks that always return a cursor; filters; the long poll; scopes, modules, accounts and modes.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { importData } from '../src/import/import-data.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { item, UNLIMITED, writer } from './helpers/write-fixtures.ts';
 
@@ -96,6 +97,18 @@ describe('events feed', () => {
       events.map((e) => e.type),
       ['supplier.created'],
     );
+  });
+
+  it('emits nothing for balcao import', async () => {
+    const { key, accountId } = await writer(s);
+    const result = await importData(
+      s.db,
+      { customers: [{ full_name: 'Imported', email: 'i@example.com' }], suppliers: [{ name: 'Imported' }] },
+      { accountId, mode: 'live' },
+    );
+    assert.ok(result);
+    assert.equal((await s.request('GET', '/v1/customers', { key })).body.data.length, 1);
+    assert.deepEqual((await walk(s, key)).events, []);
   });
 
   it('walks forward from a stored cursor, with type and created_at filters', async () => {

@@ -262,6 +262,28 @@ describe('webhooks across two instances', () => {
   });
 });
 
+describe('webhooks on a graceful stop', () => {
+  it('releases an attempt still in flight, uncounted, for the next start', async () => {
+    const receiver = await startReceiver(() => 'hang');
+    const database = await openTestDatabase();
+    const s = await startTestServer({ env: { ...LOCAL, BALCAO_WEBHOOK_TIMEOUT_SECONDS: '30' }, database });
+    try {
+      const { key } = await writer(s);
+      await endpoint(s, key, receiver.url);
+      await s.request('POST', '/v1/suppliers', { key, body: { name: 'F' } });
+      await receiver.until((r) => r.length === 1);
+      await s.close();
+      const rows = await database.db.selectFrom('webhook_deliveries').select(['status', 'attempt_count', 'lease_owner']).execute();
+      assert.deepEqual(rows, [{ status: 'pending', attempt_count: 0, lease_owner: null }]);
+      assert.equal((await database.db.selectFrom('webhook_attempts').select('id').execute()).length, 0);
+    } finally {
+      await receiver.close();
+      await database.close();
+      await database.drop();
+    }
+  });
+});
+
 describe('webhook address safety', () => {
   let s: TestServer;
   before(async () => {
