@@ -9,7 +9,7 @@ CREATE TABLE events (
   mode text NOT NULL CHECK (mode IN ('live', 'test')),
   type text NOT NULL,
   resource text NOT NULL,
-  data jsonb NOT NULL,
+  data json NOT NULL,
   request_id text,
   created_at timestamptz NOT NULL
 );
@@ -55,9 +55,13 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
 CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id);
 
--- Every attempt as the endpoint's deliveries list shows it; response_body is cut to 1 kB.
+-- Every attempt as the endpoint's deliveries list shows it (with the tenant and the event type,
+-- so the list reads one table of the tenant); response_body is cut to 1 kB.
 CREATE TABLE webhook_attempts (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  team_id uuid NOT NULL REFERENCES accounts (id),
+  mode text NOT NULL CHECK (mode IN ('live', 'test')),
+  event_type text NOT NULL,
   delivery_id uuid NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
   endpoint_id uuid NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
   event_id uuid NOT NULL,
@@ -69,4 +73,4 @@ CREATE TABLE webhook_attempts (
   next_attempt_at timestamptz,
   created_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
-CREATE INDEX webhook_attempts_endpoint ON webhook_attempts (endpoint_id, created_at, id);
+CREATE INDEX webhook_attempts_endpoint ON webhook_attempts (team_id, mode, endpoint_id, created_at, id);

@@ -20,7 +20,7 @@ describe('webhooks survive kill -9', () => {
       ...scratch.env,
       BALCAO_WEBHOOK_ALLOW_PRIVATE: '1',
       BALCAO_WEBHOOK_RETRY_SCHEDULE: '0.1,0.1',
-      BALCAO_WEBHOOK_TIMEOUT_SECONDS: '3',
+      BALCAO_WEBHOOK_TIMEOUT_SECONDS: '1',
     };
     try {
       const account = await balcaoJson(['accounts', 'create', '--name', 'Crash', '--modules', 'all', '--plan', 'enterprise'], env);

@@ -4,6 +4,7 @@
 import { type Config, loadConfig } from '../config.ts';
 import { type Database, openDatabase } from '../infra/db/database.ts';
 import { migrate } from '../infra/db/migrate.ts';
+import { isUuid } from '../schemas/formats.ts';
 
 export class CliError extends Error {}
 
@@ -36,10 +37,8 @@ export function fail(message: string, code = 1): never {
   process.exit(code);
 }
 
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function requireUuid(value: string, what: string): string {
-  if (!UUID_PATTERN.test(value)) throw new CliError(`${what} "${value}" is not a valid id (expected a UUID)`);
+  if (!isUuid(value)) throw new CliError(`${what} "${value}" is not a valid id (expected a UUID)`);
   return value;
 }
 

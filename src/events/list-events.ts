@@ -2,20 +2,20 @@
 // the resources its key may read (scope and module), the 30-day retention. A forward list always
 // returns a cursor, so a sync job resumes exactly where it stopped, and may long-poll for more.
 import { sql } from 'kysely';
-import type { ModuleName } from '../domain/modules.ts';
 import { errors } from '../errors/app-error.ts';
-import type { AuthContext, Tenant } from '../http/context.ts';
+import type { AuthContext, Tenant } from '../domain/tenant.ts';
 import type { Pagination } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
-import { CURSOR_KEY, compileList, scoped } from '../query/compile.ts';
+import { selectScoped } from '../infra/db/tenancy.ts';
+import { CURSOR_KEY, compileList } from '../query/compile.ts';
+import type { QueryableResource } from '../query/contract.ts';
 import { encodeCursor } from '../query/cursor.ts';
 import { outputRow } from '../query/output.ts';
 import { parseQuery } from '../query/parse.ts';
 import { planList } from '../query/plan.ts';
 import { rowMeta } from '../query/row-meta.ts';
-import { isUuid } from '../query/values.ts';
-import type { ResourceDescriptor } from '../resources/descriptor.ts';
 import { resourceByName } from '../resources/registry.ts';
+import { isUuid } from '../schemas/formats.ts';
 import { EVENT_RESOURCES } from './event-types.ts';
 import { eventRow } from './event-schema.ts';
 
@@ -23,26 +23,25 @@ type Row = Record<string, unknown>;
 
 export const RETENTION_DAYS = 30;
 
-/** What the query layer reads of a descriptor; events belong to no module, so none is named. */
-const EVENTS_QUERY_SHAPE = {
+/** The feed as the query language sees it (events belong to no module and no scope resource of their own). */
+export const EVENTS_QUERYABLE: QueryableResource = {
   name: 'events',
   table: 'events',
   row: eventRow,
   filters: { type: ['eq', 'in'], created_at: ['gt', 'gte', 'lt', 'lte'] },
   sorts: ['created_at'],
-} as const satisfies Omit<ResourceDescriptor, 'module'>;
+};
 
 /** The resources whose events this key may see: it may read them, and their module is on the contract. */
 export function readableEventResources(auth: AuthContext): string[] {
   return EVENT_RESOURCES.filter((r) => {
-    const module = resourceByName(r)?.module as ModuleName | undefined;
+    const module = resourceByName(r)?.module;
     return auth.granted.has(`${r}:read`) && module !== undefined && auth.modules.includes(module);
   });
 }
 
 /** The events descriptor narrowed to the visible resources (literal values from a fixed list). */
-const visibleEvents = (resources: readonly string[]): ResourceDescriptor =>
-  ({ ...EVENTS_QUERY_SHAPE, where: { resource: resources } }) as unknown as ResourceDescriptor;
+const visibleEvents = (resources: readonly string[]): QueryableResource => ({ ...EVENTS_QUERYABLE, where: { resource: resources } });
 
 const retentionCutoff = () => sql`now() - interval '${sql.raw(String(RETENTION_DAYS))} days'`;
 
@@ -87,7 +86,7 @@ export async function listEvents(db: Db, tenant: Tenant, resources: readonly str
 export async function getEvent(db: Db, tenant: Tenant, resources: readonly string[], id: string): Promise<Row> {
   if (!isUuid(id) || resources.length === 0) throw errors.notFound();
   const meta = rowMeta(eventRow);
-  const row = (await scoped(db, 'events', tenant, { resource: resources })
+  const row = (await selectScoped(db, 'events', tenant, { resource: resources })
     .select(meta.fields as string[])
     .where('id', '=', id)
     .where('created_at', '>', retentionCutoff())

@@ -53,7 +53,7 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
           lpad(to_hex(cast(floor(extract(epoch from at) * 1000) as bigint)), 12, '0') || '7' ||
           lpad(to_hex((value >> 30) & 4095), 3, '0') || to_hex(8 | ((value >> 28) & 3)) ||
           lpad(to_hex(value & 268435455), 7, '0') || substr(md5(random()::text), 1, 8) as uuid),
-        ${tenant.teamId}, ${tenant.mode}, ${type}, ${d.name}, cast(cast(${data} as text) as jsonb), ${requestId}, at
+        ${tenant.teamId}, ${tenant.mode}, ${type}, ${d.name}, cast(cast(${data} as text) as json), ${requestId}, at
       FROM seq
       RETURNING id
     ), deliveries AS (

@@ -1,9 +1,10 @@
 // GET /v1/webhook-endpoints/{id}/deliveries: the endpoint's attempts, newest first, in keyset
 // pages (`limit`, `cursor`), each with its outcome and when the next attempt is due.
 import { sql } from 'kysely';
-import type { Tenant } from '../http/context.ts';
+import type { Tenant } from '../domain/tenant.ts';
 import type { Pagination } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
+import { selectScoped } from '../infra/db/tenancy.ts';
 import { decodeCursor, encodeCursor } from '../query/cursor.ts';
 import { outputRow } from '../query/output.ts';
 import { planLimit } from '../query/plan.ts';
@@ -24,30 +25,28 @@ export async function listAttempts(
   await getEndpoint(db, tenant, endpointId);
   const limit = planLimit(typeof query.limit === 'string' ? query.limit : undefined);
   const after = typeof query.cursor === 'string' && query.cursor !== '' ? decodeCursor(query.cursor, SORT, 'timestamp', false) : null;
-  let q = db
-    .selectFrom('webhook_attempts as a')
-    .innerJoin('events as e', 'e.id', 'a.event_id')
-    .where('a.endpoint_id', '=', endpointId)
+  let q = selectScoped(db, 'webhook_attempts', tenant)
+    .where('endpoint_id', '=', endpointId)
     .select([
-      'a.id',
-      'a.event_id',
-      'e.type as event_type',
-      'a.attempt_number',
-      'a.created_at',
-      'a.response_status',
-      'a.error',
-      'a.response_body',
-      'a.duration_ms',
-      'a.next_attempt_at',
-      sql<string>`case when a.response_status between 200 and 299 then 'succeeded' when a.next_attempt_at is null then 'failed' else 'retrying' end`.as(
+      'id',
+      'event_id',
+      'event_type',
+      'attempt_number',
+      'created_at',
+      'response_status',
+      'error',
+      'response_body',
+      'duration_ms',
+      'next_attempt_at',
+      sql<string>`case when response_status between 200 and 299 then 'succeeded' when next_attempt_at is null then 'failed' else 'retrying' end`.as(
         'status',
       ),
-      sql<string>`to_char(a.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('cursor_value'),
+      sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('cursor_value'),
     ])
-    .orderBy('a.created_at', 'desc')
-    .orderBy('a.id', 'desc')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
     .limit(limit + 1);
-  if (after) q = q.where(sql`(a.created_at, a.id) < (cast(${after.value} as timestamptz), cast(${after.id} as uuid))` as never);
+  if (after) q = q.where(sql`(created_at, id) < (cast(${after.value} as timestamptz), cast(${after.id} as uuid))` as never);
   const rows = (await q.execute()) as Row[];
   const hasMore = rows.length > limit;
   const page = hasMore ? rows.slice(0, limit) : rows;

@@ -17,6 +17,7 @@ import { type AttemptOutcome, postWebhook } from './post-webhook.ts';
 import { signatureHeader } from './signing.ts';
 
 const BATCH = 10;
+const LEASE_MARGIN_MS = 10_000;
 /** Longest sleep when nothing is due: bounds how late a lease left by a killed instance is noticed. */
 const IDLE_MS = 30_000;
 const DISABLE_AFTER_DAYS = 5;
@@ -30,6 +31,8 @@ interface Claimed {
   id: string;
   attempt_count: number;
   endpoint_id: string;
+  team_id: string;
+  mode: string;
   url: string;
   secret: string;
   previous_secret: string | null;
@@ -55,7 +58,8 @@ export class DeliveryWorker {
     private readonly config: Pick<Config, 'webhookRetrySchedule' | 'webhookAllowPrivate' | 'webhookTimeoutMs'>,
     private readonly log: FastifyBaseLogger,
   ) {
-    this.leaseMs = config.webhookTimeoutMs + 2000;
+    // Long enough that a starved event loop (a busy machine) never lets a live attempt's lease lapse.
+    this.leaseMs = 2 * config.webhookTimeoutMs + LEASE_MARGIN_MS;
   }
 
   async start(): Promise<void> {
@@ -138,31 +142,23 @@ export class DeliveryWorker {
         FOR UPDATE OF d SKIP LOCKED)
       RETURNING id`.execute(db);
     if (rows.length === 0) return [];
-    const eventFields = rowMeta(eventRow).fields.map((f) => `ev.${f}`);
-    const found = (await db
-      .selectFrom('webhook_deliveries as d')
-      .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-      .innerJoin('events as ev', 'ev.id', 'd.event_id')
-      .where(
-        'd.id',
-        'in',
-        rows.map((r) => r.id),
-      )
-      .select([
-        'd.id as delivery_id',
-        'd.attempt_count',
-        'd.endpoint_id',
-        'e.url',
-        'e.secret',
-        sql<string | null>`case when e.previous_secret_expires_at > now() then e.previous_secret end`.as('previous_secret'),
-        ...(eventFields as never[]),
-      ])
-      .execute()) as Row[];
+    // The queue serves every tenant: deliveries are addressed by the ids just claimed, and each
+    // carries the tenant of its event into its attempt.
+    const found = (
+      await sql<Row>`
+        SELECT d.id AS delivery_id, d.attempt_count, d.endpoint_id, e.url, e.secret,
+               CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
+               ev.team_id, ev.mode, ev.id, ev.type, ev.created_at, ev.data, ev.request_id
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN events ev ON ev.id = d.event_id
+        WHERE d.id IN (${sql.join(rows.map((r) => r.id))})`.execute(db)
+    ).rows;
     const meta = rowMeta(eventRow);
     return found.map((r) => ({
       id: String(r.delivery_id),
       attempt_count: Number(r.attempt_count),
       endpoint_id: String(r.endpoint_id),
+      team_id: String(r.team_id),
+      mode: String(r.mode),
       url: String(r.url),
       secret: String(r.secret),
       previous_secret: (r.previous_secret as string | null) ?? null,
@@ -208,9 +204,12 @@ export class DeliveryWorker {
         SET status = ${status}, attempt_count = ${attempt}, next_attempt_at = ${nextAt?.toISOString() ?? null}, lease_until = NULL, lease_owner = NULL
         WHERE id = ${c.id}`.execute(trx);
       await sql`
-        INSERT INTO webhook_attempts (delivery_id, endpoint_id, event_id, attempt_number, response_status, error, response_body, duration_ms, next_attempt_at)
-        VALUES (${c.id}, ${c.endpoint_id}, ${String(c.event.id)}, ${attempt}, ${outcome.status}, ${outcome.error}, ${outcome.body},
-                ${outcome.durationMs}, ${nextAt?.toISOString() ?? null})`.execute(trx);
+        INSERT INTO webhook_attempts (team_id, mode, delivery_id, endpoint_id, event_id, event_type, attempt_number, response_status, error,
+                                      response_body, duration_ms, next_attempt_at)
+        VALUES (${c.team_id}, ${c.mode}, ${c.id}, ${c.endpoint_id}, ${String(c.event.id)}, ${String(c.event.type)}, ${attempt},
+                ${outcome.status}, ${outcome.error}, ${outcome.body}, ${outcome.durationMs}, ${nextAt?.toISOString() ?? null})`.execute(
+        trx,
+      );
       if (outcome.ok) {
         await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ${c.endpoint_id} AND failing_since IS NOT NULL`.execute(trx);
         return;

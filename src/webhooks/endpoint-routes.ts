@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { errors, type FieldError } from '../errors/app-error.ts';
-import { toFieldErrors, writeValidatorCompiler } from '../http/body-validation.ts';
+import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import { createIdempotencyHooks } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
@@ -26,7 +26,7 @@ import {
 const tags = ['Webhook endpoints'];
 const read = { resource: 'webhooks', access: 'read' } as const;
 const write = { resource: 'webhooks', access: 'write' } as const;
-const writeBody = { attachValidation: true, validatorCompiler: writeValidatorCompiler } as const;
+const writeBody = { attachValidation: true } as const;
 
 function tenantOf(request: FastifyRequest) {
   if (!request.tenant) throw errors.internal(new Error('webhook route without a tenant'));
@@ -173,7 +173,6 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, conf
     '/v1/webhook-endpoints/:id/deliveries',
     {
       config: { operationId: 'webhook-endpoints.deliveries', ...read },
-      validatorCompiler: () => () => true,
       schema: {
         operationId: 'webhook-endpoints.deliveries',
         summary: 'List the delivery attempts of an endpoint',

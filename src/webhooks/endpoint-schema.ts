@@ -11,7 +11,12 @@ const enabledEvents = Type.Array(Type.String({ enum: [...EVENT_PATTERNS] }), {
   uniqueItems: true,
   description: 'Event types to deliver: `customer.created`, `sale.*` (every sale event) or `*` (all).',
 });
-const url = Type.String({ minLength: 1, maxLength: 2048, description: 'https:// URL resolving to a public address.' });
+const url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'https:// URL resolving to a public address.',
+  examples: ['https://erp.example.com/webhooks/balcao'],
+});
 const description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()]);
 
 export const webhookEndpointRow = Type.Object(

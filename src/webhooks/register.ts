@@ -5,10 +5,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../infra/db/database.ts';
-import { DeliveryWorker } from '../webhooks/delivery-worker.ts';
-import { registerWebhookEndpointRoutes } from '../webhooks/endpoint-routes.ts';
-import { EventBus } from './event-bus.ts';
-import { registerEventRoutes } from './event-routes.ts';
+import { EventBus } from '../events/event-bus.ts';
+import { registerEventRoutes } from '../events/event-routes.ts';
+import { DeliveryWorker } from './delivery-worker.ts';
+import { registerWebhookEndpointRoutes } from './endpoint-routes.ts';
 
 export function registerEvents(app: FastifyInstance, deps: { config: Config; database: Database }): void {
   const { config, database } = deps;
