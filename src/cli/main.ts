@@ -19,6 +19,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Register> 
     summary: 'load records (customers, sales, …) from a file into an account',
     load: async () => (await import('./import.ts')).registerImportCommand,
   },
+  webhooks: {
+    summary: "list an account's webhook endpoints (never their secrets)",
+    load: async () => (await import('./webhooks.ts')).registerWebhooksCommand,
+  },
   demo: {
     summary: 'create (once) a demo account with sample data, print a new key, and serve',
     load: async () => (await import('./demo.ts')).registerDemoCommand,

@@ -13,7 +13,7 @@ import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempot
 import { idParamsSchema } from '../query/schemas.ts';
 import { type Body, type ResourceDescriptor, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
 import { RESOURCES } from './registry.ts';
-import { createRecord, deleteRecord, isSqlFragment, updateRecord } from './write-engine.ts';
+import { createRecord, deleteRecord, isSqlFragment, updateRecord, type WriteOptions } from './write-engine.ts';
 
 /** The resources that accept writes: those of the registry with a `write` section, in its order. */
 export const WRITABLE: readonly ResourceDescriptor[] = writableOf(RESOURCES);
@@ -25,6 +25,8 @@ export interface WriteRouteDeps {
   idempotency?: IdempotencyStoreOptions;
   /** The resources served (default: the registry); those with a `write` section get write routes. */
   resources?: readonly ResourceDescriptor[];
+  /** What each write does in its own transaction besides the change (the change feed records its event), per request id. */
+  recordWrite?: (requestId: string) => WriteOptions['onWritten'];
 }
 
 const IDEMPOTENCY_DOC =
@@ -90,6 +92,7 @@ function registerResource(
         schemaErrors: schemaErrors(request),
         now: deps.now,
         beforeCommit: hooks.beforeCommit(request),
+        onWritten: deps.recordWrite?.(request.id),
       });
       return reply.code(201).send(itemEnvelope(request, data));
     },
@@ -115,6 +118,7 @@ function registerResource(
       const data = await updateRecord(db, d, request.tenant, id, request.body as Body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
+        onWritten: deps.recordWrite?.(request.id),
       });
       return itemEnvelope(request, data);
     },
@@ -138,7 +142,7 @@ function registerResource(
     },
     async (request, reply) => {
       const { id } = request.params as { id: string };
-      await deleteRecord(db, d, request.tenant, id, { now: deps.now });
+      await deleteRecord(db, d, request.tenant, id, { now: deps.now, onWritten: deps.recordWrite?.(request.id) });
       return reply.code(204).send();
     },
   );

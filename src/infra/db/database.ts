@@ -15,6 +15,8 @@ export type Db = Kysely<any>;
 export interface Database {
   readonly db: Db;
   readonly engine: 'postgres' | 'pglite';
+  /** Calls `onPayload` for every NOTIFY on `channel` once its transaction commits; resolves to the unlisten. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -46,6 +48,10 @@ function openPostgres(url: string, poolSize: number): Database {
   return {
     db,
     engine: 'postgres',
+    async listen(channel, onPayload) {
+      const { unlisten } = await sql.listen(channel, onPayload);
+      return unlisten;
+    },
     close: () => db.destroy(),
   };
 }
@@ -68,6 +74,7 @@ async function openPglite(dataDir: string, holder: string): Promise<Database> {
     return {
       db,
       engine: 'pglite',
+      listen: (channel, onPayload) => pg.listen(channel, onPayload),
       close: async () => {
         await db.destroy();
         lock?.release();
