@@ -19,6 +19,8 @@ import type { ResourceDescriptor } from './resources/descriptor.ts';
 import { registerReadRoutes } from './resources/read-routes.ts';
 import { RESOURCES } from './resources/registry.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
+import { eventRecorder } from './events/record-event.ts';
+import { registerEvents } from './webhooks/register.ts';
 import './http/context.ts';
 
 export interface AppDeps {
@@ -81,7 +83,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics });
   registerMeRoute(app);
   registerReadRoutes(app, { ...deps, resources });
-  registerWriteRoutes(app, { ...deps, resources });
+  registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });
+  registerEvents(app, deps);
 
   return app;
 }

@@ -19,6 +19,18 @@ export interface WriteOptions {
   now?: () => number;
   /** Runs inside the creating transaction just before it commits (the idempotency claim marks itself). */
   beforeCommit?: (trx: Db) => Promise<void>;
+  /** Runs inside every write's transaction once the record is final (the change feed records its event). */
+  onWritten?: (trx: Db, written: WrittenRecord) => Promise<void>;
+}
+
+/** What a write did, for extensions that run in its transaction. */
+export interface WrittenRecord {
+  descriptor: ResourceDescriptor;
+  tenant: Tenant;
+  id: string;
+  action: 'created' | 'updated' | 'deleted';
+  /** The stored row before an update or delete (all columns); null on creation. */
+  before: Row | null;
 }
 
 const notFoundReference = (field: string): FieldError => ({
@@ -102,6 +114,7 @@ export async function createRecord(
     const values = w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : { ...body };
     const row = (await insertScoped(trx, d.table, tenant, columnValues(d, values)).returningAll().executeTakeFirstOrThrow()) as Row;
     await w.rules?.afterInsert?.(ctx, row, body);
+    await options.onWritten?.(trx, { descriptor: d, tenant, id: String(row.id), action: 'created', before: null });
     await options.beforeCommit?.(trx);
     return String(row.id);
   });
@@ -131,6 +144,7 @@ async function changeRow(
   tenantOrNull: Tenant | null,
   id: string,
   options: WriteOptions,
+  action: 'updated' | 'deleted',
   decide: (ctx: WriteContext, current: Row) => Promise<Row>,
 ): Promise<Tenant> {
   const tenant = requireTenant(tenantOrNull, 'write');
@@ -139,6 +153,7 @@ async function changeRow(
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const current = await lockRow(trx, d, tenant, id);
     await applyChange(ctx, d, current, await decide(ctx, current));
+    await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current });
   });
   return tenant;
 }
@@ -153,7 +168,7 @@ export async function updateRecord(
   options: WriteOptions = {},
 ): Promise<Row> {
   const w = writeOf(d);
-  const tenant = await changeRow(db, d, tenantOrNull, id, options, async (ctx, current) => {
+  const tenant = await changeRow(db, d, tenantOrNull, id, options, 'updated', async (ctx, current) => {
     await refuseInvalid(ctx.trx, w, ctx.tenant, body, current, options);
     return w.rules?.toUpdate ? w.rules.toUpdate(ctx, body, current) : { ...body };
   });
@@ -169,5 +184,5 @@ export async function deleteRecord(
   options: WriteOptions = {},
 ): Promise<void> {
   const { softDelete } = writeOf(d);
-  await changeRow(db, d, tenantOrNull, id, options, async () => ({ ...softDelete }));
+  await changeRow(db, d, tenantOrNull, id, options, 'deleted', async () => ({ ...softDelete }));
 }

@@ -14,7 +14,7 @@ import { idParamsSchema } from '../query/schemas.ts';
 import { type TypedApp, typedRoutes } from '../http/typed-routes.ts';
 import { type ResourceDescriptor, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
 import { RESOURCES } from './registry.ts';
-import { createRecord, deleteRecord, isSqlFragment, updateRecord } from './write-engine.ts';
+import { createRecord, deleteRecord, isSqlFragment, updateRecord, type WriteOptions } from './write-engine.ts';
 
 /** The resources that accept writes: those of the registry with a `write` section, in its order. */
 export const WRITABLE: readonly ResourceDescriptor[] = writableOf(RESOURCES);
@@ -26,6 +26,8 @@ export interface WriteRouteDeps {
   idempotency?: IdempotencyStoreOptions;
   /** The resources served (default: the registry); those with a `write` section get write routes. */
   resources?: readonly ResourceDescriptor[];
+  /** What each write does in its own transaction besides the change (the change feed records its event), per request id. */
+  recordWrite?: (requestId: string) => WriteOptions['onWritten'];
 }
 
 const IDEMPOTENCY_DOC =
@@ -86,6 +88,7 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
         schemaErrors: schemaErrors(request),
         now: deps.now,
         beforeCommit: hooks.beforeCommit(request),
+        onWritten: deps.recordWrite?.(request.id),
       });
       return reply.code(201).send(itemEnvelope(request, data));
     },
@@ -111,6 +114,7 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
       const data = await updateRecord(db, d, request.tenant, id, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
+        onWritten: deps.recordWrite?.(request.id),
       });
       return itemEnvelope(request, data);
     },
@@ -134,7 +138,7 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
     },
     async (request, reply) => {
       const { id } = request.params;
-      await deleteRecord(db, d, request.tenant, id, { now: deps.now });
+      await deleteRecord(db, d, request.tenant, id, { now: deps.now, onWritten: deps.recordWrite?.(request.id) });
       return reply.code(204).send(null);
     },
   );

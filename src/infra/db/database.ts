@@ -4,10 +4,10 @@
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
-import { PostgresJSDialect } from 'kysely-postgres-js';
 import postgres from 'postgres';
 import { type Config, DEFAULT_DB_POOL_SIZE } from '../../config.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
+import { PostgresJsDialect } from './postgres-dialect.ts';
 
 /** Rows of account-owned tables are dynamic (the resource engine is descriptor driven). */
 export type Db = Kysely<any>;
@@ -15,6 +15,8 @@ export type Db = Kysely<any>;
 export interface Database {
   readonly db: Db;
   readonly engine: 'postgres' | 'pglite';
+  /** Calls `onPayload` for every NOTIFY on `channel` once its transaction commits; resolves to the unlisten. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -23,10 +25,10 @@ const OID = { int8: 20, numeric: 1700, date: 1082, time: 1083, timestamptz: 1184
 const toNumber = (v: string) => (v === null ? null : Number(v));
 const asIs = (v: string) => v;
 
-/** What opening needs from the configuration; the pool size defaults as in Config. */
-export type DatabaseConfig = Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize'>>;
-
-export async function openDatabase(config: DatabaseConfig, holder = 'balcao'): Promise<Database> {
+export async function openDatabase(
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize'>>,
+  holder = 'balcao',
+): Promise<Database> {
   if (config.databaseUrl) return openPostgres(config.databaseUrl, config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE);
   return openPglite(config.dataDir, holder);
 }
@@ -42,10 +44,14 @@ function openPostgres(url: string, poolSize: number): Database {
       date: { to: OID.date, from: [OID.date, OID.time], serialize: String, parse: asIs },
     },
   });
-  const db = new Kysely({ dialect: new PostgresJSDialect({ postgres: sql }) });
+  const db = new Kysely({ dialect: new PostgresJsDialect(sql) });
   return {
     db,
     engine: 'postgres',
+    async listen(channel, onPayload) {
+      const { unlisten } = await sql.listen(channel, onPayload);
+      return unlisten;
+    },
     close: () => db.destroy(),
   };
 }
@@ -68,6 +74,7 @@ async function openPglite(dataDir: string, holder: string): Promise<Database> {
     return {
       db,
       engine: 'pglite',
+      listen: (channel, onPayload) => pg.listen(channel, onPayload),
       close: async () => {
         await db.destroy();
         lock?.release();
