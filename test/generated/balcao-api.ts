@@ -3645,11 +3645,14 @@ export interface components {
       content: {
         /**
          * @example {
-         *       "url": "string"
+         *       "url": "https://erp.example.com/webhooks/balcao"
          *     }
          */
         'application/json': {
-          /** @description https:// URL resolving to a public address. */
+          /**
+           * @description https:// URL resolving to a public address.
+           * @example https://erp.example.com/webhooks/balcao
+           */
           url: string;
           /**
            * @description Event types to deliver: `customer.created`, `sale.*` (every sale event) or `*` (all).
@@ -3684,9 +3687,16 @@ export interface components {
     };
     UpdateWebhookEndpointInput: {
       content: {
-        /** @example {} */
+        /**
+         * @example {
+         *       "url": "https://erp.example.com/webhooks/balcao"
+         *     }
+         */
         'application/json': {
-          /** @description https:// URL resolving to a public address. */
+          /**
+           * @description https:// URL resolving to a public address.
+           * @example https://erp.example.com/webhooks/balcao
+           */
           url?: string;
           /** @description Event types to deliver: `customer.created`, `sale.*` (every sale event) or `*` (all). */
           enabled_events?: (
