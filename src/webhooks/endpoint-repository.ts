@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { AppError, errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import type { Db } from '../infra/db/database.ts';
-import { insertScoped, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
+import { deleteScoped, insertScoped, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { isUuid } from '../schemas/formats.ts';
@@ -92,13 +92,7 @@ export async function updateEndpoint(db: Db, tenant: Tenant, id: string, body: U
 
 export async function deleteEndpoint(db: Db, tenant: Tenant, id: string): Promise<void> {
   if (!isUuid(id)) throw errors.notFound();
-  // The tenancy helper has no delete; the predicate is spelled as it spells it.
-  const result = await db
-    .deleteFrom('webhook_endpoints')
-    .where('id', '=', id)
-    .where('team_id', '=', tenant.teamId)
-    .where('mode', '=', tenant.mode)
-    .executeTakeFirst();
+  const result = await deleteScoped(db, 'webhook_endpoints', tenant).where('id', '=', id).executeTakeFirst();
   if (Number(result.numDeletedRows) === 0) throw errors.notFound();
 }
 

@@ -1,7 +1,14 @@
 // The one place statements are scoped to a tenant: every read, insert, update and row lock of an
 // account-owned table is built here and carries (team_id, mode), so no caller writes the
 // predicate by hand. test/tenancy-sql.test.ts checks every statement the engines emit.
-import { type InsertQueryBuilder, type SelectQueryBuilder, type SqlBool, sql, type UpdateQueryBuilder } from 'kysely';
+import {
+  type DeleteQueryBuilder,
+  type InsertQueryBuilder,
+  type SelectQueryBuilder,
+  type SqlBool,
+  sql,
+  type UpdateQueryBuilder,
+} from 'kysely';
 import { errors } from '../../errors/app-error.ts';
 import type { Db } from './database.ts';
 
@@ -56,4 +63,10 @@ export function insertScoped(
 /** An UPDATE that can only reach rows of the tenant; the caller adds `set` and its own conditions. */
 export function updateScoped(db: Db, table: string, scope: TenantScope): UpdateQueryBuilder<any, any, any, any> {
   return db.updateTable(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
+}
+
+/** A DELETE that can only reach rows of the tenant (resources soft-delete; this is for records
+ *  that are really removed, such as webhook endpoints). */
+export function deleteScoped(db: Db, table: string, scope: TenantScope): DeleteQueryBuilder<any, any, any> {
+  return db.deleteFrom(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
 }
