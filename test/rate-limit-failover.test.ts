@@ -107,13 +107,15 @@ describe('the Redis store when Redis fails', () => {
     assert.equal(await allowedOf(limiter, auth, 1), 0);
   });
 
-  test('Redis unreachable at startup: the first requests are answered, and the limiter joins Redis once it is up', async () => {
+  test('Redis unreachable at startup: after the bounded wait the requests are answered, and the limiter joins Redis once it is up', async () => {
     const proxy = await TcpProxy.start(redis.host, redis.port);
     await proxy.stop();
     const { logger, entries } = recordingLogger();
     const limiter = createRateLimiter({ redisUrl: proxy.url, keyPrefix: redis.newPrefix(), logger });
     toClose.push({ close: () => proxy.stop() }, limiter);
 
+    await limiter.start(300);
+    assert.deepEqual(limiter.status(), { store: 'redis', healthy: false }, 'the bounded start-up wait ran out');
     assert.equal(await allowedOf(limiter, authWith({}), 3), 3);
     assert.deepEqual(limiter.status(), { store: 'redis', healthy: false });
     assert.equal(entries.filter((e) => e.level === 'warn').length, 1);

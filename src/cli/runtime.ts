@@ -17,7 +17,8 @@ export function commandContext(): CommandContext {
 
 /** Opens the database named by the configuration, migrates it, runs `fn`, closes it. */
 export async function withDatabase<T>(config: Config, holder: string, fn: (database: Database) => Promise<T>): Promise<T> {
-  const database = await openDatabase(config, holder);
+  // An operator's command (an import, an export) may run long statements on purpose: only the server's bounded.
+  const database = await openDatabase({ ...config, dbTimeouts: { ...config.dbTimeouts, statementMs: 0 } }, holder);
   try {
     await migrate(database.db);
     return await fn(database);

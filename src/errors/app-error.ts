@@ -53,5 +53,5 @@ export const errors = {
   unsupportedMediaType: () => new AppError('unsupported_media_type', { detail: 'Write bodies must be sent as application/json.' }),
   internal: (cause?: unknown) => new AppError('internal_error', { cause }),
   serviceUnavailable: (cause?: unknown) =>
-    new AppError('service_unavailable', { detail: 'A dependency is unavailable; retry later.', cause }),
+    new AppError('service_unavailable', { detail: 'A dependency is unavailable; retry later.', cause, headers: { 'retry-after': '1' } }),
 };

@@ -6,7 +6,8 @@ import { Kysely } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import { PostgresJSDialect } from 'kysely-postgres-js';
 import postgres from 'postgres';
-import type { Config } from '../../config.ts';
+import type { Config, DatabaseTimeouts } from '../../config.ts';
+import { boundedAcquisition } from './bounded-acquisition.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 
 /** Rows of account-owned tables are dynamic (the resource engine is descriptor driven). */
@@ -23,23 +24,46 @@ const OID = { int8: 20, numeric: 1700, date: 1082, time: 1083, timestamptz: 1184
 const toNumber = (v: string) => (v === null ? null : Number(v));
 const asIs = (v: string) => v;
 
-export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>, holder = 'balcao'): Promise<Database> {
-  if (config.databaseUrl) return openPostgres(config.databaseUrl);
+export async function openDatabase(
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbTimeouts'>>,
+  holder = 'balcao',
+): Promise<Database> {
+  if (config.databaseUrl) return openPostgres(config.databaseUrl, config.dbTimeouts ?? DEFAULT_DB_TIMEOUTS);
   return openPglite(config.dataDir, holder);
 }
 
-function openPostgres(url: string): Database {
+/** Every wait on PostgreSQL is bounded (docs/operations.md says why each figure); these are loadConfig's defaults. */
+export const DEFAULT_DB_TIMEOUTS: DatabaseTimeouts = Object.freeze({
+  connectMs: 2_000,
+  acquireMs: 1_500,
+  statementMs: 5_000,
+  idleSeconds: 60,
+});
+
+function openPostgres(url: string, timeouts: DatabaseTimeouts): Database {
+  const connection: Record<string, string> = { TimeZone: 'UTC', application_name: 'balcao' };
+  // Sent in the start-up packet, so every connection of the pool carries them. A transaction left
+  // open by a stalled client is ended by the server rather than holding its locks.
+  if (timeouts.statementMs > 0) {
+    connection.statement_timeout = String(timeouts.statementMs);
+    connection.idle_in_transaction_session_timeout = String(Math.max(timeouts.statementMs * 2, 10_000));
+  }
   const sql = postgres(url, {
     max: Number(process.env.BALCAO_DB_POOL_SIZE || 10),
     onnotice: () => {},
-    connection: { TimeZone: 'UTC', application_name: 'balcao' },
+    connection,
+    connect_timeout: timeouts.connectMs / 1000,
+    idle_timeout: timeouts.idleSeconds,
+    // The driver's default waits up to 20 s between reconnection attempts; after an outage the
+    // service must resume within seconds, so attempts are retried at most half a second apart.
+    backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 0.5),
     types: {
       bigint: { to: OID.int8, from: [OID.int8], serialize: String, parse: toNumber },
       numeric: { to: OID.numeric, from: [OID.numeric], serialize: String, parse: toNumber },
       date: { to: OID.date, from: [OID.date, OID.time], serialize: String, parse: asIs },
     },
   });
-  const db = new Kysely({ dialect: new PostgresJSDialect({ postgres: sql }) });
+  const db = new Kysely({ dialect: boundedAcquisition(new PostgresJSDialect({ postgres: sql }), timeouts.acquireMs) });
   return {
     db,
     engine: 'postgres',
