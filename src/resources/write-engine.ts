@@ -1,6 +1,8 @@
 // The one generic write path (POST/PATCH/DELETE) for every descriptor with a `write` section:
 // validation errors merged into one 422, references checked inside the tenant, the write and
-// its follow-ups in one transaction, the result read back through the read engine.
+// its follow-ups in one transaction, the result read back through the read engine inside that
+// transaction, and then the caller's finishers, still inside it (the idempotency record stores
+// the response, an event row is written): all of it commits together or not at all.
 import type { FieldError } from '../errors/app-error.ts';
 import { errors } from '../errors/app-error.ts';
 import type { Tenant } from '../http/context.ts';
@@ -37,12 +39,29 @@ export interface WriteRules {
   afterChange?(ctx: WriteContext, before: Row, after: Row): Promise<void>;
 }
 
+/** What a write did, as its finishers see it inside the transaction. */
+export interface WrittenRecord {
+  resource: ResourceDescriptor;
+  action: 'create' | 'update' | 'delete';
+  id: string;
+  tenant: Tenant;
+  /** The record as the API answers with it (create: with `createIncludes`); the stored row on delete. */
+  record: Row;
+}
+
+/** Runs inside the write's transaction after the write and its read-back, just before the commit. */
+export type InTransactionFinisher = (trx: Db, written: WrittenRecord) => Promise<void>;
+
 export interface WriteOptions {
   /** Field errors the schema validation found (Ajv through `toFieldErrors`). */
   schemaErrors?: FieldError[];
   now?: () => number;
-  /** Runs inside the creating transaction just before it commits (the idempotency claim marks itself). */
-  beforeCommit?: (trx: Db) => Promise<void>;
+  /** In order, inside the transaction; a throw rolls the whole write back. */
+  finishers?: readonly InTransactionFinisher[];
+}
+
+async function finish(trx: Db, options: WriteOptions, written: WrittenRecord): Promise<void> {
+  for (const finisher of options.finishers ?? []) await finisher(trx, written);
 }
 
 const notFoundReference = (field: string): FieldError => ({
@@ -125,7 +144,7 @@ export async function createRecord(
   const w = writeOf(d);
   const tenant = tenantOf(tenantOrNull);
   await refuseInvalid(db, w, tenant, body, undefined, options);
-  const id = await db.transaction().execute(async (trx) => {
+  return db.transaction().execute(async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const values = w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : { ...body };
     const row = (await trx
@@ -134,10 +153,11 @@ export async function createRecord(
       .returningAll()
       .executeTakeFirstOrThrow()) as Row;
     await w.rules?.afterInsert?.(ctx, row, body);
-    await options.beforeCommit?.(trx);
-    return String(row.id);
+    const id = String(row.id);
+    const record = await readBack(trx, d, tenant, id, w.createIncludes);
+    await finish(trx, options, { resource: d, action: 'create', id, tenant, record });
+    return record;
   });
-  return readBack(db, d, tenant, id, w.createIncludes);
 }
 
 /** The row to change, locked for the rest of the transaction; 404 when the tenant has no such record. */
@@ -147,7 +167,7 @@ async function lockRow(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: strin
   return row as Row;
 }
 
-async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, values: Row): Promise<void> {
+async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, values: Row): Promise<Row> {
   const after = (await ctx.trx
     .updateTable(d.table)
     .set({ ...columnValues(d, values), updated_at: sql`now()` })
@@ -157,25 +177,30 @@ async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row
     .returningAll()
     .executeTakeFirstOrThrow()) as Row;
   await writeOf(d).rules?.afterChange?.(ctx, before, after);
+  return after;
 }
 
-/** Locks the tenant's row for one transaction and applies what `decide` returns; 404 outside the tenant. */
+/** Locks the tenant's row for one transaction, applies what `decide` returns, reads the result back
+ *  (update) and runs the finishers; 404 outside the tenant. Resolves to the record as answered. */
 async function changeRow(
   db: Db,
   d: ResourceDescriptor,
   tenantOrNull: Tenant | null,
   id: string,
   options: WriteOptions,
+  action: 'update' | 'delete',
   decide: (ctx: WriteContext, current: Row) => Promise<Row>,
-): Promise<Tenant> {
+): Promise<Row> {
   const tenant = tenantOf(tenantOrNull);
   if (!isUuid(id)) throw errors.notFound();
-  await db.transaction().execute(async (trx) => {
+  return db.transaction().execute(async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const current = await lockRow(trx, d, tenant, id);
-    await applyChange(ctx, d, current, await decide(ctx, current));
+    const after = await applyChange(ctx, d, current, await decide(ctx, current));
+    const record = action === 'update' ? await readBack(trx, d, tenant, id) : after;
+    await finish(trx, options, { resource: d, action, id, tenant, record });
+    return record;
   });
-  return tenant;
 }
 
 /** PATCH: 404 for a record outside the tenant, 422 with every refused field, or the updated record. */
@@ -188,11 +213,10 @@ export async function updateRecord(
   options: WriteOptions = {},
 ): Promise<Row> {
   const w = writeOf(d);
-  const tenant = await changeRow(db, d, tenantOrNull, id, options, async (ctx, current) => {
+  return changeRow(db, d, tenantOrNull, id, options, 'update', async (ctx, current) => {
     await refuseInvalid(ctx.trx, w, ctx.tenant, body, current, options);
     return w.rules?.toUpdate ? w.rules.toUpdate(ctx, body, current) : { ...body };
   });
-  return readBack(db, d, tenant, id);
 }
 
 /** DELETE: the soft delete of the descriptor (the record is kept); 404 outside the tenant. */
@@ -204,5 +228,5 @@ export async function deleteRecord(
   options: WriteOptions = {},
 ): Promise<void> {
   const { softDelete } = writeOf(d);
-  await changeRow(db, d, tenantOrNull, id, options, async () => ({ ...softDelete }));
+  await changeRow(db, d, tenantOrNull, id, options, 'delete', async () => ({ ...softDelete }));
 }

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { FieldError } from '../errors/app-error.ts';
 import { toFieldErrors, writeValidatorCompiler } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
-import { createIdempotencyHooks } from '../http/idempotency.ts';
+import { createIdempotencyHooks, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { idParamsSchema } from '../query/schemas.ts';
@@ -15,7 +15,7 @@ import type { ResourceDescriptor, WriteDescriptor } from './descriptor.ts';
 import { expenses } from './expenses.ts';
 import { sales } from './sales.ts';
 import { suppliers } from './suppliers.ts';
-import { type Body, createRecord, deleteRecord, updateRecord } from './write-engine.ts';
+import { type Body, createRecord, deleteRecord, type Row, updateRecord } from './write-engine.ts';
 
 /** The resources that accept writes (SPEC part 1), in route order. */
 export const WRITABLE: readonly ResourceDescriptor[] = [customers, sales, suppliers, expenses];
@@ -82,12 +82,17 @@ function registerResource(
       },
     },
     async (request, reply) => {
+      // The body is serialized once, inside the write's transaction when an Idempotency-Key is held, so the
+      // stored response is byte for byte the one sent, and commits with the write.
+      reply.code(201);
+      const respond = memoize((record: Row) => reply.serialize(itemEnvelope(request, record)) as string);
+      const finisher = hooks.finisher(request, 201, respond);
       const data = await createRecord(db, d, request.tenant, request.body as Body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
-        beforeCommit: hooks.beforeCommit(request),
+        finishers: finisher ? [finisher] : [],
       });
-      return reply.code(201).send(itemEnvelope(request, data));
+      return reply.type(JSON_CONTENT_TYPE).send(respond(data));
     },
   );
 
@@ -138,6 +143,15 @@ function registerResource(
       return reply.code(204).send();
     },
   );
+}
+
+/** The last answer of `fn`, reused while it is asked about the same record. */
+function memoize(fn: (record: Row) => string): (record: Row) => string {
+  let last: { record: Row; text: string } | undefined;
+  return (record) => {
+    if (last?.record !== record) last = { record, text: fn(record) };
+    return last.text;
+  };
 }
 
 export function registerWriteRoutes(app: FastifyInstance, deps: WriteRouteDeps): void {

@@ -1892,6 +1892,30 @@ export interface components {
   };
   responses: {
     /**
+     * @description Bad request. Problem types:
+     *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
+     */
+    BadRequest: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        /** @description Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded. Present when the request was counted against a key. */
+        'X-RateLimit-Limit'?: number;
+        /** @description Empty on success responses; `0` on a 429. Present when the request was counted against a key. */
+        'X-RateLimit-Remaining'?: string;
+        /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
+        'X-RateLimit-Reset'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/bad_request';
+          /** @constant */
+          status?: 400;
+        };
+      };
+    };
+    /**
      * @description Idempotency conflict. Problem types:
      *     - [`idempotency_conflict`](http://localhost:3000/errors/idempotency_conflict): The Idempotency-Key was already used with another method, path or body, or its first request is still running.
      */
@@ -2056,6 +2080,24 @@ export interface components {
       };
     };
     /**
+     * @description Bad request. Problem types:
+     *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
+     */
+    PublicBadRequest: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/bad_request';
+          /** @constant */
+          status?: 400;
+        };
+      };
+    };
+    /**
      * @description Internal error. Problem types:
      *     - [`internal_error`](http://localhost:3000/errors/internal_error): An unexpected failure on the server.
      */
@@ -2092,6 +2134,42 @@ export interface components {
       };
     };
     /**
+     * @description Request header fields too large. Problem types:
+     *     - [`header_too_large`](http://localhost:3000/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
+     */
+    PublicRequestHeaderFieldsTooLarge: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/header_too_large';
+          /** @constant */
+          status?: 431;
+        };
+      };
+    };
+    /**
+     * @description Request timeout. Problem types:
+     *     - [`request_timeout`](http://localhost:3000/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
+     */
+    PublicRequestTimeout: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/request_timeout';
+          /** @constant */
+          status?: 408;
+        };
+      };
+    };
+    /**
      * @description Rate limit exceeded. Problem types:
      *     - [`rate-limit-exceeded`](http://localhost:3000/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
      */
@@ -2111,6 +2189,54 @@ export interface components {
       };
     };
     /**
+     * @description Request header fields too large. Problem types:
+     *     - [`header_too_large`](http://localhost:3000/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
+     */
+    RequestHeaderFieldsTooLarge: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        /** @description Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded. Present when the request was counted against a key. */
+        'X-RateLimit-Limit'?: number;
+        /** @description Empty on success responses; `0` on a 429. Present when the request was counted against a key. */
+        'X-RateLimit-Remaining'?: string;
+        /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
+        'X-RateLimit-Reset'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/header_too_large';
+          /** @constant */
+          status?: 431;
+        };
+      };
+    };
+    /**
+     * @description Request timeout. Problem types:
+     *     - [`request_timeout`](http://localhost:3000/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
+     */
+    RequestTimeout: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        /** @description Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded. Present when the request was counted against a key. */
+        'X-RateLimit-Limit'?: number;
+        /** @description Empty on success responses; `0` on a 429. Present when the request was counted against a key. */
+        'X-RateLimit-Remaining'?: string;
+        /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
+        'X-RateLimit-Reset'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/request_timeout';
+          /** @constant */
+          status?: 408;
+        };
+      };
+    };
+    /**
      * @description Service unavailable. Problem types:
      *     - [`service_unavailable`](http://localhost:3000/errors/service_unavailable): A dependency (the database) is unavailable.
      */
@@ -2123,6 +2249,7 @@ export interface components {
         'X-RateLimit-Remaining'?: string;
         /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
         'X-RateLimit-Reset'?: number;
+        'Retry-After': components['headers']['Retry-After'];
         [name: string]: unknown;
       };
       content: {
@@ -2701,7 +2828,10 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['PublicBadRequest'];
+      408: components['responses']['PublicRequestTimeout'];
       429: components['responses']['PublicTooManyRequests'];
+      431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
       500: components['responses']['PublicInternalError'];
     };
   };
@@ -2727,6 +2857,9 @@ export interface operations {
           'text/html': string;
         };
       };
+      400: components['responses']['PublicBadRequest'];
+      408: components['responses']['PublicRequestTimeout'];
+      431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
       500: components['responses']['PublicInternalError'];
     };
   };
@@ -2747,11 +2880,14 @@ export interface operations {
           | 'api_disabled'
           | 'module_not_enabled'
           | 'ip_not_allowed'
+          | 'bad_request'
           | 'not_found'
           | 'method_not_allowed'
           | 'idempotency_conflict'
+          | 'request_timeout'
           | 'payload_too_large'
           | 'unsupported_media_type'
+          | 'header_too_large'
           | 'validation'
           | 'rate-limit-exceeded'
           | 'internal_error'
@@ -2771,7 +2907,10 @@ export interface operations {
           'text/html': string;
         };
       };
+      400: components['responses']['PublicBadRequest'];
       404: components['responses']['PublicNotFound'];
+      408: components['responses']['PublicRequestTimeout'];
+      431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
       500: components['responses']['PublicInternalError'];
     };
   };
@@ -2832,9 +2971,12 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenApiDisabledOrIpNotAllowed'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -2884,9 +3026,12 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3180,10 +3325,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3254,13 +3402,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3331,11 +3482,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3366,13 +3520,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3440,13 +3597,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3733,10 +3893,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3819,13 +3982,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3919,11 +4085,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3954,13 +4123,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4025,13 +4197,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4314,10 +4489,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4395,13 +4573,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4479,11 +4660,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4514,13 +4698,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4595,13 +4782,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4989,10 +5179,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5071,13 +5264,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5170,11 +5366,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5205,13 +5404,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5287,13 +5489,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5442,10 +5647,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5509,11 +5717,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5639,10 +5850,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5701,11 +5915,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5880,10 +6097,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5953,11 +6173,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6084,10 +6307,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6147,11 +6373,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6280,10 +6509,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6345,11 +6577,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6438,10 +6673,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6503,11 +6741,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
