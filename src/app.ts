@@ -1,7 +1,7 @@
 // The composition root of the HTTP service: buildApp(deps) assembles the pipeline and the
 // routes over the given database and rate limiter. It never listens; `balcao serve` does.
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
-import { AppError } from './errors/app-error.ts';
+import { errors } from './errors/app-error.ts';
 import { KeyCache, type KeyCacheOptions } from './accounts/key-cache.ts';
 import type { Config } from './config.ts';
 import type { Database } from './infra/db/database.ts';
@@ -105,7 +105,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     if (request.raw.rawHeaders.length > SERVER_LIMITS.maxHeaderCount * 2)
-      throw new AppError('header_too_large', { detail: `A request may carry at most ${SERVER_LIMITS.maxHeaderCount} header fields.` });
+      throw errors.headerTooLarge(`A request may carry at most ${SERVER_LIMITS.maxHeaderCount} header fields.`);
     // DELETE takes no payload: a JSON content type some clients always send, with no body, is ignored.
     if (request.method === 'DELETE' && isEmptyBody(request.headers)) delete request.raw.headers['content-type'];
   });

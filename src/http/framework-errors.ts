@@ -4,8 +4,8 @@
 // a broken request line) are written straight to the socket, which is then closed.
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, errors } from '../errors/app-error.ts';
-import { ERROR_CATALOGUE, type ErrorCode } from '../errors/catalogue.ts';
+import { type AppError, errors } from '../errors/app-error.ts';
+import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
 import { sendProblem } from './error-handler.ts';
 import { randomUUID } from 'node:crypto';
 
@@ -17,30 +17,30 @@ export function createFrameworkErrors(errorsUrl: string) {
       error.code === 'FST_ERR_MAX_PARAM_LENGTH'
         ? errors.notFound()
         : error.code === 'FST_ERR_BAD_URL'
-          ? new AppError('bad_request', { detail: 'The request path has a malformed percent-escape.' })
+          ? errors.badUrl()
           : errors.internal(error);
     if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, request, appError, errorsUrl);
   };
 }
 
-const CLIENT_ERRORS: Record<string, { code: ErrorCode; detail: string }> = {
-  ERR_HTTP_REQUEST_TIMEOUT: { code: 'request_timeout', detail: 'The request did not arrive in time.' },
-  HPE_HEADER_OVERFLOW: { code: 'header_too_large', detail: 'The request line and headers exceed 16 KiB.' },
+const CLIENT_ERRORS: Record<string, () => AppError> = {
+  ERR_HTTP_REQUEST_TIMEOUT: errors.requestTimeout,
+  HPE_HEADER_OVERFLOW: () => errors.headerTooLarge(),
 };
 
 /** Fastify's `clientErrorHandler` option: Node's parser and timeout failures on a connection. */
 export function createClientErrorHandler(errorsUrl: string) {
   return (err: Error & { code?: string }, socket: Socket) => {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
-    const known = CLIENT_ERRORS[err.code ?? ''] ?? { code: 'bad_request' as const, detail: 'The request is not well-formed HTTP.' };
+    const problem = (CLIENT_ERRORS[err.code ?? ''] ?? errors.badHttp)();
     const requestId = randomUUID();
-    const entry = ERROR_CATALOGUE[known.code];
+    const entry = ERROR_CATALOGUE[problem.code];
     const body = JSON.stringify({
-      type: `${errorsUrl}/${known.code}`,
+      type: `${errorsUrl}/${problem.code}`,
       title: entry.title,
       status: entry.status,
-      detail: known.detail,
+      detail: problem.detail,
       request_id: requestId,
     });
     // A response already under way on this socket cannot be followed by another one.

@@ -103,6 +103,9 @@ function sampleErrors(): Record<string, { summary: string; error: AppError }> {
     'rate-limit-exceeded': { summary: 'A rate window is exhausted', error: new AppError('rate-limit-exceeded', { detail: 'per minute' }) },
     internal_error: { summary: 'Unexpected failure', error: errors.internal() },
     service_unavailable: { summary: 'Database unavailable', error: errors.serviceUnavailable() },
+    bad_request: { summary: 'Malformed percent-escape in the path', error: errors.badUrl() },
+    request_timeout: { summary: 'Headers or body too slow', error: errors.requestTimeout() },
+    header_too_large: { summary: 'Request line and headers over 16 KiB', error: errors.headerTooLarge() },
   };
   return samples;
 }
