@@ -29,9 +29,11 @@ export interface AppDeps {
   rateLimiter?: RateLimiter;
   /** Injected clock (ms) for rate limits, key expiry and caches in tests. */
   now?: () => number;
-  logger?: boolean | { level: string };
+  logger?: boolean | { level: string; stream?: NodeJS.WritableStream };
   /** Node process metrics (memory, event loop, GC) on /metrics: for the served process, not tests. */
   processMetrics?: boolean;
+  /** HTTP limits other than the defaults (tests shorten the timeouts). */
+  serverLimits?: Partial<ServerLimits>;
   /** Authentication cache timings (the benchmark compares cached and uncached lookups). */
   keyCache?: KeyCacheOptions;
 }
@@ -58,22 +60,24 @@ export const SERVER_LIMITS = {
   /** A path parameter: any that fits in the header limit reaches its route (an over-long id is a 404). */
   maxParamLength: 16 * 1024,
 } as const;
+export type ServerLimits = { readonly [K in keyof typeof SERVER_LIMITS]: number };
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, database } = deps;
+  const limits: ServerLimits = { ...SERVER_LIMITS, ...deps.serverLimits };
   const app = Fastify({
     logger: deps.logger ?? { level: config.logLevel },
     genReqId: generateRequestId,
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT,
     return503OnClosing: false,
-    requestTimeout: SERVER_LIMITS.requestTimeoutMs,
-    keepAliveTimeout: SERVER_LIMITS.keepAliveTimeoutMs,
-    routerOptions: { maxParamLength: SERVER_LIMITS.maxParamLength },
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    routerOptions: { maxParamLength: limits.maxParamLength },
     http: {
-      headersTimeout: SERVER_LIMITS.headersTimeoutMs,
-      connectionsCheckingInterval: SERVER_LIMITS.timeoutCheckEveryMs,
-      maxHeaderSize: SERVER_LIMITS.maxHeaderBytes,
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: limits.timeoutCheckEveryMs,
+      maxHeaderSize: limits.maxHeaderBytes,
     },
     // The access log below writes one line per request instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
@@ -90,7 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const keyCache = new KeyCache(database.db, { now: deps.now, ...deps.keyCache });
   const lifecycle = addLifecycle(app);
   // One more than the limit is kept, so a request over it is told so rather than losing headers silently.
-  app.server.maxHeadersCount = SERVER_LIMITS.maxHeaderCount + 1;
+  app.server.maxHeadersCount = limits.maxHeaderCount + 1;
 
   app.decorateRequest('auth', null);
   app.decorateRequest('tenant', null);
@@ -104,8 +108,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setErrorHandler(createErrorHandler(config.errorsUrl, routes.routeMiss));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    if (request.raw.rawHeaders.length > SERVER_LIMITS.maxHeaderCount * 2)
-      throw errors.headerTooLarge(`A request may carry at most ${SERVER_LIMITS.maxHeaderCount} header fields.`);
+    if (request.raw.rawHeaders.length > limits.maxHeaderCount * 2)
+      throw errors.headerTooLarge(`A request may carry at most ${limits.maxHeaderCount} header fields.`);
     // DELETE takes no payload: a JSON content type some clients always send, with no body, is ignored.
     if (request.method === 'DELETE' && isEmptyBody(request.headers)) delete request.raw.headers['content-type'];
   });

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import postgres from 'postgres';
 import { createAccount, type AccountRow } from '../../src/accounts/account-repository.ts';
 import { createKey } from '../../src/accounts/key-repository.ts';
-import { buildApp } from '../../src/app.ts';
+import { type AppDeps, buildApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { KeyMode } from '../../src/domain/api-keys.ts';
 import { MODULES, type ModuleName } from '../../src/domain/modules.ts';
@@ -22,6 +22,10 @@ export interface TestServerOptions {
   now?: () => number;
   /** Use this database instead of a fresh one (e.g. two instances over one database). */
   database?: Database;
+  /** HTTP limits other than the defaults (short timeouts). */
+  serverLimits?: AppDeps['serverLimits'];
+  /** Logger of the app (default: none). */
+  logger?: AppDeps['logger'];
   /** Routes registered before listening (failure injection). */
   extraRoutes?: (app: FastifyInstance) => void;
 }
@@ -98,7 +102,14 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const ownDatabase = options.database ? undefined : await openTestDatabase();
   const database = options.database ?? (ownDatabase as Database);
   const config = loadConfig({ PORT: '0', BALCAO_PUBLIC_URL: 'http://balcao.test', ...options.env });
-  const app = await buildApp({ config, database, rateLimiter: options.rateLimiter, now: options.now, logger: false });
+  const app = await buildApp({
+    config,
+    database,
+    rateLimiter: options.rateLimiter,
+    now: options.now,
+    logger: options.logger ?? false,
+    serverLimits: options.serverLimits,
+  });
   if (options.extraRoutes) {
     // Test-only routes are served but are no part of the API description, nor of its contract.
     app.addHook('onRoute', (route) => {
