@@ -125,7 +125,9 @@ describe('database faults', () => {
     });
     try {
       await taken;
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => timed(`${s.url}/v1/customers?limit=1`, keys[i % keys.length])));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => timed(`${s.url}/v1/customers?limit=1`, keys[i % keys.length])),
+      );
       for (const x of results) {
         assert.equal(x.status, 503, JSON.stringify(x));
         assert.ok(x.ms <= 2_000 + LOAD_MARGIN_MS * 2, `a request waited ${x.ms} ms on the lock`);

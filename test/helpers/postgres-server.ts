@@ -22,7 +22,8 @@ export interface OwnPostgres {
   destroy(): Promise<void>;
 }
 
-const runAs = (args: string[]): [string, string[]] => (asRoot ? ['runuser', ['-u', 'postgres', '--', ...args]] : [args[0] as string, args.slice(1)]);
+const runAs = (args: string[]): [string, string[]] =>
+  asRoot ? ['runuser', ['-u', 'postgres', '--', ...args]] : [args[0] as string, args.slice(1)];
 
 export async function startOwnPostgres(): Promise<OwnPostgres> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-pg-'));
