@@ -1,6 +1,6 @@
 // One access-log line per request, written when the response is finished: who (account, key, mode),
 // what (operation id, method, status), how long and how big. Never the Authorization header, a key,
-// an Idempotency-Key value, a query string or a body: only the path and ids that are safe to keep.
+// an Idempotency-Key value, the URL (a client may put a key in it) or a body: only ids that are safe to keep.
 import type { FastifyInstance } from 'fastify';
 
 export function registerAccessLog(app: FastifyInstance): void {
@@ -11,7 +11,6 @@ export function registerAccessLog(app: FastifyInstance): void {
       {
         op: request.routeOptions.config?.operationId,
         method: request.method,
-        path: (request.url.split('?', 1)[0] as string).slice(0, 256),
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime * 10) / 10,
         bytes: length === undefined ? undefined : Number(length),
