@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import type { Database } from './infra/db/database.ts';
 import { registerAccessLog } from './http/access-log.ts';
 import { createAuthenticateHook } from './http/authenticate.ts';
+import { validatorCompiler } from './http/body-validation.ts';
 import { createErrorHandler } from './http/error-handler.ts';
 import { createClientErrorHandler, createFrameworkErrors } from './http/framework-errors.ts';
 import { addLifecycle } from './http/graceful-stop.ts';
@@ -18,8 +19,12 @@ import { trackRoutes } from './http/route-table.ts';
 import { registerDocs } from './docs/register-docs.ts';
 import { registerOpenApi } from './openapi/plugin.ts';
 import { registerMeRoute } from './resources/me.ts';
+import type { ResourceDescriptor } from './resources/descriptor.ts';
 import { registerReadRoutes } from './resources/read-routes.ts';
+import { RESOURCES } from './resources/registry.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
+import { eventRecorder } from './events/record-event.ts';
+import { registerEvents } from './webhooks/register.ts';
 import './http/context.ts';
 
 export interface AppDeps {
@@ -36,6 +41,8 @@ export interface AppDeps {
   serverLimits?: Partial<ServerLimits>;
   /** Authentication cache timings (the benchmark compares cached and uncached lookups). */
   keyCache?: KeyCacheOptions;
+  /** The resources served; default: the registry (a test serves a fixture resource this way). */
+  resources?: readonly ResourceDescriptor[];
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -83,12 +90,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     frameworkErrors: createFrameworkErrors(config.errorsUrl),
     clientErrorHandler: createClientErrorHandler(config.errorsUrl),
-    ajv: {
-      // Bodies are not coerced ("3" is not 3), every refused field is reported, and fields a
-      // write schema does not name are dropped before the handler sees them (DECISIONS B.7).
-      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: true, useDefaults: true },
-    },
   });
+  // One validator for every route (before any registers): bodies are not coerced ("3" is not 3),
+  // every refused field is reported and unnamed fields are dropped (DECISIONS B.7).
+  app.setValidatorCompiler(validatorCompiler);
 
   const rateLimiter = deps.rateLimiter ?? createRateLimiter({ redisUrl: config.redisUrl, now: deps.now, logger: app.log });
   const keyCache = new KeyCache(database.db, { now: deps.now, ...deps.keyCache });
@@ -126,13 +131,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   // Before every route: @fastify/swagger collects the routes as they register.
-  await registerOpenApi(app, config);
+  const resources = deps.resources ?? RESOURCES;
+  await registerOpenApi(app, config, resources);
   registerDocs(app, config);
   registerHealthRoutes(app, database, rateLimiter, { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping });
   registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics });
   registerMeRoute(app);
-  registerReadRoutes(app, deps);
-  registerWriteRoutes(app, deps);
+  registerReadRoutes(app, { ...deps, resources });
+  registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });
+  registerEvents(app, deps);
 
   return app;
 }

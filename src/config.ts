@@ -22,6 +22,16 @@ export interface Config {
   readonly redisStartupWaitMs: number;
   /** Longest a graceful stop may take before the process exits anyway. */
   readonly shutdownTimeoutMs: number;
+  /** PostgreSQL connections per process (BALCAO_DB_POOL_SIZE). */
+  readonly dbPoolSize: number;
+  /** Processes `balcao serve` runs (BALCAO_WORKERS); more than one needs PostgreSQL. */
+  readonly workers: number;
+  /** Seconds between webhook delivery attempts (BALCAO_WEBHOOK_RETRY_SCHEDULE). */
+  readonly webhookRetrySchedule: readonly number[];
+  /** BALCAO_WEBHOOK_ALLOW_PRIVATE=1: http:// and private addresses allowed (development, tests). */
+  readonly webhookAllowPrivate: boolean;
+  /** How long one delivery attempt may take (BALCAO_WEBHOOK_TIMEOUT_SECONDS, default 10). */
+  readonly webhookTimeoutMs: number;
 }
 
 export interface DatabaseTimeouts {
@@ -35,6 +45,8 @@ export interface DatabaseTimeouts {
   readonly idleSeconds: number;
 }
 
+export const DEFAULT_DB_POOL_SIZE = 10;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = env.PORT ? Number(env.PORT) : 3000;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got "${env.PORT}"`);
@@ -44,6 +56,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const publicUrl = (env.BALCAO_PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, '');
   const errorsUrl = (env.BALCAO_ERRORS_URL || `${publicUrl}/errors`).replace(/\/+$/, '');
   const dataDir = env.BALCAO_DATA_DIR || './.balcao';
+  const dbPoolSize = env.BALCAO_DB_POOL_SIZE ? Number(env.BALCAO_DB_POOL_SIZE) : DEFAULT_DB_POOL_SIZE;
+  if (!Number.isInteger(dbPoolSize) || dbPoolSize < 1 || dbPoolSize > 1000)
+    throw new Error(`BALCAO_DB_POOL_SIZE must be a whole number from 1 to 1000, got "${env.BALCAO_DB_POOL_SIZE}"`);
+  const workers = env.BALCAO_WORKERS ? parseWorkerCount(env.BALCAO_WORKERS, 'BALCAO_WORKERS') : 1;
   return Object.freeze({
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: dataDir.startsWith('memory://') ? dataDir : path.resolve(dataDir),
@@ -64,6 +80,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readinessTimeoutMs: milliseconds(env, 'BALCAO_READINESS_TIMEOUT_MS', 1_000),
     redisStartupWaitMs: milliseconds(env, 'BALCAO_REDIS_STARTUP_WAIT_MS', 5_000),
     shutdownTimeoutMs: milliseconds(env, 'BALCAO_SHUTDOWN_TIMEOUT_MS', 25_000),
+    dbPoolSize,
+    workers,
+    webhookRetrySchedule: parseSeconds('BALCAO_WEBHOOK_RETRY_SCHEDULE', env.BALCAO_WEBHOOK_RETRY_SCHEDULE, DEFAULT_RETRY_SCHEDULE),
+    webhookAllowPrivate: env.BALCAO_WEBHOOK_ALLOW_PRIVATE === '1',
+    webhookTimeoutMs: (parseSeconds('BALCAO_WEBHOOK_TIMEOUT_SECONDS', env.BALCAO_WEBHOOK_TIMEOUT_SECONDS, [10])[0] ?? 10) * 1000,
   });
 }
 
@@ -75,6 +96,24 @@ function milliseconds(env: NodeJS.ProcessEnv, name: string, fallback: number, ze
   if (!Number.isInteger(value) || value < (zeroAllowed ? 0 : 1))
     throw new Error(`${name} must be a whole number${zeroAllowed ? '' : ' above 0'}, got "${raw}"`);
   return value;
+}
+
+/** A worker count from BALCAO_WORKERS or `serve --workers`: 1 to 64. */
+export function parseWorkerCount(value: string, what: string): number {
+  const workers = Number(value);
+  if (!/^\d+$/.test(value.trim()) || workers < 1 || workers > 64)
+    throw new Error(`${what} must be a whole number from 1 to 64, got "${value}"`);
+  return workers;
+}
+
+/** About 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h: eight attempts over about a day and a half. */
+export const DEFAULT_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 36000];
+
+function parseSeconds(name: string, value: string | undefined, fallback: readonly number[]): readonly number[] {
+  if (value === undefined || value.trim() === '') return fallback;
+  const parts = value.split(',').map((s) => Number(s.trim()));
+  if (parts.some((n) => !Number.isFinite(n) || n < 0)) throw new Error(`${name} must be a comma list of seconds, got "${value}"`);
+  return parts;
 }
 
 function parseTrustProxy(value: string | undefined): boolean | string[] {

@@ -5,7 +5,8 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, errors } from '../errors/app-error.ts';
 import type { IdempotencyStore } from '../infra/idempotency-store.ts';
-import type { InTransactionFinisher, Row } from '../resources/write-engine.ts';
+import type { Db } from '../infra/db/database.ts';
+import { canonicalJson } from '../schemas/canonical-json.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAY_HEADER = 'idempotent-replay';
@@ -15,18 +16,6 @@ interface Claim {
   apiKeyId: string;
   key: string;
   token: string;
-}
-
-/** JSON with object keys sorted at every level: the same body always signs the same. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return value === undefined ? '' : JSON.stringify(value);
 }
 
 /** Hash of method, path (without query) and canonical body. */
@@ -55,8 +44,15 @@ export interface IdempotencyHooks {
    * For the write engine: stores the response `respond` builds for the written record, inside the write's
    * transaction, when this request holds a claim.
    */
-  finisher(request: FastifyRequest, status: number, respond: (record: Row) => string): InTransactionFinisher | undefined;
+  finisher(request: FastifyRequest, status: number, respond: (record: Row) => string): StoreResponse | undefined;
+  /** For writes whose response is built after their transaction (webhook endpoints): marks the claim committed
+   *  inside the transaction, so it is never taken over; the response is stored when sent. */
+  beforeCommit(request: FastifyRequest): ((trx: Db) => Promise<void>) | undefined;
 }
+
+type Row = Record<string, unknown>;
+/** An in-transaction finisher of the write engine (structurally: this layer does not import resources). */
+type StoreResponse = (trx: Db, written: { record: Row }) => Promise<void>;
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -111,6 +107,15 @@ export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHook
         request.log.error({ err }, 'idempotency record failed');
       }
       return payload;
+    },
+
+    beforeCommit(request) {
+      const claim = claims.get(request);
+      if (!claim) return undefined;
+      return async (trx: Db) => {
+        // Taken over while this request stalled: the other attempt owns the key, this one must not write.
+        if (!(await store.markCommitted(trx, claim.apiKeyId, claim.key, claim.token))) throw inProgress();
+      };
     },
 
     finisher(request, status, respond) {

@@ -81,6 +81,17 @@ export class IdempotencyStore {
   }
 
   /**
+   * Called inside the write's transaction: from its commit on, the claim can no longer be taken
+   * over. Returns false when it already was (this request then must not write).
+   */
+  async markCommitted(trx: Db, apiKeyId: string, key: string, token: string): Promise<boolean> {
+    const result = await sql`
+      UPDATE idempotency_keys SET committed = true
+      WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND claim_token = ${token}`.execute(trx);
+    return Number(result.numAffectedRows ?? 0) > 0;
+  }
+
+  /**
    * Called inside the write's transaction: stores the response, which then commits with the write or not
    * at all. Returns false when the claim was taken over meanwhile (this request then must not write).
    */

@@ -6,10 +6,12 @@ import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
 import { SECURITY_SCHEME, securityScheme } from './document-info.ts';
 import { exampleOf } from './examples.ts';
 import { headerUse, RATE_LIMIT_HEADERS, REQUEST_PARAMETERS, RESPONSE_HEADERS } from './headers.ts';
-import { canonical, mapSubschemas, SchemaNamer } from './named-schemas.ts';
+import { mapSubschemas, SchemaNamer } from './named-schemas.ts';
+import { canonicalJson } from '../schemas/canonical-json.ts';
 import { ProblemResponses, problemCodesFor } from './problem-responses.ts';
 import { FieldErrorSchema, ProblemSchema } from './problem-schema.ts';
 import type { RouteFacts } from './route-facts.ts';
+import { webhookPayloads } from './webhook-payloads.ts';
 
 type Json = Record<string, any>;
 
@@ -103,7 +105,7 @@ class RequestBodies {
   ref(body: Json): Json {
     const title = body.content?.['application/json']?.schema?.title;
     if (typeof title !== 'string') return body;
-    const key = canonical(body);
+    const key = canonicalJson(body);
     let name = title.replace(/[^A-Za-z0-9._-]/g, '');
     const base = name;
     for (let n = 2; this.byName.has(name) && this.byName.get(name)?.key !== key; n++) name = `${base}${n}`;
@@ -117,6 +119,7 @@ class RequestBodies {
 }
 
 export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>, config: Config): Json {
+  doc.webhooks = webhookPayloads();
   stripPrivateKeys(doc);
   const problems = new ProblemResponses(config.errorsUrl);
   // Schemas swagger already named (those with an `$id`, such as `Me`) keep their names.
@@ -169,6 +172,10 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
     }
   }
   problems.methodNotAllowed();
+  for (const item of Object.values<Json>(doc.webhooks)) {
+    const media = item.post.requestBody.content['application/json'];
+    media.schema = namer.hoist(simplifyNullable(media.schema));
+  }
 
   doc.security = [{ [SECURITY_SCHEME]: [] }];
   // The API's resources first, in route order; the public documentation endpoints last.

@@ -1,67 +1,43 @@
 // The one generic write path (POST/PATCH/DELETE) for every descriptor with a `write` section:
 // validation errors merged into one 422, references checked inside the tenant, the write and
-// its follow-ups in one transaction, the result read back through the read engine inside that
-// transaction, and then the caller's finishers, still inside it (the idempotency record stores
-// the response, an event row is written): all of it commits together or not at all.
+// its follow-ups in one transaction, the result read back through the read engine. A creation reads
+// its record back inside its transaction and hands it to the caller's finishers there (the idempotency
+// record stores the response): the write, its event and its stored response commit together or not at all.
 import type { FieldError } from '../errors/app-error.ts';
 import { errors } from '../errors/app-error.ts';
-import type { Tenant } from '../http/context.ts';
+import type { Tenant } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
 import type { Db } from '../infra/db/database.ts';
-import { scoped } from '../query/compile.ts';
-import { isUuid } from '../query/values.ts';
+import { insertScoped, lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
+import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
 import { type RawBuilder, sql } from 'kysely';
-import type { ResourceDescriptor, WriteDescriptor } from './descriptor.ts';
+import type { Body, ResourceDescriptor, Row, WriteContext, WriteDescriptor } from './descriptor.ts';
 import { getRecord } from './read-engine.ts';
-
-export type Row = Record<string, unknown>;
-export type Body = Record<string, unknown>;
-
-/** What a rule sees: the open transaction, the tenant and the clock. */
-export interface WriteContext {
-  trx: Db;
-  tenant: Tenant;
-  now: () => number;
-}
-
-export interface WriteRules {
-  /** Cross-field checks a schema cannot say. `current` is the stored row on PATCH, undefined on POST.
-   *  Runs even when the schema refused some fields, so it must not trust the body's types. */
-  check?(body: Body, current: Row | undefined): FieldError[];
-  /** The columns of the new row, from the validated body (defaults, computed values). Default: the body. */
-  toInsert?(ctx: WriteContext, body: Body): Promise<Row> | Row;
-  /** Follow-up writes of a creation, in its transaction (sale items, first status-history entry). */
-  afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<void>;
-  /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
-  toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
-  /** After a PATCH or DELETE changed the row, in its transaction (status history). */
-  afterChange?(ctx: WriteContext, before: Row, after: Row): Promise<void>;
-}
-
-/** What a write did, as its finishers see it inside the transaction. */
-export interface WrittenRecord {
-  resource: ResourceDescriptor;
-  action: 'create' | 'update' | 'delete';
-  id: string;
-  tenant: Tenant;
-  /** The record as the API answers with it (create: with `createIncludes`); the stored row on delete. */
-  record: Row;
-}
-
-/** Runs inside the write's transaction after the write and its read-back, just before the commit. */
-export type InTransactionFinisher = (trx: Db, written: WrittenRecord) => Promise<void>;
 
 export interface WriteOptions {
   /** Field errors the schema validation found (Ajv through `toFieldErrors`). */
   schemaErrors?: FieldError[];
   now?: () => number;
-  /** In order, inside the transaction; a throw rolls the whole write back. */
+  /** Runs inside the creating transaction just before it commits (the idempotency claim marks itself). */
+  beforeCommit?: (trx: Db) => Promise<void>;
+  /** Runs inside every write's transaction once the record is final (the change feed records its event). */
+  onWritten?: (trx: Db, written: WrittenRecord) => Promise<void>;
+  /** Run in order inside a creating transaction, after `onWritten`, with the record as answered; a throw rolls back. */
   finishers?: readonly InTransactionFinisher[];
 }
 
-async function finish(trx: Db, options: WriteOptions, written: WrittenRecord): Promise<void> {
-  for (const finisher of options.finishers ?? []) await finisher(trx, written);
+/** An extension of a creation's transaction that sees the record as the API answers with it. */
+export type InTransactionFinisher = (trx: Db, written: WrittenRecord & { record: Row }) => Promise<void>;
+
+/** What a write did, for extensions that run in its transaction. */
+export interface WrittenRecord {
+  descriptor: ResourceDescriptor;
+  tenant: Tenant;
+  id: string;
+  action: 'created' | 'updated' | 'deleted';
+  /** The stored row before an update or delete (all columns); null on creation. */
+  before: Row | null;
 }
 
 const notFoundReference = (field: string): FieldError => ({
@@ -73,11 +49,6 @@ const notFoundReference = (field: string): FieldError => ({
 function writeOf(d: ResourceDescriptor): WriteDescriptor {
   if (!d.write) throw errors.internal(new Error(`${d.name} has no write section`));
   return d.write;
-}
-
-function tenantOf(tenant: Tenant | null): Tenant {
-  if (!tenant) throw errors.internal(new Error('write without a tenant: route is missing its guard config'));
-  return tenant;
 }
 
 /** Referenced ids that are not records of the tenant (any state: a deactivated customer still exists). */
@@ -92,7 +63,7 @@ async function referenceErrors(
   for (const [field, table] of Object.entries(w.references ?? {})) {
     const value = body[field];
     if (refused.has(field) || typeof value !== 'string' || !isUuid(value)) continue;
-    const found = await scoped(db, table, tenant).select('id').where('id', '=', value).executeTakeFirst();
+    const found = await selectScoped(db, table, tenant).select('id').where('id', '=', value).executeTakeFirst();
     if (!found) out.push(notFoundReference(field));
   }
   return out;
@@ -125,7 +96,8 @@ function columnValues(d: ResourceDescriptor, values: Row): Row {
   return out;
 }
 
-const isSqlFragment = (value: unknown): value is RawBuilder<unknown> =>
+/** A SQL fragment (sql`now()`) given as a column value: written as SQL, never as JSON. */
+export const isSqlFragment = (value: unknown): value is RawBuilder<unknown> =>
   typeof value === 'object' && value !== null && typeof (value as { toOperationNode?: unknown }).toOperationNode === 'function';
 
 async function readBack(db: Db, d: ResourceDescriptor, tenant: Tenant, id: string, include: readonly string[] = []): Promise<Row> {
@@ -142,65 +114,57 @@ export async function createRecord(
   options: WriteOptions = {},
 ): Promise<Row> {
   const w = writeOf(d);
-  const tenant = tenantOf(tenantOrNull);
+  const tenant = requireTenant(tenantOrNull, 'write');
   await refuseInvalid(db, w, tenant, body, undefined, options);
   return db.transaction().execute(async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const values = w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : { ...body };
-    const row = (await trx
-      .insertInto(d.table)
-      .values({ ...columnValues(d, values), team_id: tenant.teamId, mode: tenant.mode })
-      .returningAll()
-      .executeTakeFirstOrThrow()) as Row;
+    const row = (await insertScoped(trx, d.table, tenant, columnValues(d, values)).returningAll().executeTakeFirstOrThrow()) as Row;
     await w.rules?.afterInsert?.(ctx, row, body);
-    const id = String(row.id);
-    const record = await readBack(trx, d, tenant, id, w.createIncludes);
-    await finish(trx, options, { resource: d, action: 'create', id, tenant, record });
+    const written: WrittenRecord = { descriptor: d, tenant, id: String(row.id), action: 'created', before: null };
+    await options.onWritten?.(trx, written);
+    const record = await readBack(trx, d, tenant, written.id, w.createIncludes);
+    for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
+    await options.beforeCommit?.(trx);
     return record;
   });
 }
 
 /** The row to change, locked for the rest of the transaction; 404 when the tenant has no such record. */
 async function lockRow(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: string): Promise<Row> {
-  const row = await scoped(trx, d.table, tenant, d.where).selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+  const row = await lockScoped(trx, d.table, tenant, id, d.where).executeTakeFirst();
   if (!row) throw errors.notFound();
   return row as Row;
 }
 
-async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, values: Row): Promise<Row> {
-  const after = (await ctx.trx
-    .updateTable(d.table)
+async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, values: Row): Promise<void> {
+  const after = (await updateScoped(ctx.trx, d.table, ctx.tenant)
     .set({ ...columnValues(d, values), updated_at: sql`now()` })
     .where('id', '=', before.id)
-    .where('team_id', '=', ctx.tenant.teamId)
-    .where('mode', '=', ctx.tenant.mode)
     .returningAll()
     .executeTakeFirstOrThrow()) as Row;
   await writeOf(d).rules?.afterChange?.(ctx, before, after);
-  return after;
 }
 
-/** Locks the tenant's row for one transaction, applies what `decide` returns, reads the result back
- *  (update) and runs the finishers; 404 outside the tenant. Resolves to the record as answered. */
+/** Locks the tenant's row for one transaction and applies what `decide` returns; 404 outside the tenant. */
 async function changeRow(
   db: Db,
   d: ResourceDescriptor,
   tenantOrNull: Tenant | null,
   id: string,
   options: WriteOptions,
-  action: 'update' | 'delete',
+  action: 'updated' | 'deleted',
   decide: (ctx: WriteContext, current: Row) => Promise<Row>,
-): Promise<Row> {
-  const tenant = tenantOf(tenantOrNull);
+): Promise<Tenant> {
+  const tenant = requireTenant(tenantOrNull, 'write');
   if (!isUuid(id)) throw errors.notFound();
-  return db.transaction().execute(async (trx) => {
+  await db.transaction().execute(async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const current = await lockRow(trx, d, tenant, id);
-    const after = await applyChange(ctx, d, current, await decide(ctx, current));
-    const record = action === 'update' ? await readBack(trx, d, tenant, id) : after;
-    await finish(trx, options, { resource: d, action, id, tenant, record });
-    return record;
+    await applyChange(ctx, d, current, await decide(ctx, current));
+    await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current });
   });
+  return tenant;
 }
 
 /** PATCH: 404 for a record outside the tenant, 422 with every refused field, or the updated record. */
@@ -213,10 +177,11 @@ export async function updateRecord(
   options: WriteOptions = {},
 ): Promise<Row> {
   const w = writeOf(d);
-  return changeRow(db, d, tenantOrNull, id, options, 'update', async (ctx, current) => {
+  const tenant = await changeRow(db, d, tenantOrNull, id, options, 'updated', async (ctx, current) => {
     await refuseInvalid(ctx.trx, w, ctx.tenant, body, current, options);
     return w.rules?.toUpdate ? w.rules.toUpdate(ctx, body, current) : { ...body };
   });
+  return readBack(db, d, tenant, id);
 }
 
 /** DELETE: the soft delete of the descriptor (the record is kept); 404 outside the tenant. */
@@ -228,5 +193,5 @@ export async function deleteRecord(
   options: WriteOptions = {},
 ): Promise<void> {
   const { softDelete } = writeOf(d);
-  await changeRow(db, d, tenantOrNull, id, options, 'delete', async () => ({ ...softDelete }));
+  await changeRow(db, d, tenantOrNull, id, options, 'deleted', async () => ({ ...softDelete }));
 }

@@ -14,6 +14,7 @@ import type { PlanCode, RateLimitOverrides } from '../../src/domain/plans.ts';
 import { type Database, type Db, openDatabase } from '../../src/infra/db/database.ts';
 import { migrate } from '../../src/infra/db/migrate.ts';
 import type { RateLimiter } from '../../src/http/rate-limit.ts';
+import type { ResourceDescriptor } from '../../src/resources/descriptor.ts';
 import { Contract } from './contract.ts';
 
 export interface TestServerOptions {
@@ -28,6 +29,8 @@ export interface TestServerOptions {
   logger?: AppDeps['logger'];
   /** Routes registered before listening (failure injection). */
   extraRoutes?: (app: FastifyInstance) => void;
+  /** The resources served instead of the registry's (fixture resources). */
+  resources?: readonly ResourceDescriptor[];
 }
 
 export interface AccountOptions {
@@ -109,6 +112,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     now: options.now,
     logger: options.logger ?? false,
     serverLimits: options.serverLimits,
+    resources: options.resources,
   });
   if (options.extraRoutes) {
     // Test-only routes are served but are no part of the API description, nor of its contract.

@@ -4,11 +4,10 @@
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
-import { PostgresJSDialect } from 'kysely-postgres-js';
 import postgres from 'postgres';
-import type { Config, DatabaseTimeouts } from '../../config.ts';
-import { boundedAcquisition } from './bounded-acquisition.ts';
+import { type Config, DEFAULT_DB_POOL_SIZE, type DatabaseTimeouts } from '../../config.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
+import { PostgresJsDialect } from './postgres-dialect.ts';
 
 /** Rows of account-owned tables are dynamic (the resource engine is descriptor driven). */
 export type Db = Kysely<any>;
@@ -16,6 +15,8 @@ export type Db = Kysely<any>;
 export interface Database {
   readonly db: Db;
   readonly engine: 'postgres' | 'pglite';
+  /** Calls `onPayload` for every NOTIFY on `channel` once its transaction commits; resolves to the unlisten. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -25,10 +26,11 @@ const toNumber = (v: string) => (v === null ? null : Number(v));
 const asIs = (v: string) => v;
 
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbTimeouts'>>,
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>>,
   holder = 'balcao',
 ): Promise<Database> {
-  if (config.databaseUrl) return openPostgres(config.databaseUrl, config.dbTimeouts ?? DEFAULT_DB_TIMEOUTS);
+  if (config.databaseUrl)
+    return openPostgres(config.databaseUrl, config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE, config.dbTimeouts ?? DEFAULT_DB_TIMEOUTS);
   return openPglite(config.dataDir, holder);
 }
 
@@ -40,7 +42,7 @@ export const DEFAULT_DB_TIMEOUTS: DatabaseTimeouts = Object.freeze({
   idleSeconds: 60,
 });
 
-function openPostgres(url: string, timeouts: DatabaseTimeouts): Database {
+function openPostgres(url: string, poolSize: number, timeouts: DatabaseTimeouts): Database {
   const connection: Record<string, string> = { TimeZone: 'UTC', application_name: 'balcao' };
   // Sent in the start-up packet, so every connection of the pool carries them. A transaction left
   // open by a stalled client is ended by the server rather than holding its locks.
@@ -49,7 +51,7 @@ function openPostgres(url: string, timeouts: DatabaseTimeouts): Database {
     connection.idle_in_transaction_session_timeout = String(Math.max(timeouts.statementMs * 2, 10_000));
   }
   const sql = postgres(url, {
-    max: Number(process.env.BALCAO_DB_POOL_SIZE || 10),
+    max: poolSize,
     onnotice: () => {},
     connection,
     connect_timeout: timeouts.connectMs / 1000,
@@ -63,11 +65,24 @@ function openPostgres(url: string, timeouts: DatabaseTimeouts): Database {
       date: { to: OID.date, from: [OID.date, OID.time], serialize: String, parse: asIs },
     },
   });
-  const db = new Kysely({ dialect: boundedAcquisition(new PostgresJSDialect({ postgres: sql }), timeouts.acquireMs) });
+  const db = new Kysely({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts)) });
   return {
     db,
     engine: 'postgres',
+    async listen(channel, onPayload) {
+      const { unlisten } = await sql.listen(channel, onPayload);
+      return unlisten;
+    },
     close: () => db.destroy(),
+  };
+}
+
+/** A connection waited for at most `acquireMs`; a query outside a transaction (which waits in the pool's queue,
+ *  then runs under the statement timeout) at most both, plus a little for the network. */
+function waitBounds(timeouts: DatabaseTimeouts) {
+  return {
+    acquireMs: timeouts.acquireMs,
+    queryMs: timeouts.statementMs > 0 ? timeouts.acquireMs + timeouts.statementMs + 500 : 0,
   };
 }
 
@@ -89,6 +104,7 @@ async function openPglite(dataDir: string, holder: string): Promise<Database> {
     return {
       db,
       engine: 'pglite',
+      listen: (channel, onPayload) => pg.listen(channel, onPayload),
       close: async () => {
         await db.destroy();
         lock?.release();
