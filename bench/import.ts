@@ -7,7 +7,6 @@ import path from 'node:path';
 import { openDatabase } from '../src/infra/db/database.ts';
 import { migrate } from '../src/infra/db/migrate.ts';
 import { importData } from '../src/import/import-data.ts';
-import { readImportFile } from '../src/import/read-import-file.ts';
 
 const RECORDS = Math.min(Number(process.argv[2] ?? 100_000), 1_000_000);
 if (!Number.isInteger(RECORDS) || RECORDS < 100) throw new Error('records must be an integer of at least 100');

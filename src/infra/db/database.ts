@@ -15,8 +15,12 @@ export type Db = Kysely<any>;
 export interface Database {
   readonly db: Db;
   readonly engine: 'postgres' | 'pglite';
+  /** The driver under Kysely, for what Kysely cannot do (COPY, used by the bulk import). */
+  readonly driver: DatabaseDriver;
   close(): Promise<void>;
 }
+
+export type DatabaseDriver = { engine: 'postgres'; sql: postgres.Sql } | { engine: 'pglite'; pg: PGlite };
 
 const OID = { int8: 20, numeric: 1700, date: 1082, time: 1083, timestamptz: 1184, timestamp: 1114 } as const;
 
@@ -43,6 +47,7 @@ function openPostgres(url: string): Database {
   return {
     db,
     engine: 'postgres',
+    driver: { engine: 'postgres', sql },
     close: () => db.destroy(),
   };
 }
@@ -65,6 +70,7 @@ async function openPglite(dataDir: string, holder: string): Promise<Database> {
     return {
       db,
       engine: 'pglite',
+      driver: { engine: 'pglite', pg },
       close: async () => {
         await db.destroy();
         lock?.release();
