@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { DataDirInUseError } from '../infra/db/data-dir-lock.ts';
 import { registerAccountsCommand } from './accounts.ts';
 import { registerDemoCommand } from './demo.ts';
+import { registerExportCommand } from './export.ts';
 import { registerImportCommand } from './import.ts';
 import { registerKeysCommand } from './keys.ts';
 import { registerMigrateCommand } from './migrate.ts';
@@ -23,6 +24,7 @@ registerMigrateCommand(program);
 registerAccountsCommand(program);
 registerKeysCommand(program);
 registerImportCommand(program);
+registerExportCommand(program);
 registerDemoCommand(program);
 
 try {
