@@ -83,7 +83,7 @@ export function describeIoError(err: unknown): string {
  * `onBytes` reports bytes read from disk, for the progress bar.
  */
 export function openText(source: ImportSource, onBytes: (n: number) => void = () => {}): AsyncIterable<string> {
-  const raw = createReadStream(source.file, { highWaterMark: 1 << 20 });
+  const raw = createReadStream(source.file, { highWaterMark: 1 << 18 });
   raw.on('data', (chunk) => onBytes(chunk.length));
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
   let offset = 0;
