@@ -168,7 +168,8 @@ async function* readCsv(source: ImportSource, text: AsyncIterable<string>, specO
     let line = 1;
     for await (const { record, raw } of csv as AsyncIterable<{ record: string[]; raw: string }>) {
       const at = `${source.file}:${line}`;
-      line += countNewlines(raw);
+      // The raw text ends with the record's newline, except for \r\n files (it ends with \r) and the last record.
+      line += countNewlines(raw) + (raw.endsWith('\n') ? 0 : 1);
       if (!header) {
         header = record.map((name) => name.trim());
         continue;
@@ -207,7 +208,7 @@ function quotedEmptyCells(raw: string): Set<number> {
   const found = new Set<number>();
   let cell = 0;
   let i = 0;
-  const line = raw.replace(/\r?\n$/, '');
+  const line = raw.replace(/\r?\n$|\r$/, '');
   while (i <= line.length) {
     if (line[i] === '"') {
       const start = i;
