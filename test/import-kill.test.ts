@@ -71,9 +71,9 @@ describe('balcao import: kill -9 mid-import', () => {
       writer.on('error', () => {});
       for (let i = 0; i < LINES; i++) {
         const line = `${JSON.stringify({ full_name: `Cliente ${i}`, email: `c${i}@example.com` })}\n`;
-        if (!writer.write(line)) await new Promise((resolve) => writer.once('drain', resolve));
+        if (!writer.write(line)) await new Promise<void>((resolve) => writer.once('drain', () => resolve()));
       }
-      await new Promise((resolve) => writer.write('', resolve));
+      await new Promise<void>((resolve) => writer.write('', () => resolve()));
       if (scratch.env.DATABASE_URL) assert.ok(await importTransactionOpen(), 'the import is inside its transaction');
       child.kill('SIGKILL');
       assert.equal(await exited, 'SIGKILL');
