@@ -2,7 +2,7 @@
 // Run: node --import tsx bench/rate-limit.ts [redis-url]   (default redis://127.0.0.1:6379; bounded loops)
 import net from 'node:net';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
-import type { AuthContext } from '../src/http/context.ts';
+import type { AuthContext } from '../src/domain/tenant.ts';
 import { createRateLimiter, type RateLimiter } from '../src/http/rate-limit.ts';
 
 const REQUESTS = 20_000;

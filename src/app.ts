@@ -5,6 +5,7 @@ import { KeyCache, type KeyCacheOptions } from './accounts/key-cache.ts';
 import type { Config } from './config.ts';
 import type { Database } from './infra/db/database.ts';
 import { createAuthenticateHook } from './http/authenticate.ts';
+import { validatorCompiler } from './http/body-validation.ts';
 import { createErrorHandler } from './http/error-handler.ts';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts';
 import { registerHealthRoutes } from './http/health.ts';
@@ -14,7 +15,9 @@ import { trackRoutes } from './http/route-table.ts';
 import { registerDocs } from './docs/register-docs.ts';
 import { registerOpenApi } from './openapi/plugin.ts';
 import { registerMeRoute } from './resources/me.ts';
+import type { ResourceDescriptor } from './resources/descriptor.ts';
 import { registerReadRoutes } from './resources/read-routes.ts';
+import { RESOURCES } from './resources/registry.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
 import './http/context.ts';
 
@@ -30,6 +33,8 @@ export interface AppDeps {
   processMetrics?: boolean;
   /** Authentication cache timings (the benchmark compares cached and uncached lookups). */
   keyCache?: KeyCacheOptions;
+  /** The resources served; default: the registry (a test serves a fixture resource this way). */
+  resources?: readonly ResourceDescriptor[];
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -42,12 +47,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT,
     return503OnClosing: false,
-    ajv: {
-      // Bodies are not coerced ("3" is not 3), every refused field is reported, and fields a
-      // write schema does not name are dropped before the handler sees them (DECISIONS B.7).
-      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: true, useDefaults: true },
-    },
   });
+  // One validator for every route (before any registers): bodies are not coerced ("3" is not 3),
+  // every refused field is reported and unnamed fields are dropped (DECISIONS B.7).
+  app.setValidatorCompiler(validatorCompiler);
 
   const rateLimiter = deps.rateLimiter ?? createRateLimiter({ redisUrl: config.redisUrl, now: deps.now, logger: app.log });
   const keyCache = new KeyCache(database.db, { now: deps.now, ...deps.keyCache });
@@ -71,13 +74,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   // Before every route: @fastify/swagger collects the routes as they register.
-  await registerOpenApi(app, config);
+  const resources = deps.resources ?? RESOURCES;
+  await registerOpenApi(app, config, resources);
   registerDocs(app, config);
   registerHealthRoutes(app, database, rateLimiter);
   registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics });
   registerMeRoute(app);
-  registerReadRoutes(app, deps);
-  registerWriteRoutes(app, deps);
+  registerReadRoutes(app, { ...deps, resources });
+  registerWriteRoutes(app, { ...deps, resources });
 
   return app;
 }

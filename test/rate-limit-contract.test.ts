@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import type { FastifyReply } from 'fastify';
 import { AppError } from '../src/errors/app-error.ts';
-import type { AuthContext } from '../src/http/context.ts';
+import type { AuthContext } from '../src/domain/tenant.ts';
 import { createRateLimiter, createRateLimiterOver, type RateLimiter } from '../src/http/rate-limit.ts';
 import { MemoryRateLimitStore } from '../src/infra/rate-limit/memory-store.ts';
 import { recordingLogger } from './helpers/recording-logger.ts';

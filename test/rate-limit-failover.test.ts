@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { FastifyReply } from 'fastify';
-import type { AuthContext } from '../src/http/context.ts';
+import type { AuthContext } from '../src/domain/tenant.ts';
 import { createRateLimiter, type RateLimiter } from '../src/http/rate-limit.ts';
 import { recordingLogger } from './helpers/recording-logger.ts';
 import { authWith } from './helpers/auth-context.ts';

@@ -4,6 +4,7 @@ import { getAccount } from '../accounts/account-repository.ts';
 import { createKey, KeyLimitError, listKeys, revokeKey, toKeyView } from '../accounts/key-repository.ts';
 import { isValidIpRange } from '../domain/ip-allowlist.ts';
 import { isValidScope } from '../domain/scopes.ts';
+import { isCalendarDate, isTimestamp } from '../schemas/formats.ts';
 import { CliError, commandContext, output, requireUuid, splitList, withDatabase } from './runtime.ts';
 
 interface CreateFlags {
@@ -15,8 +16,6 @@ interface CreateFlags {
   allowedIps?: string;
   json?: boolean;
 }
-
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
 export function registerKeysCommand(program: Command): void {
   const keys = program.command('keys').description('manage API keys');
@@ -45,7 +44,7 @@ export function registerKeysCommand(program: Command): void {
       let expiresAt: Date | null = null;
       if (flags.expiresAt !== undefined) {
         expiresAt = new Date(flags.expiresAt);
-        if (!ISO_8601.test(flags.expiresAt) || Number.isNaN(expiresAt.getTime())) {
+        if (!(isTimestamp(flags.expiresAt) || isCalendarDate(flags.expiresAt)) || Number.isNaN(expiresAt.getTime())) {
           throw new CliError(`--expires-at must be an ISO 8601 date-time, got "${flags.expiresAt}"`);
         }
       }

@@ -2,8 +2,8 @@
 // duration of a command, printing exactly one JSON object with --json, and failing with a
 // one-line message on stderr and a non-zero exit code.
 import { type Config, loadConfig } from '../config.ts';
-import { type Database, openDatabase } from '../infra/db/database.ts';
-import { migrate } from '../infra/db/migrate.ts';
+import type { Database } from '../infra/db/database.ts';
+import { isUuid } from '../schemas/formats.ts';
 
 export class CliError extends Error {}
 
@@ -17,6 +17,9 @@ export function commandContext(): CommandContext {
 
 /** Opens the database named by the configuration, migrates it, runs `fn`, closes it. */
 export async function withDatabase<T>(config: Config, holder: string, fn: (database: Database) => Promise<T>): Promise<T> {
+  // Loaded here, not at the top: `balcao --help` and usage errors never load a database driver.
+  const { openDatabase } = await import('../infra/db/database.ts');
+  const { migrate } = await import('../infra/db/migrate.ts');
   const database = await openDatabase(config, holder);
   try {
     await migrate(database.db);
@@ -36,10 +39,8 @@ export function fail(message: string, code = 1): never {
   process.exit(code);
 }
 
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function requireUuid(value: string, what: string): string {
-  if (!UUID_PATTERN.test(value)) throw new CliError(`${what} "${value}" is not a valid id (expected a UUID)`);
+  if (!isUuid(value)) throw new CliError(`${what} "${value}" is not a valid id (expected a UUID)`);
   return value;
 }
 

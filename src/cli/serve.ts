@@ -1,8 +1,9 @@
 // `balcao serve`: migrate if needed, then serve the API until SIGINT/SIGTERM.
 // With --json, stdout carries one JSON object once listening and the logs go to stderr.
+import cluster from 'node:cluster';
 import type { Command } from 'commander';
 import { buildApp } from '../app.ts';
-import type { Config } from '../config.ts';
+import { type Config, parseWorkerCount } from '../config.ts';
 import { type Database, openDatabase } from '../infra/db/database.ts';
 import { migrate } from '../infra/db/migrate.ts';
 import { commandContext, output } from './runtime.ts';
@@ -61,8 +62,18 @@ export function registerServeCommand(program: Command): void {
     .command('serve')
     .description('migrate the schema if needed, then serve the API')
     .option('--json', 'print one JSON object when listening (logs go to stderr)')
-    .action(async (flags: { json?: boolean }) => {
+    .option('--workers <n>', 'worker processes sharing the port (PostgreSQL and REDIS_URL only); default BALCAO_WORKERS or 1')
+    .action(async (flags: { json?: boolean; workers?: string }) => {
       const { config } = commandContext();
+      const workers = flags.workers === undefined ? config.workers : parseWorkerCount(flags.workers, '--workers');
+      if (workers > 1 || cluster.isWorker) {
+        const { serveAsWorker, serveWithWorkers } = await import('./serve-workers.ts');
+        if (cluster.isWorker) {
+          // The primary has migrated: a worker only opens the database and serves.
+          return serveAsWorker(async () => ({ ...(await startServing(config, await openDatabase(config, 'balcao serve'), true)) }));
+        }
+        return serveWithWorkers(config, workers, !!flags.json, async () => (await openMigrated(config, 'balcao serve')).close());
+      }
       const database = await openMigrated(config, 'balcao serve');
       const listening = await startServing(config, database, !!flags.json);
       if (flags.json) output(true, listening, () => '');

@@ -1,6 +1,6 @@
 // /errors and /errors/<code>: one public page per problem type of the catalogue, at the very
 // URL a problem's `type` names (when BALCAO_ERRORS_URL is not set elsewhere).
-import type { FastifyInstance, RouteShorthandOptions } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import { errors } from '../errors/app-error.ts';
 import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors/catalogue.ts';
@@ -9,8 +9,6 @@ import { escapeHtml, inlineCode, page } from './html.ts';
 
 const HTML = 'text/html; charset=utf-8';
 const htmlResponse = (description: string) => ({ description, content: { 'text/html': { schema: { type: 'string' } } } });
-/** The code is looked up by the handler (unknown → 404 problem), not refused by a validator. */
-const acceptAll: RouteShorthandOptions['validatorCompiler'] = () => () => true;
 
 const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_CATALOGUE, code);
 
@@ -79,7 +77,6 @@ export function registerErrorPages(app: FastifyInstance, config: Config): void {
     '/errors/:code',
     {
       config: { operationId: 'errors.get', public: true },
-      validatorCompiler: acceptAll,
       schema: {
         operationId: 'errors.get',
         summary: 'One error type (HTML)',

@@ -5,36 +5,12 @@ import { Ajv, type ErrorObject } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 import type { FieldError } from '../errors/app-error.ts';
+import { FORMATS } from '../schemas/formats.ts';
 
 type ValidationError = Pick<FastifySchemaValidationError, 'keyword' | 'instancePath' | 'params'> & {
   schemaPath?: string;
   message?: string;
 };
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:[Zz]|[+-](\d{2}):?(\d{2}))?$/;
-const EMAIL = /^[^\s@"(),:;<>[\]\\]+@[^\s@"(),:;<>[\]\\.]+(?:\.[^\s@"(),:;<>[\]\\.]+)+$/;
-
-/** A real calendar day (2026-02-30 is refused) that PostgreSQL stores (year 1 onwards). */
-export function isCalendarDate(value: string): boolean {
-  const m = DATE.exec(value);
-  if (!m) return false;
-  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
-  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] as number;
-  return day <= days;
-}
-
-/** ISO 8601 / RFC 3339 timestamp; without an offset it is read as UTC (the sessions' zone). */
-export function isTimestamp(value: string): boolean {
-  const m = DATE_TIME.exec(value);
-  if (!m || !isCalendarDate(m[1] as string)) return false;
-  const [hour, minute, second] = [Number(m[2]), Number(m[3]), Number(m[4] ?? 0)];
-  if (hour > 23 || minute > 59 || second > 59) return false;
-  return m[5] === undefined || (Number(m[5]) <= 23 && Number(m[6]) <= 59);
-}
 
 function createBodyAjv(): Ajv {
   const ajv = new Ajv({
@@ -45,10 +21,7 @@ function createBodyAjv(): Ajv {
     strict: false, // schemas carry annotations (x-balcao-type, examples)
     validateFormats: true,
   });
-  ajv.addFormat('uuid', (v: string) => UUID.test(v));
-  ajv.addFormat('date', isCalendarDate);
-  ajv.addFormat('date-time', isTimestamp);
-  ajv.addFormat('email', (v: string) => v.length <= 254 && EMAIL.test(v));
+  for (const [name, check] of Object.entries(FORMATS)) ajv.addFormat(name, check);
   return ajv;
 }
 
@@ -66,10 +39,11 @@ const MISSING_BODY: FastifySchemaValidationError = {
 const acceptAll = () => true;
 
 /**
- * Route-level validator compiler of the write routes: bodies through our Ajv; params and the
- * rest are documentation only (a malformed id is a 404, decided by the engine, not a 422).
+ * The app's one validator compiler: bodies through the Ajv above; querystrings, params and
+ * headers are documentation only, because their own parsers decide (the query language refuses
+ * with its B.9 tokens, a malformed id is a 404 from the engine, an unknown error code a 404 page).
  */
-export const writeValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   if (httpPart !== 'body') return acceptAll;
   const validate = bodyAjv.compile(schema as object);
   const run = (data: unknown) => {

@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, errors } from '../errors/app-error.ts';
 import type { Db } from '../infra/db/database.ts';
 import type { IdempotencyStore } from '../infra/idempotency-store.ts';
+import { canonicalJson } from '../schemas/canonical-json.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAY_HEADER = 'idempotent-replay';
@@ -15,18 +16,6 @@ interface Claim {
   apiKeyId: string;
   key: string;
   token: string;
-}
-
-/** JSON with object keys sorted at every level: the same body always signs the same. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return value === undefined ? '' : JSON.stringify(value);
 }
 
 /** Hash of method, path (without query) and canonical body. */

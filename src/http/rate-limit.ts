@@ -11,7 +11,7 @@ import { DAY_MS, type Decision, type Layer, MINUTE_MS, SECOND_MS } from '../infr
 import { MemoryRateLimitStore } from '../infra/rate-limit/memory-store.ts';
 import { RedisRateLimitStore } from '../infra/rate-limit/redis-store.ts';
 import type { RateLimitStore } from '../infra/rate-limit/store.ts';
-import type { AuthContext } from './context.ts';
+import type { AuthContext } from '../domain/tenant.ts';
 
 export interface RateLimiter {
   /** Counts an authenticated request; sets X-RateLimit-Limit/Remaining/Reset on the reply; throws AppError('rate-limit-exceeded') with Retry-After (and the X-RateLimit headers) when a layer is exceeded. */

@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import type { KeyMode } from '../domain/api-keys.ts';
 import { TRANSACTION_COUNTER } from '../domain/numbering.ts';
-import type { Tenant } from '../http/context.ts';
+import type { Tenant } from '../domain/tenant.ts';
 import type { Db } from '../infra/db/database.ts';
 import { loadTableSpecs, type TableSpec } from './column-spec.ts';
 import { ImportError } from './import-error.ts';

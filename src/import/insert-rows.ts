@@ -8,7 +8,7 @@
 // Rows that leave different columns out are inserted by shape, so every column a record leaves
 // out takes the table's DEFAULT, exactly as in a single-row INSERT.
 import { CompiledQuery } from 'kysely';
-import type { Tenant } from '../http/context.ts';
+import type { Tenant } from '../domain/tenant.ts';
 import type { Db } from '../infra/db/database.ts';
 import type { TableSpec } from './column-spec.ts';
 import type { Row } from './plan-import.ts';

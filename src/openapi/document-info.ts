@@ -4,6 +4,7 @@ import type { Config } from '../config.ts';
 import { PLAN_CODES, PLANS } from '../domain/plans.ts';
 import { ANONYMOUS_PER_MINUTE } from '../http/rate-limit.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../query/plan.ts';
+import { type ResourceDescriptor, writableOf } from '../resources/descriptor.ts';
 
 export const API_TITLE = 'Balcão API';
 export const API_VERSION = '1.0.0';
@@ -19,8 +20,9 @@ function planTable(): string {
   return ['| plan_code | Burst/s | Reads/min | Writes/min | Requests/day | Keys |', '|---|---|---|---|---|---|', ...rows].join('\n');
 }
 
-function description(config: Config): string {
-  return `The data of one account (customers, sales, suppliers, expenses and read-only resources), identified by the API key in use.
+function description(config: Config, resources: readonly ResourceDescriptor[]): string {
+  const writable = writableOf(resources).map((d) => d.name);
+  return `The data of one account (${writable.join(', ')} and read-only resources), identified by the API key in use.
 
 ## Authentication
 Send \`Authorization: Bearer <API_KEY>\` on every request. Keys look like \`${config.keyBrand}_live_…\` (live data) or \`${config.keyBrand}_test_…\` (a separate test-mode sandbox) and are issued by the provider. Each resource needs a scope on the key (\`<resource>:read\`, \`<resource>:write\`; \`*:read\`, \`*:write\`) and its module on the account's contract. \`GET /v1/me\` needs neither. This document, \`/docs\` and \`/errors\` are public.
@@ -46,12 +48,13 @@ A POST with an \`Idempotency-Key\` header (1..255 characters) can be retried saf
 The version is in the path (\`/v1\`). Error \`type\` identifiers are stable; titles and details may change.`;
 }
 
-export function documentInfo(config: Config) {
+/** `resources`: the served ones; which of them accept writes comes from their descriptors. */
+export function documentInfo(config: Config, resources: readonly ResourceDescriptor[]) {
   return {
     title: API_TITLE,
     version: API_VERSION,
     summary: 'Read and write the data of your own Balcão account.',
-    description: description(config),
+    description: description(config, resources),
   };
 }
 

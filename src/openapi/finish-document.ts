@@ -6,7 +6,8 @@ import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
 import { SECURITY_SCHEME, securityScheme } from './document-info.ts';
 import { exampleOf } from './examples.ts';
 import { headerUse, RATE_LIMIT_HEADERS, REQUEST_PARAMETERS, RESPONSE_HEADERS } from './headers.ts';
-import { canonical, mapSubschemas, SchemaNamer } from './named-schemas.ts';
+import { mapSubschemas, SchemaNamer } from './named-schemas.ts';
+import { canonicalJson } from '../schemas/canonical-json.ts';
 import { ProblemResponses, problemCodesFor } from './problem-responses.ts';
 import { FieldErrorSchema, ProblemSchema } from './problem-schema.ts';
 import type { RouteFacts } from './route-facts.ts';
@@ -103,7 +104,7 @@ class RequestBodies {
   ref(body: Json): Json {
     const title = body.content?.['application/json']?.schema?.title;
     if (typeof title !== 'string') return body;
-    const key = canonical(body);
+    const key = canonicalJson(body);
     let name = title.replace(/[^A-Za-z0-9._-]/g, '');
     const base = name;
     for (let n = 2; this.byName.has(name) && this.byName.get(name)?.key !== key; n++) name = `${base}${n}`;

@@ -2,25 +2,14 @@
 // document (resource rows, write inputs, Pagination…) moves to `components.schemas` under its
 // title and is referenced from where it was. Two different shapes with one title (a sale as
 // listed and as read with its includes) get distinct, descriptive names.
+import { canonicalJson } from '../schemas/canonical-json.ts';
+
 type Schema = Record<string, any>;
 
 /** Keys whose value is one subschema / a list / a map of subschemas (JSON Schema 2020-12). */
 const ONE = ['items', 'not', 'if', 'then', 'else', 'contains', 'additionalProperties', 'unevaluatedProperties', 'propertyNames'];
 const LIST = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
 const MAP = ['properties', 'patternProperties', '$defs'];
-
-/** Deterministic JSON (sorted keys) for comparing shapes. */
-export function canonical(value: unknown): string {
-  return JSON.stringify(value, (_k, v) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.keys(v)
-            .sort()
-            .map((k) => [k, v[k]]),
-        )
-      : v,
-  );
-}
 
 /** Applies `fn` to every direct subschema of `schema`, replacing each with the result. */
 export function mapSubschemas(schema: Schema, fn: (child: Schema) => Schema): void {
@@ -42,7 +31,7 @@ export class SchemaNamer {
 
   constructor(existing: Record<string, Schema>) {
     for (const [name, schema] of Object.entries(existing)) {
-      this.byName.set(name, { schema, key: canonical(schema) });
+      this.byName.set(name, { schema, key: canonicalJson(schema) });
       const title = typeof schema.title === 'string' ? schema.title : name;
       this.byTitle.set(title, [...(this.byTitle.get(title) ?? []), name]);
     }
@@ -72,7 +61,7 @@ export class SchemaNamer {
   }
 
   private nameFor(schema: Schema): string {
-    const key = canonical(schema);
+    const key = canonicalJson(schema);
     const title = schema.title as string;
     const names = this.byTitle.get(title) ?? [];
     for (const name of names) if (this.byName.get(name)?.key === key) return name;

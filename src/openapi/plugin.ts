@@ -6,6 +6,7 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import { MetaSchema, PaginationSchema } from '../http/envelope.ts';
+import type { ResourceDescriptor } from '../resources/descriptor.ts';
 import { documentInfo } from './document-info.ts';
 import { finishDocument } from './finish-document.ts';
 import { isDocumented, type RouteFacts, routeFacts } from './route-facts.ts';
@@ -36,13 +37,13 @@ declare module 'fastify' {
   }
 }
 
-export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+export async function registerOpenApi(app: FastifyInstance, config: Config, resources: readonly ResourceDescriptor[]): Promise<void> {
   const facts = new Map<string, RouteFacts>();
 
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: documentInfo(config),
+      info: documentInfo(config, resources),
       servers: [{ url: config.publicUrl, description: 'This deployment' }],
     },
     stripBasePath: false,

@@ -7,16 +7,12 @@
 // two *segments*, each one plain index range; the engine reads them in turn until the page is full.
 import { type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
-import type { IncludeDescriptor, ResourceDescriptor } from '../resources/descriptor.ts';
+import { selectScoped, type TenantScope } from '../infra/db/tenancy.ts';
+import type { IncludeDescriptor, QueryableResource } from './contract.ts';
 import type { FieldKind } from '../schemas/common.ts';
 import type { FilterPlan, ListPlan, Scalar } from './plan.ts';
 import { rowMeta } from './row-meta.ts';
 import { SQL_TYPE } from './values.ts';
-
-export interface TenantScope {
-  teamId: string;
-  mode: string;
-}
 
 export type Query = SelectQueryBuilder<any, any, any>;
 
@@ -27,20 +23,6 @@ export const CURSOR_KEY = '__cursor_value';
  *  would otherwise type `$1` from the cast and refuse a string for a boolean). */
 const cast = (value: string, kind: FieldKind): RawBuilder<unknown> => sql`cast(${value}::text as ${sql.raw(SQL_TYPE[kind])})`;
 const iso = (ms: number): string => new Date(ms).toISOString();
-
-/** Tenant first, then the descriptor's fixed conditions as literals: a partial index predicate
- *  (`transaction_type IN ('sale', 'order')`, `deleted_at IS NULL`) is only usable when the
- *  planner sees constants, even under a generic prepared plan. */
-export function scoped(db: Db, table: string, scope: TenantScope, where?: ResourceDescriptor['where']): Query {
-  let q: Query = db.selectFrom(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
-  for (const [column, allowed] of Object.entries(where ?? {})) {
-    q =
-      allowed === null
-        ? q.where(column, 'is', null)
-        : q.where(sql<SqlBool>`${sql.ref(column)} in (${sql.join(allowed.map((v) => sql.lit(v)))})`);
-  }
-  return q;
-}
 
 function comparison(col: RawBuilder<unknown>, op: string, value: Scalar, kind: FieldKind): RawBuilder<SqlBool> {
   if (kind !== 'timestamp') return sql<SqlBool>`${col} ${sql.raw(op)} ${cast(String(value), kind)}`;
@@ -97,10 +79,10 @@ function selectColumns(q: Query, fields: readonly string[], extra: readonly stri
 }
 
 /** The queries of one list page, in reading order; the engine adds the limit to each. */
-export function compileList(db: Db, d: ResourceDescriptor, plan: ListPlan, scope: TenantScope): Query[] {
+export function compileList(db: Db, d: QueryableResource, plan: ListPlan, scope: TenantScope): Query[] {
   const { sort, after } = plan;
   const dir = sort.desc ? 'desc' : 'asc';
-  let q = selectColumns(scoped(db, d.table, scope, d.where), plan.fields, [sort.field]);
+  let q = selectColumns(selectScoped(db, d.table, scope, d.where), plan.fields, [sort.field]);
   if (sort.kind === 'timestamp') {
     q = q.select(sql<string>`to_char(${sql.ref(sort.field)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as(CURSOR_KEY));
   }
@@ -127,18 +109,18 @@ export function compileList(db: Db, d: ResourceDescriptor, plan: ListPlan, scope
 /** One record by id; `extra` columns are read for includes but not returned. */
 export function compileGet(
   db: Db,
-  d: ResourceDescriptor,
+  d: QueryableResource,
   fields: readonly string[],
   id: string,
   scope: TenantScope,
   extra: readonly string[],
 ): Query {
-  return selectColumns(scoped(db, d.table, scope, d.where), fields, extra).where('id', '=', id);
+  return selectColumns(selectScoped(db, d.table, scope, d.where), fields, extra).where('id', '=', id);
 }
 
 /** The related rows of an include: children of the parent in order, or the one referenced row. */
 export function compileInclude(db: Db, inc: IncludeDescriptor, parent: Record<string, unknown>, scope: TenantScope): Query {
-  const q = selectColumns(scoped(db, inc.table, scope), rowMeta(inc.item).fields);
+  const q = selectColumns(selectScoped(db, inc.table, scope), rowMeta(inc.item).fields);
   if (inc.cardinality === 'one') return q.where('id', '=', parent[inc.foreignKey]).limit(1);
   const ordered = inc.orderBy ? q.orderBy(inc.orderBy, 'asc') : q;
   return ordered.where(inc.foreignKey, '=', parent.id).orderBy('id', 'asc');

@@ -2,7 +2,8 @@
 // the last item's sort value (timestamps at full microsecond precision) and its id.
 import type { FieldKind } from '../schemas/common.ts';
 import { refuse } from './refusals.ts';
-import { isUuid, parseCursorValue } from './values.ts';
+import { isUuid } from '../schemas/formats.ts';
+import { parseCursorValue } from './values.ts';
 
 export interface CursorPosition {
   /** The sort value as the text cast back in SQL, or null for a NULL sort value. */

@@ -1,6 +1,6 @@
 // Stage 2: a ParsedQuery checked against a resource descriptor → a typed plan. Every refusal of a
 // field, operator, value, sort, projection or cursor happens here (tokens from refusals.ts).
-import type { FilterOperator, ResourceDescriptor } from '../resources/descriptor.ts';
+import type { FilterOperator, QueryableResource } from './contract.ts';
 import type { FieldKind } from '../schemas/common.ts';
 import { type CursorPosition, decodeCursor } from './cursor.ts';
 import type { ParsedQuery } from './parse.ts';
@@ -54,7 +54,7 @@ export function planLimit(raw: string | undefined): number {
   return Math.min(MAX_LIMIT, Math.max(1, Number(raw)));
 }
 
-export function planSort(d: ResourceDescriptor, raw = DEFAULT_SORT): SortPlan {
+export function planSort(d: QueryableResource, raw = DEFAULT_SORT): SortPlan {
   const desc = raw.startsWith('-');
   const field = desc ? raw.slice(1) : raw;
   const meta = descriptorMeta(d).byName.get(field);
@@ -62,7 +62,7 @@ export function planSort(d: ResourceDescriptor, raw = DEFAULT_SORT): SortPlan {
   return { token: raw, field, desc, kind: meta.kind, nullable: meta.nullable };
 }
 
-export function planFields(d: ResourceDescriptor, requested: readonly string[] | undefined): readonly string[] {
+export function planFields(d: QueryableResource, requested: readonly string[] | undefined): readonly string[] {
   const meta = descriptorMeta(d);
   if (!requested) return meta.fields;
   for (const f of requested) if (!meta.byName.has(f)) throw refuse.fields(f);
@@ -70,7 +70,7 @@ export function planFields(d: ResourceDescriptor, requested: readonly string[] |
   return meta.fields.filter((f) => f === 'id' || wanted.has(f));
 }
 
-function planFilter(d: ResourceDescriptor, field: string, op: string, raw: string | null): FilterPlan {
+function planFilter(d: QueryableResource, field: string, op: string, raw: string | null): FilterPlan {
   const allowed = d.filters[field];
   const meta = descriptorMeta(d).byName.get(field);
   if (!allowed || !meta) throw refuse.filterField(field);
@@ -100,7 +100,7 @@ function planFilter(d: ResourceDescriptor, field: string, op: string, raw: strin
   }
 }
 
-export function planList(d: ResourceDescriptor, q: ParsedQuery): ListPlan {
+export function planList(d: QueryableResource, q: ParsedQuery): ListPlan {
   const filters = q.filters.map((f) => planFilter(d, f.field, f.op, f.value));
   const sort = planSort(d, q.sort);
   const fields = planFields(d, q.fields);
@@ -109,7 +109,7 @@ export function planList(d: ResourceDescriptor, q: ParsedQuery): ListPlan {
   return { limit, sort, fields, filters, after };
 }
 
-export function planItem(d: ResourceDescriptor, q: Pick<ParsedQuery, 'fields' | 'include'>): ItemPlan {
+export function planItem(d: QueryableResource, q: Pick<ParsedQuery, 'fields' | 'include'>): ItemPlan {
   const wanted = new Set(q.include ?? []);
   return { fields: planFields(d, q.fields), includes: Object.keys(d.includes ?? {}).filter((name) => wanted.has(name)) };
 }

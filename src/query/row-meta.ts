@@ -1,7 +1,7 @@
 // What the query layer derives once per descriptor from its row schema: field order, kinds and
 // nullability, so no request walks a schema.
 import type { TObject } from '@sinclair/typebox';
-import type { ResourceDescriptor } from '../resources/descriptor.ts';
+import type { QueryableResource } from './contract.ts';
 import { type FieldKind, fieldKind, isNullable } from '../schemas/common.ts';
 
 export interface FieldMeta {
@@ -33,4 +33,4 @@ export function rowMeta(row: TObject): RowMeta {
   return meta;
 }
 
-export const descriptorMeta = (d: ResourceDescriptor): RowMeta => rowMeta(d.row);
+export const descriptorMeta = (d: QueryableResource): RowMeta => rowMeta(d.row);

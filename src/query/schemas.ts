@@ -1,7 +1,7 @@
 // JSON Schemas describing the read API for route declarations and OpenAPI: the list query
 // (documentation only — parse.ts/plan.ts are the validators), path params and record shapes.
 import { type TObject, type TSchema, Type } from '@sinclair/typebox';
-import type { ResourceDescriptor } from '../resources/descriptor.ts';
+import type { QueryableResource } from './contract.ts';
 import { DEFAULT_LIMIT, DEFAULT_SORT, MAX_LIMIT, MAX_LIST_VALUES } from './plan.ts';
 import { rowMeta } from './row-meta.ts';
 
@@ -22,7 +22,7 @@ const OPERATOR_DOC: Record<string, string> = {
 export const filterParam = (field: string, op: string): string => `filter[${field}][${op}]`;
 
 /** Querystring of `GET /v1/<resource>`: one property per parameter and per allowed filter. */
-export function listQuerySchema(d: ResourceDescriptor): TObject {
+export function listQuerySchema(d: QueryableResource): TObject {
   const fields = rowMeta(d.row).fields;
   const properties: Record<string, TSchema> = {
     limit: Type.Integer({
@@ -54,7 +54,7 @@ const optionalObject = (properties: Record<string, TSchema>): TObject =>
   Type.Object(Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, Type.Optional(v)])), { additionalProperties: true });
 
 /** Querystring of `GET /v1/<resource>/{id}`. */
-export function itemQuerySchema(d: ResourceDescriptor): TObject {
+export function itemQuerySchema(d: QueryableResource): TObject {
   const properties: Record<string, TSchema> = {
     fields: Type.String({ description: `Comma list of fields to return (\`id\` always is): ${rowMeta(d.row).fields.join(', ')}.` }),
   };
@@ -69,7 +69,7 @@ export function itemQuerySchema(d: ResourceDescriptor): TObject {
 export const idParamsSchema = Type.Object({ id: Type.String({ format: 'uuid', description: 'Record id; anything else is a 404.' }) });
 
 /** A record as GET by id returns it: the row plus each include, present only when requested. */
-export function recordSchema(d: ResourceDescriptor): TObject {
+export function recordSchema(d: QueryableResource): TObject {
   const properties: Record<string, TSchema> = { ...d.row.properties };
   for (const [name, inc] of Object.entries(d.includes ?? {})) {
     properties[name] = Type.Optional(inc.cardinality === 'many' ? Type.Array(inc.item) : Type.Union([inc.item, Type.Null()]));

@@ -1,6 +1,9 @@
 // Typed values of the query language: a raw string (filter value) or a cursor's JSON value is
 // parsed by the field's kind into the canonical text PostgreSQL casts back, or refused (null).
+// Dates, times and UUIDs are the formats of schemas/formats.ts; a query string may also write a
+// timestamp with a space for `T` (and for a `+` the query string decoded).
 import type { FieldKind } from '../schemas/common.ts';
+import { isCalendarDate, isClockTime, isUuid } from '../schemas/formats.ts';
 
 /** The PostgreSQL type a parameter of each kind is cast to; integers go through numeric so no
  *  out-of-range value can make the cast fail. */
@@ -17,10 +20,8 @@ export const SQL_TYPE: Readonly<Record<FieldKind, string>> = {
   text_array: 'text[]',
 };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DECIMAL = /^[-+]?(?:\d+(?:\.\d*)?|\.\d+)$/;
 const INTEGER = /^[-+]?\d+$/;
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const TIME = /^(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?$/;
 // Date-time with optional seconds, fraction and zone; `+` may have become a space in the query string.
 const TIMESTAMP = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+\- ]\d{2}(?::?\d{2})?)?$/i;
@@ -28,24 +29,12 @@ const TIMESTAMP = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})
 const CURSOR_TIMESTAMP = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})\.\d{6}Z$/;
 const MAX_DIGITS = 40;
 
-export const isUuid = (value: string): boolean => UUID.test(value);
-
-function validDate(value: string): boolean {
-  const m = DATE.exec(value);
-  if (!m) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (y < 1 || mo < 1 || mo > 12 || d < 1) return false;
-  return d <= new Date(Date.UTC(y, mo, 0)).getUTCDate();
-}
-
-const validClock = (h: number, mi: number, s: number): boolean => h < 24 && mi < 60 && s < 60;
-
 /** A timestamp filter value as epoch milliseconds (a bare date is midnight UTC), or null. */
 export function parseTimestampMs(value: string): number | null {
-  if (validDate(value)) return Date.parse(`${value}T00:00:00Z`);
+  if (isCalendarDate(value)) return Date.parse(`${value}T00:00:00Z`);
   const m = TIMESTAMP.exec(value);
-  if (!m || !validDate(m[1] as string)) return null;
-  if (!validClock(Number(m[2]), Number(m[3]), Number(m[4] ?? 0))) return null;
+  if (!m || !isCalendarDate(m[1] as string)) return null;
+  if (!isClockTime(Number(m[2]), Number(m[3]), Number(m[4] ?? 0))) return null;
   const zone = (m[6] ?? 'Z').replace(/^ /, '+');
   const offset =
     zone.toUpperCase() === 'Z'
@@ -65,7 +54,7 @@ export function parseTimestampMs(value: string): number | null {
 export function parseScalar(kind: FieldKind, raw: string): string | number | null {
   switch (kind) {
     case 'uuid':
-      return UUID.test(raw) ? raw.toLowerCase() : null;
+      return isUuid(raw) ? raw.toLowerCase() : null;
     case 'text':
       return raw.includes('\u0000') ? null : raw;
     case 'number':
@@ -75,10 +64,10 @@ export function parseScalar(kind: FieldKind, raw: string): string | number | nul
     case 'boolean':
       return raw === 'true' || raw === 'false' ? raw : null;
     case 'date':
-      return validDate(raw) ? raw : null;
+      return isCalendarDate(raw) ? raw : null;
     case 'time': {
       const m = TIME.exec(raw);
-      return m && validClock(Number(m[1]), Number(m[2]), Number(m[3] ?? 0)) ? raw : null;
+      return m && isClockTime(Number(m[1]), Number(m[2]), Number(m[3] ?? 0)) ? raw : null;
     }
     case 'timestamp':
       return parseTimestampMs(raw);
@@ -97,7 +86,7 @@ export function parseCursorValue(kind: FieldKind, value: unknown): string | null
   if (typeof value !== 'string') return undefined;
   if (kind === 'timestamp') {
     const m = CURSOR_TIMESTAMP.exec(value);
-    return m && validDate(m[1] as string) && validClock(Number(m[2]), Number(m[3]), Number(m[4])) ? value : undefined;
+    return m && isCalendarDate(m[1] as string) && isClockTime(Number(m[2]), Number(m[3]), Number(m[4])) ? value : undefined;
   }
   const parsed = parseScalar(kind, value);
   return typeof parsed === 'string' ? parsed : undefined;

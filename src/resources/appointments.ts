@@ -1,7 +1,8 @@
 // Appointments (SPEC 2.6): row schema, filters and sorts of /v1/appointments.
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
-import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { filtersFor } from '../query/contract.ts';
+import type { ResourceDescriptor } from './descriptor.ts';
 
 export const appointmentRow = Type.Object(
   {

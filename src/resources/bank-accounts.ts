@@ -1,7 +1,8 @@
 // Bank accounts (SPEC 2.7): row schema, filters and sorts of /v1/bank-accounts.
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
-import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { filtersFor } from '../query/contract.ts';
+import type { ResourceDescriptor } from './descriptor.ts';
 
 export const bankAccountRow = Type.Object(
   {

@@ -1,7 +1,8 @@
 // Customers (SPEC 2.1, DECISIONS B.3): row schema, filters and sorts of /v1/customers.
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
-import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { filtersFor } from '../query/contract.ts';
+import type { ResourceDescriptor } from './descriptor.ts';
 import { customerWrite } from './writes/customers.ts';
 
 export const customerRow = Type.Object(

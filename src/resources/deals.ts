@@ -1,7 +1,14 @@
-// Deals and their funnel stages (SPEC 2.5): deals restrict their filter operators.
+// Deals and their funnel stages (SPEC 2.5): deals restrict their filter operators; the stages are
+// one fixed list read outside the query language.
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
-import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import type { Tenant } from '../domain/tenant.ts';
+import type { Db } from '../infra/db/database.ts';
+import { requireTenant, selectScoped } from '../infra/db/tenancy.ts';
+import { filtersFor } from '../query/contract.ts';
+import { outputRow } from '../query/output.ts';
+import { rowMeta } from '../query/row-meta.ts';
+import type { ResourceDescriptor, Row } from './descriptor.ts';
 
 export const dealRow = Type.Object(
   {
@@ -46,3 +53,15 @@ export const deals: ResourceDescriptor = {
 
 /** `GET /v1/deals/stages`: the whole funnel in one item envelope, by position. */
 export const dealStages = { table: 'deal_stages', row: dealStageRow, orderBy: 'position', max: 100 } as const;
+
+/** The deal funnel: every stage of the tenant by position (at most 100), no query language. */
+export async function listDealStages(db: Db, tenant: Tenant | null): Promise<Row[]> {
+  const meta = rowMeta(dealStages.row);
+  const rows = (await selectScoped(db, dealStages.table, requireTenant(tenant, 'read'))
+    .select(meta.fields as string[])
+    .orderBy(dealStages.orderBy, 'asc')
+    .orderBy('id', 'asc')
+    .limit(dealStages.max)
+    .execute()) as Row[];
+  return rows.map((row) => outputRow(row, meta.fields, meta));
+}

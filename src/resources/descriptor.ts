@@ -1,51 +1,44 @@
-// What one resource declares; the generic engine (list/get/create/update/delete) does the rest.
+// What one resource declares; the generic engines (list/get/create/update/delete) do the rest.
+// The query side of a descriptor is the query layer's contract (query/contract.ts); the write
+// side and the rules the write engine calls live here, beside it.
 import type { TObject } from '@sinclair/typebox';
 import type { ModuleName } from '../domain/modules.ts';
 import type { ScopeResource } from '../domain/scopes.ts';
-import type { WriteRules } from './write-engine.ts';
+import type { Tenant } from '../domain/tenant.ts';
+import type { FieldError } from '../errors/app-error.ts';
+import type { Db } from '../infra/db/database.ts';
+import type { QueryableResource } from '../query/contract.ts';
 
-export const FILTER_OPERATORS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'ilike', 'is_null'] as const;
-export type FilterOperator = (typeof FILTER_OPERATORS)[number];
+export type Row = Record<string, unknown>;
+export type Body = Record<string, unknown>;
 
-/** A child collection or related object returned with `include=<name>` on GET by id. */
-export interface IncludeDescriptor {
-  /** Table holding the related rows (same tenant columns as the parent). */
-  table: string;
-  /** 'many': child rows whose `foreignKey` equals the parent id, ordered by `orderBy` then id.
-   *  'one': the row whose id equals the parent's `foreignKey` column, or null. */
-  cardinality: 'many' | 'one';
-  foreignKey: string;
-  orderBy?: string;
-  /** Response schema of one related row. */
-  item: TObject;
-}
-
-export interface ResourceDescriptor {
+export interface ResourceDescriptor extends QueryableResource {
   /** URL segment after /v1/ and the scope's resource name (`bank-accounts`). */
   name: ScopeResource;
-  /** Table in the database. */
-  table: string;
   module: ModuleName;
-  /** Response schema of one record: every field of SPEC part 2, nothing internal. */
-  row: TObject;
-  /** Filterable fields and the operators each allows. */
-  filters: Readonly<Record<string, readonly FilterOperator[]>>;
-  /** Sortable fields (created_at and updated_at on every resource). */
-  sorts: readonly string[];
-  /** Fixed conditions every query adds besides the tenant (column → allowed values, or null for IS NULL). */
-  where?: Readonly<Record<string, readonly string[] | null>>;
-  includes?: Readonly<Record<string, IncludeDescriptor>>;
-  /** Write side, for the resources that accept writes (customers, sales, suppliers, expenses). */
+  /** Write side, for the resources that accept writes: routes, OpenAPI and import follow from it. */
   write?: WriteDescriptor;
 }
+
+/** The OpenAPI tag of a resource's operations: `bank-accounts` → `Bank accounts`. */
+export function resourceTag(d: Pick<ResourceDescriptor, 'name'>): string {
+  const words = d.name.replace('-', ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** The resources whose descriptor has a write side, in the given order. */
+export const writableOf = (resources: readonly ResourceDescriptor[]): readonly ResourceDescriptor[] => resources.filter((d) => d.write);
 
 export interface WriteDescriptor {
   /** POST body (TypeBox): validation, `Static<>` types and OpenAPI. Fields it does not name are ignored. */
   create: TObject;
   /** PATCH body: the fields a PATCH may change, none required. */
   update: TObject;
-  /** How DELETE soft-deletes: the column values it sets (the record is kept). */
+  /** How DELETE soft-deletes: the column values it sets (the record is kept). A value may be a
+   *  SQL fragment (sql`now()`), which the OpenAPI prose shows as its SQL text. */
   softDelete: Readonly<Record<string, unknown>>;
+  /** The DELETE operation's summary in the API description (default: "Deactivate a record of <name>"). */
+  deleteSummary?: string;
   /** Body fields naming records that must exist in the caller's tenant: field → table (else 422 `not_found`). */
   references?: Readonly<Record<string, string>>;
   /** Includes (names in `includes`) the POST response carries: a created sale answers with its items. */
@@ -54,25 +47,23 @@ export interface WriteDescriptor {
   rules?: WriteRules;
 }
 
-export const ALL_OPERATORS: readonly FilterOperator[] = FILTER_OPERATORS;
+/** What a rule sees: the open transaction, the tenant and the clock. */
+export interface WriteContext {
+  trx: Db;
+  tenant: Tenant;
+  now: () => number;
+}
 
-/** `ilike` is a text pattern match; on other kinds it is refused as an operator not allowed. */
-export const NON_TEXT_OPERATORS: readonly FilterOperator[] = FILTER_OPERATORS.filter((op) => op !== 'ilike');
-
-/**
- * The filter table of a resource from its row schema: every listed field gets the ten operators
- * when it is text and all but `ilike` otherwise; `restrict` narrows chosen fields (deals).
- */
-export function filtersFor(
-  row: TObject,
-  fields: readonly string[],
-  restrict: Readonly<Record<string, readonly FilterOperator[]>> = {},
-): Readonly<Record<string, readonly FilterOperator[]>> {
-  const out: Record<string, readonly FilterOperator[]> = {};
-  for (const field of fields) {
-    const schema = row.properties[field];
-    if (!schema) throw new Error(`filter field ${field} is not in the row schema`);
-    out[field] = restrict[field] ?? (schema['x-balcao-type'] === 'text' ? ALL_OPERATORS : NON_TEXT_OPERATORS);
-  }
-  return Object.freeze(out);
+export interface WriteRules {
+  /** Cross-field checks a schema cannot say. `current` is the stored row on PATCH, undefined on POST.
+   *  Runs even when the schema refused some fields, so it must not trust the body's types. */
+  check?(body: Body, current: Row | undefined): FieldError[];
+  /** The columns of the new row, from the validated body (defaults, computed values). Default: the body. */
+  toInsert?(ctx: WriteContext, body: Body): Promise<Row> | Row;
+  /** Follow-up writes of a creation, in its transaction (sale items, first status-history entry). */
+  afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<void>;
+  /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
+  toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
+  /** After a PATCH or DELETE changed the row, in its transaction (status history). */
+  afterChange?(ctx: WriteContext, before: Row, after: Row): Promise<void>;
 }

@@ -1,7 +1,8 @@
 // Expenses (SPEC 2.3): row schema, filters, sorts and the `recurring` include of /v1/expenses.
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
-import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { filtersFor } from '../query/contract.ts';
+import type { ResourceDescriptor } from './descriptor.ts';
 import { expenseWrite } from './writes/expenses.ts';
 
 export const expenseRow = Type.Object(

@@ -1,7 +1,8 @@
 // Inventory items (SPEC 2.9): row schema, filters and sorts of /v1/inventory.
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
-import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { filtersFor } from '../query/contract.ts';
+import type { ResourceDescriptor } from './descriptor.ts';
 
 export const inventoryRow = Type.Object(
   {

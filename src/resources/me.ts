@@ -3,7 +3,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { MODULES } from '../domain/modules.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
-import type { AuthContext } from '../http/context.ts';
+import type { AuthContext } from '../domain/tenant.ts';
 
 export const MeSchema = Type.Object(
   {

@@ -1,7 +1,8 @@
 // Products (SPEC 2.8): catalog items; soft-deleted ones (deleted_at set) never appear.
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
-import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { filtersFor } from '../query/contract.ts';
+import type { ResourceDescriptor } from './descriptor.ts';
 
 export const productRow = Type.Object(
   {

@@ -1,17 +1,17 @@
 // The one generic read path for every descriptor: list (keyset pages) and get by id (projection,
 // includes), always inside the caller's tenant. Nothing here is specific to a resource.
 import type { Pagination } from '../http/envelope.ts';
-import type { Tenant } from '../http/context.ts';
+import type { Tenant } from '../domain/tenant.ts';
 import { errors } from '../errors/app-error.ts';
 import type { Db } from '../infra/db/database.ts';
-import { CURSOR_KEY, compileGet, compileInclude, compileList, scoped, type TenantScope } from '../query/compile.ts';
+import { requireTenant } from '../infra/db/tenancy.ts';
+import { CURSOR_KEY, compileGet, compileInclude, compileList } from '../query/compile.ts';
 import { encodeCursor } from '../query/cursor.ts';
 import { outputRow } from '../query/output.ts';
 import { parseItemQuery, parseQuery } from '../query/parse.ts';
 import { planItem, planList } from '../query/plan.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
-import { isUuid } from '../query/values.ts';
-import { dealStages } from './deals.ts';
+import { isUuid } from '../schemas/formats.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
 
 type Row = Record<string, unknown>;
@@ -22,19 +22,13 @@ export interface ReadResult<T> {
   sparse: boolean;
 }
 
-/** The tenant of every read, taken from the authenticated request in this one place. */
-function scopeOf(tenant: Tenant | null): TenantScope {
-  if (!tenant) throw errors.internal(new Error('read without a tenant: route is missing its guard config'));
-  return { teamId: tenant.teamId, mode: tenant.mode };
-}
-
 export async function listRecords(
   db: Db,
   d: ResourceDescriptor,
   tenant: Tenant | null,
   query: unknown,
 ): Promise<ReadResult<Row[]> & { pagination: Pagination }> {
-  const scope = scopeOf(tenant);
+  const scope = requireTenant(tenant, 'read');
   const plan = planList(d, parseQuery(query));
   const rows: Row[] = [];
   // One row past the page says whether another page exists, exactly.
@@ -70,7 +64,7 @@ export async function getRecord(
   id: string,
   query: unknown,
 ): Promise<ReadResult<Row>> {
-  const scope = scopeOf(tenant);
+  const scope = requireTenant(tenant, 'read');
   const plan = planItem(d, parseItemQuery(query));
   // A malformed id cannot name a record: the same 404 as an unknown one or another account's.
   if (!isUuid(id)) throw errors.notFound();
@@ -89,16 +83,4 @@ export async function getRecord(
     data[name] = inc.cardinality === 'one' ? (items[0] ?? null) : items;
   }
   return { data, sparse: plan.fields.length < meta.fields.length };
-}
-
-/** The deal funnel: every stage of the tenant by position (at most 100), no query language. */
-export async function listDealStages(db: Db, tenant: Tenant | null): Promise<Row[]> {
-  const meta = rowMeta(dealStages.row);
-  const rows = (await scoped(db, dealStages.table, scopeOf(tenant))
-    .select(meta.fields as string[])
-    .orderBy(dealStages.orderBy, 'asc')
-    .orderBy('id', 'asc')
-    .limit(dealStages.max)
-    .execute()) as Row[];
-  return rows.map((row) => outputRow(row, meta.fields, meta));
 }

@@ -1,27 +1,20 @@
 // Registers the read endpoints of every descriptor (GET list, GET by id) and GET /v1/deals/stages.
 // Auth, scope, module and rate limit come from each route's config through the pipeline.
 import { type TSchema, Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply, RouteShorthandOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
 import { documentedRecord, idParamsSchema, itemQuerySchema, listQuerySchema, recordSchema, sparseSchema } from '../query/schemas.ts';
-import { dealStageRow, deals, dealStages } from './deals.ts';
-import type { ResourceDescriptor } from './descriptor.ts';
-import { getRecord, listDealStages, listRecords } from './read-engine.ts';
+import { dealStageRow, deals, dealStages, listDealStages } from './deals.ts';
+import { type ResourceDescriptor, resourceTag } from './descriptor.ts';
+import { getRecord, listRecords } from './read-engine.ts';
 import { RESOURCES } from './registry.ts';
 
 export interface ReadRouteDeps {
   database: { db: Db };
+  /** The resources served (default: the registry). */
+  resources?: readonly ResourceDescriptor[];
 }
-
-/** The querystring and params schemas document the parameters; our parser is their validator
- *  (its refusals carry the B.9 tokens), so Ajv must neither reject nor coerce anything here. */
-const acceptAll: RouteShorthandOptions['validatorCompiler'] = () => () => true;
-
-const label = (d: ResourceDescriptor): string => {
-  const words = d.name.replace('-', ' ');
-  return words.charAt(0).toUpperCase() + words.slice(1);
-};
 
 /**
  * Routes document a record as `anyOf [whole, projection]`, which fast-json-stringify would resolve
@@ -34,7 +27,7 @@ function serializeWith(reply: FastifyReply, schema: TSchema): void {
 
 function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): void {
   const guard = { resource: d.name, access: 'read', module: d.module } as const;
-  const tags = [label(d)];
+  const tags = [resourceTag(d)];
   const record = recordSchema(d);
   const list = { whole: listEnvelopeSchema(d.row), sparse: listEnvelopeSchema(sparseSchema(d.row)) };
   const item = { whole: itemEnvelopeSchema(record), sparse: itemEnvelopeSchema(sparseSchema(record)) };
@@ -43,7 +36,6 @@ function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): 
     `/v1/${d.name}`,
     {
       config: { operationId: `${d.name}.list`, ...guard },
-      validatorCompiler: acceptAll,
       schema: {
         operationId: `${d.name}.list`,
         summary: `List ${d.name.replace('-', ' ')}`,
@@ -63,7 +55,6 @@ function registerResource(app: FastifyInstance, db: Db, d: ResourceDescriptor): 
     `/v1/${d.name}/:id`,
     {
       config: { operationId: `${d.name}.get`, ...guard },
-      validatorCompiler: acceptAll,
       schema: {
         operationId: `${d.name}.get`,
         summary: `Get one record of ${d.name.replace('-', ' ')}`,
@@ -92,11 +83,11 @@ export function registerReadRoutes(app: FastifyInstance, deps: ReadRouteDeps): v
         operationId: 'deals.stages',
         summary: 'List the deal funnel stages',
         description: `Every stage, ordered by position ascending (at most ${dealStages.max}); no pagination, filters, sort or fields.`,
-        tags: [label(deals)],
+        tags: [resourceTag(deals)],
         response: { 200: itemEnvelopeSchema(Type.Array(dealStageRow, { maxItems: dealStages.max })) },
       },
     },
     async (request) => itemEnvelope(request, await listDealStages(db, request.tenant)),
   );
-  for (const d of RESOURCES) registerResource(app, db, d);
+  for (const d of deps.resources ?? RESOURCES) registerResource(app, db, d);
 }

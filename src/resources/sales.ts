@@ -1,7 +1,8 @@
 // Sales (SPEC 2.2): transactions of type sale or order; other types (quotes) are never served.
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
-import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { filtersFor } from '../query/contract.ts';
+import type { ResourceDescriptor } from './descriptor.ts';
 import { saleWrite } from './writes/sales.ts';
 
 export const saleRow = Type.Object(

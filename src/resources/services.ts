@@ -1,7 +1,8 @@
 // Services (SPEC 2.10): schedulable services, row schema, filters and sorts of /v1/services.
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
-import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { filtersFor } from '../query/contract.ts';
+import type { ResourceDescriptor } from './descriptor.ts';
 
 export const serviceRow = Type.Object(
   {

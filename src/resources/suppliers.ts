@@ -1,7 +1,8 @@
 // Suppliers (SPEC 2.4): row schema, filters and sorts of /v1/suppliers.
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
-import { filtersFor, type ResourceDescriptor } from './descriptor.ts';
+import { filtersFor } from '../query/contract.ts';
+import type { ResourceDescriptor } from './descriptor.ts';
 import { supplierWrite } from './writes/suppliers.ts';
 
 export const pixKey = Type.Object({ type: Type.String(), key: Type.String() }, { title: 'PixKey' });

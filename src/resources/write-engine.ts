@@ -3,39 +3,15 @@
 // its follow-ups in one transaction, the result read back through the read engine.
 import type { FieldError } from '../errors/app-error.ts';
 import { errors } from '../errors/app-error.ts';
-import type { Tenant } from '../http/context.ts';
+import type { Tenant } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
 import type { Db } from '../infra/db/database.ts';
-import { scoped } from '../query/compile.ts';
-import { isUuid } from '../query/values.ts';
+import { insertScoped, lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
+import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
 import { type RawBuilder, sql } from 'kysely';
-import type { ResourceDescriptor, WriteDescriptor } from './descriptor.ts';
+import type { Body, ResourceDescriptor, Row, WriteContext, WriteDescriptor } from './descriptor.ts';
 import { getRecord } from './read-engine.ts';
-
-export type Row = Record<string, unknown>;
-export type Body = Record<string, unknown>;
-
-/** What a rule sees: the open transaction, the tenant and the clock. */
-export interface WriteContext {
-  trx: Db;
-  tenant: Tenant;
-  now: () => number;
-}
-
-export interface WriteRules {
-  /** Cross-field checks a schema cannot say. `current` is the stored row on PATCH, undefined on POST.
-   *  Runs even when the schema refused some fields, so it must not trust the body's types. */
-  check?(body: Body, current: Row | undefined): FieldError[];
-  /** The columns of the new row, from the validated body (defaults, computed values). Default: the body. */
-  toInsert?(ctx: WriteContext, body: Body): Promise<Row> | Row;
-  /** Follow-up writes of a creation, in its transaction (sale items, first status-history entry). */
-  afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<void>;
-  /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
-  toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
-  /** After a PATCH or DELETE changed the row, in its transaction (status history). */
-  afterChange?(ctx: WriteContext, before: Row, after: Row): Promise<void>;
-}
 
 export interface WriteOptions {
   /** Field errors the schema validation found (Ajv through `toFieldErrors`). */
@@ -56,11 +32,6 @@ function writeOf(d: ResourceDescriptor): WriteDescriptor {
   return d.write;
 }
 
-function tenantOf(tenant: Tenant | null): Tenant {
-  if (!tenant) throw errors.internal(new Error('write without a tenant: route is missing its guard config'));
-  return tenant;
-}
-
 /** Referenced ids that are not records of the tenant (any state: a deactivated customer still exists). */
 async function referenceErrors(
   db: Db,
@@ -73,7 +44,7 @@ async function referenceErrors(
   for (const [field, table] of Object.entries(w.references ?? {})) {
     const value = body[field];
     if (refused.has(field) || typeof value !== 'string' || !isUuid(value)) continue;
-    const found = await scoped(db, table, tenant).select('id').where('id', '=', value).executeTakeFirst();
+    const found = await selectScoped(db, table, tenant).select('id').where('id', '=', value).executeTakeFirst();
     if (!found) out.push(notFoundReference(field));
   }
   return out;
@@ -106,7 +77,8 @@ function columnValues(d: ResourceDescriptor, values: Row): Row {
   return out;
 }
 
-const isSqlFragment = (value: unknown): value is RawBuilder<unknown> =>
+/** A SQL fragment (sql`now()`) given as a column value: written as SQL, never as JSON. */
+export const isSqlFragment = (value: unknown): value is RawBuilder<unknown> =>
   typeof value === 'object' && value !== null && typeof (value as { toOperationNode?: unknown }).toOperationNode === 'function';
 
 async function readBack(db: Db, d: ResourceDescriptor, tenant: Tenant, id: string, include: readonly string[] = []): Promise<Row> {
@@ -123,16 +95,12 @@ export async function createRecord(
   options: WriteOptions = {},
 ): Promise<Row> {
   const w = writeOf(d);
-  const tenant = tenantOf(tenantOrNull);
+  const tenant = requireTenant(tenantOrNull, 'write');
   await refuseInvalid(db, w, tenant, body, undefined, options);
   const id = await db.transaction().execute(async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const values = w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : { ...body };
-    const row = (await trx
-      .insertInto(d.table)
-      .values({ ...columnValues(d, values), team_id: tenant.teamId, mode: tenant.mode })
-      .returningAll()
-      .executeTakeFirstOrThrow()) as Row;
+    const row = (await insertScoped(trx, d.table, tenant, columnValues(d, values)).returningAll().executeTakeFirstOrThrow()) as Row;
     await w.rules?.afterInsert?.(ctx, row, body);
     await options.beforeCommit?.(trx);
     return String(row.id);
@@ -142,18 +110,15 @@ export async function createRecord(
 
 /** The row to change, locked for the rest of the transaction; 404 when the tenant has no such record. */
 async function lockRow(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: string): Promise<Row> {
-  const row = await scoped(trx, d.table, tenant, d.where).selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+  const row = await lockScoped(trx, d.table, tenant, id, d.where).executeTakeFirst();
   if (!row) throw errors.notFound();
   return row as Row;
 }
 
 async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, values: Row): Promise<void> {
-  const after = (await ctx.trx
-    .updateTable(d.table)
+  const after = (await updateScoped(ctx.trx, d.table, ctx.tenant)
     .set({ ...columnValues(d, values), updated_at: sql`now()` })
     .where('id', '=', before.id)
-    .where('team_id', '=', ctx.tenant.teamId)
-    .where('mode', '=', ctx.tenant.mode)
     .returningAll()
     .executeTakeFirstOrThrow()) as Row;
   await writeOf(d).rules?.afterChange?.(ctx, before, after);
@@ -168,7 +133,7 @@ async function changeRow(
   options: WriteOptions,
   decide: (ctx: WriteContext, current: Row) => Promise<Row>,
 ): Promise<Tenant> {
-  const tenant = tenantOf(tenantOrNull);
+  const tenant = requireTenant(tenantOrNull, 'write');
   if (!isUuid(id)) throw errors.notFound();
   await db.transaction().execute(async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };

@@ -2,29 +2,29 @@
 // module and rate limit come from each route's config through the pipeline; POST routes add the
 // Idempotency-Key hooks; bodies are validated by the write validator and merged into one 422.
 import { type TObject, type TSchema, Type } from '@sinclair/typebox';
+import { createQueryId, PostgresQueryCompiler } from 'kysely';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { FieldError } from '../errors/app-error.ts';
-import { toFieldErrors, writeValidatorCompiler } from '../http/body-validation.ts';
+import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
 import { createIdempotencyHooks } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { idParamsSchema } from '../query/schemas.ts';
-import { customers } from './customers.ts';
-import type { ResourceDescriptor, WriteDescriptor } from './descriptor.ts';
-import { expenses } from './expenses.ts';
-import { sales } from './sales.ts';
-import { suppliers } from './suppliers.ts';
-import { type Body, createRecord, deleteRecord, updateRecord } from './write-engine.ts';
+import { type Body, type ResourceDescriptor, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
+import { RESOURCES } from './registry.ts';
+import { createRecord, deleteRecord, isSqlFragment, updateRecord } from './write-engine.ts';
 
-/** The resources that accept writes (SPEC part 1), in route order. */
-export const WRITABLE: readonly ResourceDescriptor[] = [customers, sales, suppliers, expenses];
+/** The resources that accept writes: those of the registry with a `write` section, in its order. */
+export const WRITABLE: readonly ResourceDescriptor[] = writableOf(RESOURCES);
 
 export interface WriteRouteDeps {
   database: { db: Db };
   /** Clock for generated numbers (expense_number); defaults to Date.now. */
   now?: () => number;
   idempotency?: IdempotencyStoreOptions;
+  /** The resources served (default: the registry); those with a `write` section get write routes. */
+  resources?: readonly ResourceDescriptor[];
 }
 
 const IDEMPOTENCY_DOC =
@@ -32,7 +32,11 @@ const IDEMPOTENCY_DOC =
   '`Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`, as does a ' +
   'key whose first request is still running (with `Retry-After: 1`).';
 
-const label = (d: ResourceDescriptor): string => d.name.charAt(0).toUpperCase() + d.name.slice(1).replace('-', ' ');
+/** A soft-delete value as the prose shows it: JSON, or the SQL text of a fragment (`now()`). */
+function shown(value: unknown): string {
+  if (isSqlFragment(value)) return new PostgresQueryCompiler().compileQuery(value.toOperationNode(), createQueryId()).sql;
+  return JSON.stringify(value);
+}
 
 /** The record a POST answers with: the row plus the includes it always carries (sale items). */
 function createdSchema(d: ResourceDescriptor, w: WriteDescriptor): TObject {
@@ -61,9 +65,9 @@ function registerResource(
   const w = d.write;
   if (!w) return;
   const { db } = deps.database;
-  const tags = [label(d)];
+  const tags = [resourceTag(d)];
   const guard = { resource: d.name, access: 'write', module: d.module } as const;
-  const common = { attachValidation: true, validatorCompiler: writeValidatorCompiler } as const;
+  const common = { attachValidation: true } as const;
 
   app.post(
     `/v1/${d.name}`,
@@ -123,9 +127,9 @@ function registerResource(
       config: { operationId: `${d.name}.delete`, ...guard },
       schema: {
         operationId: `${d.name}.delete`,
-        summary: d.name === 'sales' ? 'Cancel a sale' : `Deactivate a record of ${d.name}`,
+        summary: w.deleteSummary ?? `Deactivate a record of ${d.name}`,
         description: `Sets ${Object.entries(w.softDelete)
-          .map(([k, v]) => `\`${k}\` to \`${JSON.stringify(v)}\``)
+          .map(([k, v]) => `\`${k}\` to \`${shown(v)}\``)
           .join(', ')}; the record is kept. Answers 204 every time.`,
         tags,
         params: idParamsSchema,
@@ -142,5 +146,5 @@ function registerResource(
 
 export function registerWriteRoutes(app: FastifyInstance, deps: WriteRouteDeps): void {
   const hooks = createIdempotencyHooks(new IdempotencyStore(deps.database.db, deps.idempotency));
-  for (const d of WRITABLE) registerResource(app, deps, hooks, d);
+  for (const d of deps.resources ? writableOf(deps.resources) : WRITABLE) registerResource(app, deps, hooks, d);
 }

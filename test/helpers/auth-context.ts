@@ -2,7 +2,7 @@
 // per test.
 import { randomUUID } from 'node:crypto';
 import type { RateLimits } from '../../src/domain/plans.ts';
-import type { AuthContext } from '../../src/http/context.ts';
+import type { AuthContext } from '../../src/domain/tenant.ts';
 
 export const WIDE_LIMITS: RateLimits = {
   burst_per_second: 1000,

@@ -71,10 +71,14 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** Starts `balcao <command> --json` (serve or demo) on a free port and waits for its JSON line. */
-export function startServe(command: 'serve' | 'demo', env: Record<string, string>): Promise<RunningServer & { announced: any }> {
+/** Starts `balcao <command> --json [args]` (serve or demo) on a free port and waits for its JSON line. */
+export function startServe(
+  command: 'serve' | 'demo',
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<RunningServer & { announced: any }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, command, '--json'], { env: childEnv({ PORT: '0', HOST: '127.0.0.1', ...env }) });
+    const child = spawn(process.execPath, [BIN, command, '--json', ...args], { env: childEnv({ PORT: '0', HOST: '127.0.0.1', ...env }) });
     let stdout = '';
     let stderr = '';
     const timer = setTimeout(() => {

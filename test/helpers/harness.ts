@@ -14,6 +14,7 @@ import type { PlanCode, RateLimitOverrides } from '../../src/domain/plans.ts';
 import { type Database, type Db, openDatabase } from '../../src/infra/db/database.ts';
 import { migrate } from '../../src/infra/db/migrate.ts';
 import type { RateLimiter } from '../../src/http/rate-limit.ts';
+import type { ResourceDescriptor } from '../../src/resources/descriptor.ts';
 import { Contract } from './contract.ts';
 
 export interface TestServerOptions {
@@ -24,6 +25,8 @@ export interface TestServerOptions {
   database?: Database;
   /** Routes registered before listening (failure injection). */
   extraRoutes?: (app: FastifyInstance) => void;
+  /** The resources served instead of the registry's (fixture resources). */
+  resources?: readonly ResourceDescriptor[];
 }
 
 export interface AccountOptions {
@@ -98,7 +101,14 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const ownDatabase = options.database ? undefined : await openTestDatabase();
   const database = options.database ?? (ownDatabase as Database);
   const config = loadConfig({ PORT: '0', BALCAO_PUBLIC_URL: 'http://balcao.test', ...options.env });
-  const app = await buildApp({ config, database, rateLimiter: options.rateLimiter, now: options.now, logger: false });
+  const app = await buildApp({
+    config,
+    database,
+    rateLimiter: options.rateLimiter,
+    now: options.now,
+    logger: false,
+    resources: options.resources,
+  });
   if (options.extraRoutes) {
     // Test-only routes are served but are no part of the API description, nor of its contract.
     app.addHook('onRoute', (route) => {

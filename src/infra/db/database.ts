@@ -4,10 +4,10 @@
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
-import { PostgresJSDialect } from 'kysely-postgres-js';
 import postgres from 'postgres';
-import type { Config } from '../../config.ts';
+import { type Config, DEFAULT_DB_POOL_SIZE } from '../../config.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
+import { PostgresJsDialect } from './postgres-dialect.ts';
 
 /** Rows of account-owned tables are dynamic (the resource engine is descriptor driven). */
 export type Db = Kysely<any>;
@@ -27,14 +27,17 @@ const OID = { int8: 20, numeric: 1700, date: 1082, time: 1083, timestamptz: 1184
 const toNumber = (v: string) => (v === null ? null : Number(v));
 const asIs = (v: string) => v;
 
-export async function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>, holder = 'balcao'): Promise<Database> {
-  if (config.databaseUrl) return openPostgres(config.databaseUrl);
+export async function openDatabase(
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize'>>,
+  holder = 'balcao',
+): Promise<Database> {
+  if (config.databaseUrl) return openPostgres(config.databaseUrl, config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE);
   return openPglite(config.dataDir, holder);
 }
 
-function openPostgres(url: string): Database {
+function openPostgres(url: string, poolSize: number): Database {
   const sql = postgres(url, {
-    max: Number(process.env.BALCAO_DB_POOL_SIZE || 10),
+    max: poolSize,
     onnotice: () => {},
     connection: { TimeZone: 'UTC', application_name: 'balcao' },
     types: {
@@ -43,7 +46,7 @@ function openPostgres(url: string): Database {
       date: { to: OID.date, from: [OID.date, OID.time], serialize: String, parse: asIs },
     },
   });
-  const db = new Kysely({ dialect: new PostgresJSDialect({ postgres: sql }) });
+  const db = new Kysely({ dialect: new PostgresJsDialect(sql) });
   return {
     db,
     engine: 'postgres',

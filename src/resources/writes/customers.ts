@@ -2,8 +2,7 @@
 // customer without e-mail needs a phone.
 import { type Static, Type } from '@sinclair/typebox';
 import type { FieldError } from '../../errors/app-error.ts';
-import type { WriteDescriptor } from '../descriptor.ts';
-import type { Body, Row } from '../write-engine.ts';
+import type { Body, Row, WriteDescriptor } from '../descriptor.ts';
 import { optional, partialOf, W } from './fields.ts';
 
 const fullName = W.text({ minLength: 1, maxLength: 255, examples: ['Maria da Silva'] });

@@ -5,8 +5,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { money } from '../../domain/money.ts';
 import { generateExpenseNumber } from '../../domain/numbering.ts';
-import type { WriteDescriptor } from '../descriptor.ts';
-import type { Body } from '../write-engine.ts';
+import type { Body, WriteDescriptor } from '../descriptor.ts';
 import { optional, partialOf, W } from './fields.ts';
 
 const requiredOnCreate = {

@@ -6,11 +6,11 @@ import { randomUUID } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money.ts';
-import { nextTransactionNumber } from '../../domain/numbering.ts';
 import { saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
-import type { WriteDescriptor } from '../descriptor.ts';
-import type { Body, Row, WriteContext } from '../write-engine.ts';
+import type { Body, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
+import { insertScoped, selectScoped } from '../../infra/db/tenancy.ts';
+import { nextTransactionNumber } from './transaction-number.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
 export const CATALOG_TYPES = ['product', 'service', 'package'] as const;
@@ -129,17 +129,12 @@ async function toInsert(ctx: WriteContext, body: Body): Promise<Row> {
 }
 
 async function appendHistory(ctx: WriteContext, transactionId: unknown, oldStatus: unknown, newStatus: unknown) {
-  await ctx.trx
-    .insertInto('transaction_status_history')
-    .values({
-      team_id: ctx.tenant.teamId,
-      mode: ctx.tenant.mode,
-      transaction_id: transactionId,
-      old_status: oldStatus ?? null,
-      new_status: newStatus,
-      change_reason: null,
-    })
-    .execute();
+  await insertScoped(ctx.trx, 'transaction_status_history', ctx.tenant, {
+    transaction_id: transactionId,
+    old_status: oldStatus ?? null,
+    new_status: newStatus,
+    change_reason: null,
+  }).execute();
 }
 
 /** Items keep the body's order: each is created one microsecond after the previous one. */
@@ -150,8 +145,6 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<vo
     const a = amounts.items[i] as (typeof amounts.items)[number];
     return {
       id: randomUUID(),
-      team_id: ctx.tenant.teamId,
-      mode: ctx.tenant.mode,
       transaction_id: sale.id,
       catalog_type: item.catalog_type,
       catalog_item_id: item.catalog_item_id,
@@ -165,7 +158,7 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<vo
       created_at: sql`now() + cast(${i} as integer) * interval '1 microsecond'`,
     };
   });
-  await ctx.trx.insertInto('transaction_items').values(rows).execute();
+  await insertScoped(ctx.trx, 'transaction_items', ctx.tenant, rows).execute();
   // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
   await appendHistory(ctx, sale.id, null, sale.status);
 }
@@ -175,11 +168,8 @@ async function toUpdate(ctx: WriteContext, body: Body, current: Row): Promise<Ro
   const values: Row = { ...body };
   if ('delivery_fee' in body) {
     const fee = body.delivery_fee == null ? null : money(body.delivery_fee as number);
-    const items = await ctx.trx
-      .selectFrom('transaction_items')
+    const items = await selectScoped(ctx.trx, 'transaction_items', ctx.tenant)
       .select('total_amount')
-      .where('team_id', '=', ctx.tenant.teamId)
-      .where('mode', '=', ctx.tenant.mode)
       .where('transaction_id', '=', current.id)
       .execute();
     values.delivery_fee = numeric(fee);
@@ -202,6 +192,7 @@ export const saleWrite: WriteDescriptor = {
   create: CreateSaleInput,
   update: UpdateSaleInput,
   softDelete: { status: 'cancelled' },
+  deleteSummary: 'Cancel a sale',
   references: { customer_id: 'customers' },
   createIncludes: ['items'],
   rules: {

@@ -2,8 +2,7 @@
 // server (true on creation, never from the body), pix keys as {type, key} objects.
 import { type Static, Type } from '@sinclair/typebox';
 import type { FieldError } from '../../errors/app-error.ts';
-import type { WriteDescriptor } from '../descriptor.ts';
-import type { Body, Row } from '../write-engine.ts';
+import type { Body, Row, WriteDescriptor } from '../descriptor.ts';
 import { optional, partialOf, W } from './fields.ts';
 
 const PixKeyInput = Type.Object(

@@ -1,0 +1,212 @@
+// The bare baseline of `npm run bench`: node:http, postgres.js (named prepared statements, its
+// default) and the SQL Balcão sends, for one fixed account, serialized with fast-json-stringify.
+// No auth, no limits, no framework, no logs. Plain JavaScript, so nothing stands between Node
+// and the request. Env: DATABASE_URL, ACCOUNT_ID; prints its port on stdout once listening.
+import http from 'node:http';
+import fastJson from 'fast-json-stringify';
+import postgres from 'postgres';
+
+const OID = { int8: 20, numeric: 1700, date: 1082, time: 1083 };
+const toNumber = (v) => (v === null ? null : Number(v));
+const sql = postgres(process.env.DATABASE_URL, {
+  max: Number(process.env.BALCAO_DB_POOL_SIZE || 10),
+  connection: { TimeZone: 'UTC' },
+  types: {
+    bigint: { to: OID.int8, from: [OID.int8], serialize: String, parse: toNumber },
+    numeric: { to: OID.numeric, from: [OID.numeric], serialize: String, parse: toNumber },
+    date: { to: OID.date, from: [OID.date, OID.time], serialize: String, parse: (v) => v },
+  },
+});
+const team = process.env.ACCOUNT_ID;
+// sql.unsafe() sends unnamed statements unless asked: the baseline prepares, as tagged queries do.
+const PREPARED = { prepare: true };
+
+/** A JSON schema of nullable columns: s string, n number, b boolean, t timestamp. */
+const row = (spec) => ({
+  type: 'object',
+  properties: Object.fromEntries(
+    Object.entries(spec).map(([name, kind]) => {
+      const type = { s: 'string', n: 'number', b: 'boolean', t: 'string' }[kind];
+      return [name, kind === 't' ? { type: [type, 'null'], format: 'date-time' } : { type: [type, 'null'] }];
+    }),
+  ),
+});
+const customer = row({
+  id: 's',
+  full_name: 's',
+  email: 's',
+  phone: 's',
+  document: 's',
+  birth_date: 's',
+  notes: 's',
+  is_active: 'b',
+  gender: 's',
+  address_country: 's',
+  address_state: 's',
+  address_city: 's',
+  address_neighborhood: 's',
+  address_street: 's',
+  address_number: 's',
+  address_complement: 's',
+  address_zip_code: 's',
+  accepts_communications: 'b',
+  valid_whatsapp: 'b',
+  profile_photo_url: 's',
+  whatsapp_photo: 's',
+  created_at: 't',
+  updated_at: 't',
+});
+const sale = row({
+  id: 's',
+  customer_id: 's',
+  transaction_type: 's',
+  transaction_number: 's',
+  status: 's',
+  sale_date: 't',
+  delivery_date: 's',
+  subtotal: 'n',
+  discount_amount: 'n',
+  discount_percentage: 'n',
+  tax_amount: 'n',
+  total_amount: 'n',
+  notes: 's',
+  payment_method: 's',
+  payment_status: 's',
+  delivery_fee: 'n',
+  order_code: 's',
+  is_active: 'b',
+  created_at: 't',
+  updated_at: 't',
+});
+const item = row({
+  id: 's',
+  catalog_type: 's',
+  catalog_item_id: 's',
+  quantity: 'n',
+  unit_price: 'n',
+  discount_amount: 'n',
+  discount_percentage: 'n',
+  subtotal: 'n',
+  total_amount: 'n',
+  notes: 's',
+  created_at: 't',
+});
+const history = row({ id: 's', old_status: 's', new_status: 's', change_reason: 's', created_at: 't' });
+const listJson = fastJson({
+  type: 'object',
+  properties: {
+    data: { type: 'array', items: customer },
+    pagination: {
+      type: 'object',
+      properties: { next_cursor: { type: ['string', 'null'] }, has_more: { type: 'boolean' }, limit: { type: 'integer' } },
+    },
+  },
+});
+const saleJson = fastJson({
+  type: 'object',
+  properties: {
+    data: {
+      ...sale,
+      properties: { ...sale.properties, items: { type: 'array', items: item }, status_history: { type: 'array', items: history } },
+    },
+  },
+});
+const meJson = fastJson(row({ id: 's', name: 's', plan_code: 's' }));
+
+const CUSTOMER_COLUMNS = `"id", "full_name", "email", "phone", "document", "birth_date", "notes", "is_active", "gender", "address_country", "address_state", "address_city", "address_neighborhood", "address_street", "address_number", "address_complement", "address_zip_code", "accepts_communications", "valid_whatsapp", "profile_photo_url", "whatsapp_photo", "created_at", "updated_at"`;
+const CURSOR_VALUE = `to_char("created_at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "__cursor_value"`;
+const LIST = {
+  first: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 order by "created_at" desc, "id" desc limit $3`,
+  deep: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 and ("created_at", "id") < (cast($3 as timestamptz), cast($4 as uuid)) order by "created_at" desc, "id" desc limit $5`,
+  ilike: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 and "full_name" ilike $3 order by "created_at" desc, "id" desc limit $4`,
+  sort: `select ${CUSTOMER_COLUMNS} from "customers" where "team_id" = $1 and "mode" = $2 order by "full_name" asc, "id" asc limit $3`,
+};
+const SALE = `select "id", "customer_id", "transaction_type", "transaction_number", "status", "sale_date", "delivery_date", "subtotal", "discount_amount", "discount_percentage", "tax_amount", "total_amount", "notes", "payment_method", "payment_status", "delivery_fee", "order_code", "is_active", "created_at", "updated_at" from "transactions" where "team_id" = $1 and "mode" = $2 and "transaction_type" in ('sale', 'order') and "id" = $3`;
+const ITEMS = `select "id", "catalog_type", "catalog_item_id", "quantity", "unit_price", "discount_amount", "discount_percentage", "subtotal", "total_amount", "notes", "created_at" from "transaction_items" where "team_id" = $1 and "mode" = $2 and "transaction_id" = $3 order by "created_at" asc, "id" asc`;
+const HISTORY = `select "id", "old_status", "new_status", "change_reason", "created_at" from "transaction_status_history" where "team_id" = $1 and "mode" = $2 and "transaction_id" = $3 order by "created_at" asc, "id" asc`;
+const INSERT_SALE = `insert into "transactions" ("customer_id", "transaction_type", "transaction_number", "status", "sale_date", "delivery_date", "subtotal", "discount_amount", "discount_percentage", "tax_amount", "total_amount", "notes", "payment_method", "payment_status", "delivery_fee", "order_code", "is_active", "team_id", "mode") values ($1, $2, $3, $4, now(), $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) returning *`;
+const ITEM_ROW = (b) =>
+  `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8}, $${b + 9}, $${b + 10}, $${b + 11}, $${b + 12}, $${b + 13}, now() + cast($${b + 14} as integer) * interval '1 microsecond')`;
+const INSERT_ITEMS = `insert into "transaction_items" ("id", "team_id", "mode", "transaction_id", "catalog_type", "catalog_item_id", "quantity", "unit_price", "discount_amount", "discount_percentage", "subtotal", "total_amount", "notes", "created_at") values ${Array.from({ length: 10 }, (_, i) => ITEM_ROW(i * 14)).join(', ')}`;
+const INSERT_HISTORY = `insert into "transaction_status_history" ("team_id", "mode", "transaction_id", "old_status", "new_status", "change_reason") values ($1, $2, $3, $4, $5, $6)`;
+
+const cursorOf = (last) =>
+  Buffer.from(JSON.stringify({ sort: '-created_at', value: last.__cursor_value, id: last.id }), 'utf8').toString('base64url');
+
+async function list(name, params) {
+  const rows = await sql.unsafe(LIST[name], [team, 'live', ...params, 21], PREPARED);
+  const hasMore = rows.length > 20;
+  const page = hasMore ? rows.slice(0, 20) : [...rows];
+  return listJson({ data: page, pagination: { next_cursor: hasMore ? cursorOf(page[19]) : null, has_more: hasMore, limit: 20 } });
+}
+
+let account;
+const routes = {
+  '/first': () => list('first', []),
+  '/deep': (q) => list('deep', [q.get('value'), q.get('id')]),
+  '/ilike': () => list('ilike', ['Ana%']),
+  '/sort': () => list('sort', []),
+  '/sale': async (q) => {
+    const id = q.get('id');
+    const [found] = await sql.unsafe(SALE, [team, 'live', id], PREPARED);
+    const [items, statusHistory] = await Promise.all([
+      sql.unsafe(ITEMS, [team, 'live', id], PREPARED),
+      sql.unsafe(HISTORY, [team, 'live', id], PREPARED),
+    ]);
+    return saleJson({ data: { ...found, items, status_history: statusHistory } });
+  },
+  '/me': async () => meJson(account),
+};
+
+/** POST: one transaction inserting a sale, its 10 items and its history entry, as Balcão writes them. */
+async function insertSale(body) {
+  return sql.begin(async (tx) => {
+    const [created] = await tx.unsafe(
+      INSERT_SALE,
+      [null, 'sale', null, 'pending', null, '200', '0', null, null, '200', null, null, null, null, null, true, team, 'live'],
+      PREPARED,
+    );
+    const params = body.items.flatMap((it, i) => [
+      crypto.randomUUID(),
+      team,
+      'live',
+      created.id,
+      it.catalog_type,
+      it.catalog_item_id,
+      String(it.quantity),
+      String(it.unit_price),
+      null,
+      null,
+      '20',
+      '20',
+      null,
+      i,
+    ]);
+    await tx.unsafe(INSERT_ITEMS, params, PREPARED);
+    await tx.unsafe(INSERT_HISTORY, [team, 'live', created.id, null, 'pending', null], PREPARED);
+    return JSON.stringify({ data: created });
+  });
+}
+
+const server = http.createServer(async (req, res) => {
+  try {
+    const url = new URL(req.url, 'http://x');
+    let body;
+    if (req.method === 'POST') {
+      let text = '';
+      for await (const chunk of req) text += chunk;
+      body = await insertSale(JSON.parse(text));
+      res.writeHead(201, { 'content-type': 'application/json' });
+    } else {
+      body = await routes[url.pathname](url.searchParams);
+      res.writeHead(200, { 'content-type': 'application/json' });
+    }
+    res.end(body);
+  } catch (err) {
+    res.writeHead(500);
+    res.end(String(err));
+  }
+});
+[account] = await sql`select id, name, plan_code from accounts where id = ${team}`;
+server.listen(0, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
+process.on('SIGTERM', () => server.close(() => sql.end().then(() => process.exit(0))));

@@ -1,0 +1,131 @@
+// The benchmark's data, loaded through the product's own import (importData, in chunks): one
+// large account (BENCH_CUSTOMERS customers, default 1 000 000, and a tenth as many sales with
+// 3 items and a status history each) and three smaller accounts beside it. The loaded cluster
+// is kept in its folder with a meta.json, so a second run with the same size skips loading.
+import fs from 'node:fs';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { createAccount } from '../src/accounts/account-repository.ts';
+import { createKey } from '../src/accounts/key-repository.ts';
+import { MODULES } from '../src/domain/modules.ts';
+import { importData } from '../src/import/import-data.ts';
+import { type Db, openDatabase } from '../src/infra/db/database.ts';
+import { migrate } from '../src/infra/db/migrate.ts';
+
+export interface Dataset {
+  customers: number;
+  accountId: string;
+  readKey: string;
+  writeKey: string;
+  /** A sale of the large account, for GET /v1/sales/{id}. */
+  saleId: string;
+  loadSeconds: number;
+}
+
+const UNLIMITED = { burst_per_second: 1e9, requests_per_minute_read: 1e9, requests_per_minute_write: 1e9, requests_per_day_total: 1e9 };
+const FIRST_NAMES = ['Ana', 'Bruno', 'Carla', 'Daniel', 'Eduarda', 'Felipe', 'Gabriela', 'Heitor', 'Isabela', 'João', 'Larissa', 'Mateus'];
+const LAST_NAMES = ['Silva', 'Santos', 'Oliveira', 'Souza', 'Lima', 'Pereira', 'Costa', 'Almeida'];
+const CHUNK = 20_000;
+
+const at = (n: number) => new Date(Date.UTC(2020, 0, 1) + n * 60_000 + (n % 997)).toISOString();
+const uuid = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
+
+function customers(from: number, count: number) {
+  return Array.from({ length: count }, (_, k) => {
+    const i = from + k;
+    return {
+      full_name: `${FIRST_NAMES[i % FIRST_NAMES.length]} ${LAST_NAMES[(i >> 4) % LAST_NAMES.length]} ${i}`,
+      email: `cliente${i}@example.com.br`,
+      phone: `+55 11 9${String(10_000_000 + (i % 90_000_000)).slice(-8)}`,
+      is_active: i % 20 !== 0,
+      address_city: 'São Paulo',
+      address_state: 'SP',
+      created_at: at(i),
+    };
+  });
+}
+
+function sales(from: number, count: number) {
+  const item = (i: number, n: number) => ({
+    catalog_type: 'product',
+    catalog_item_id: uuid(1 + ((i + n) % 500)),
+    quantity: 2,
+    unit_price: 29.95,
+    subtotal: 59.9,
+    total_amount: 59.9,
+  });
+  return Array.from({ length: count }, (_, k) => {
+    const i = from + k;
+    return {
+      transaction_type: 'sale',
+      transaction_number: String(i + 1),
+      status: 'completed',
+      sale_date: at(i),
+      subtotal: 179.7,
+      discount_amount: 0,
+      total_amount: 179.7,
+      payment_method: 'pix',
+      payment_status: 'paid',
+      created_at: at(i),
+      items: [item(i, 0), item(i, 1), item(i, 2)],
+      status_history: [{ old_status: null, new_status: 'completed', created_at: at(i) }],
+    };
+  });
+}
+
+async function importInChunks(db: Db, accountId: string, total: number, make: (from: number, n: number) => unknown[], key: string) {
+  for (let from = 0; from < total; from += CHUNK) {
+    const n = Math.min(CHUNK, total - from);
+    await importData(db, { [key]: make(from, n) }, { accountId, mode: 'live' });
+    if (total >= 100_000 && (from / CHUNK) % 10 === 9) process.stdout.write(`  ${key}: ${(from + n).toLocaleString('en')}\n`);
+  }
+}
+
+/** Loads the dataset into the database at `url`, or returns the one recorded in `dir`. */
+export async function ensureDataset(url: string, dir: string, customerCount: number): Promise<Dataset> {
+  const metaFile = path.join(dir, 'meta.json');
+  if (fs.existsSync(metaFile)) {
+    const meta = JSON.parse(fs.readFileSync(metaFile, 'utf8')) as Dataset;
+    if (meta.customers === customerCount) return meta;
+  }
+  const started = performance.now();
+  const database = await openDatabase({ databaseUrl: url, dataDir: 'memory://' });
+  const { db } = database;
+  try {
+    await migrate(db);
+    const large = await createAccount(db, {
+      name: 'bench large',
+      plan_code: 'enterprise',
+      modules: [...MODULES],
+      rate_limit_overrides: UNLIMITED,
+    });
+    const key = async (accountId: string, scopes: string[]) =>
+      (await createKey(db, { accountId, name: scopes[0]!, mode: 'live', scopes, allowedIps: [], expiresAt: null, brand: 'balcao' })).key;
+    const readKey = await key(large.id, ['*:read']);
+    const writeKey = await key(large.id, ['*:write']);
+    // Smaller accounts first, so the large account's rows are not all at one end of the table.
+    for (let a = 0; a < 3; a++) {
+      const small = await createAccount(db, { name: `bench small ${a}`, plan_code: 'pro', modules: [...MODULES] });
+      await importInChunks(db, small.id, Math.ceil(customerCount / 20), customers, 'customers');
+      await importInChunks(db, small.id, Math.ceil(customerCount / 200), sales, 'sales');
+    }
+    await importInChunks(db, large.id, customerCount, customers, 'customers');
+    await importInChunks(db, large.id, Math.ceil(customerCount / 10), sales, 'sales');
+    await sql`VACUUM ANALYZE`.execute(db);
+    const sale = await sql<{
+      id: string;
+    }>`SELECT id FROM transactions WHERE team_id = ${large.id} ORDER BY created_at DESC LIMIT 1`.execute(db);
+    const meta: Dataset = {
+      customers: customerCount,
+      accountId: large.id,
+      readKey,
+      writeKey,
+      saleId: sale.rows[0]!.id,
+      loadSeconds: (performance.now() - started) / 1000,
+    };
+    fs.writeFileSync(metaFile, JSON.stringify(meta));
+    return meta;
+  } finally {
+    await database.close();
+  }
+}

@@ -1,0 +1,288 @@
+// `npm run bench`: Balcão under load against a bare baseline, on a throwaway PostgreSQL loaded
+// through the product's own import. For each scenario it prints req/s, p50, p99, errors and the
+// server's RSS, with Node and PostgreSQL CPU per request, and Balcão ÷ baseline as the median of
+// alternating pairs. Everything it starts listens on loopback and is stopped by PID.
+// Env: BENCH_CUSTOMERS (default 1000000), BENCH_SECONDS per round (5), BENCH_PAIRS (3),
+// BENCH_CONNECTIONS (50), BENCH_DIR (where the loaded cluster is kept; reused when the size matches).
+import { type ChildProcess, spawn } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import postgres from 'postgres';
+import { encodeCursor } from '../src/query/cursor.ts';
+import { ensureDataset } from './dataset.ts';
+import { childrenOf, cpuSeconds, rssMb, startPostgres, startRedis } from './throwaway-servers.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CUSTOMERS = Number(process.env.BENCH_CUSTOMERS ?? 1_000_000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const dir = process.env.BENCH_DIR ?? path.join(os.tmpdir(), `balcao-bench-pg-${CUSTOMERS}`);
+
+interface Server {
+  base: string;
+  /** The processes serving (one, or each worker). */
+  pids(): number[];
+  stop(): Promise<void>;
+}
+
+interface Round {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  rss: number;
+  nodeCpuMs: number;
+  pgCpuMs: number;
+}
+
+interface Target {
+  path: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  /** A fresh Idempotency-Key per request. */
+  idempotent?: boolean;
+}
+
+function waitForLine(child: ChildProcess, what: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`${what} did not start: ${err}`)), 120_000);
+    child.stderr?.on('data', (d) => {
+      err = (err + d).slice(-4000);
+    });
+    child.stdout?.on('data', (d) => {
+      out += d;
+      if (out.includes('\n')) {
+        clearTimeout(timer);
+        resolve(out.split('\n')[0]!);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}: ${err}`)));
+  });
+}
+
+const stopChild = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+
+async function startBalcao(databaseUrl: string, extra: { redisUrl?: string; workers?: number; logLevel?: string } = {}): Promise<Server> {
+  const env = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1' } as Record<string, string>;
+  delete env.REDIS_URL;
+  delete env.LOG_LEVEL; // the default level, as served
+  if (extra.redisUrl) env.REDIS_URL = extra.redisUrl;
+  if (extra.logLevel) env.LOG_LEVEL = extra.logLevel;
+  const args = [path.join(root, 'bin/balcao.js'), 'serve', '--json', ...(extra.workers ? ['--workers', String(extra.workers)] : [])];
+  // Logs go to stderr with --json: drained here as a log shipper would read them.
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const line = await waitForLine(child, 'balcao serve');
+  child.stderr?.resume();
+  const pid = child.pid!;
+  return { base: JSON.parse(line).url, pids: () => (extra.workers ? childrenOf(pid) : [pid]), stop: () => stopChild(child) };
+}
+
+async function startBare(databaseUrl: string, accountId: string): Promise<Server> {
+  const child = spawn(process.execPath, [path.join(root, 'bench/bare-server.js')], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, ACCOUNT_ID: accountId },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const port = await waitForLine(child, 'bare server');
+  return { base: `http://127.0.0.1:${port}`, pids: () => [child.pid!], stop: () => stopChild(child) };
+}
+
+async function load(server: Server, target: Target, seconds: number, pgPids: () => number[]): Promise<Round> {
+  const pids = server.pids();
+  const nodeBefore = cpuSeconds(pids);
+  const pgBefore = cpuSeconds(pgPids());
+  let rss = 0;
+  const sampler = setInterval(() => {
+    for (const pid of pids) rss = Math.max(rss, rssMb(pid));
+  }, 250);
+  let n = 0;
+  const result = await autocannon({
+    url: server.base + target.path,
+    connections: CONNECTIONS,
+    duration: seconds,
+    method: target.method ?? 'GET',
+    headers: { ...target.headers, ...(target.body ? { 'content-type': 'application/json' } : {}) },
+    body: target.body,
+    requests: target.idempotent
+      ? [
+          {
+            setupRequest: (req) => ({
+              ...req,
+              headers: { ...req.headers, 'idempotency-key': `bench-${process.pid}-${Date.now()}-${n++}` },
+            }),
+          },
+        ]
+      : undefined,
+  });
+  clearInterval(sampler);
+  const total = result.requests.total || 1;
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + result.non2xx,
+    rss,
+    nodeCpuMs: ((cpuSeconds(pids) - nodeBefore) * 1000) / total,
+    pgCpuMs: ((cpuSeconds(pgPids()) - pgBefore) * 1000) / total,
+  };
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+function summary(label: string, rounds: Round[]): Round {
+  const m = (pick: (r: Round) => number) => median(rounds.map(pick));
+  const r: Round = {
+    rps: m((x) => x.rps),
+    p50: m((x) => x.p50),
+    p99: m((x) => x.p99),
+    errors: rounds.reduce((sum, x) => sum + x.errors, 0),
+    rss: Math.max(...rounds.map((x) => x.rss)),
+    nodeCpuMs: m((x) => x.nodeCpuMs),
+    pgCpuMs: m((x) => x.pgCpuMs),
+  };
+  console.log(
+    `  ${label.padEnd(26)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${String(r.p50).padStart(4)} ms  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}  RSS ${r.rss.toFixed(0)} MB  CPU/req node ${r.nodeCpuMs.toFixed(2)} ms, PostgreSQL ${r.pgCpuMs.toFixed(2)} ms`,
+  );
+  return r;
+}
+
+/** Alternating pairs (who goes first alternates too); the ratio is the median of the pairs' ratios. */
+async function paired(title: string, a: [string, Server, Target], b: [string, Server, Target], pgPids: () => number[]) {
+  console.log(`\n${title}`);
+  for (const [, server, target] of [a, b]) await load(server, target, 1, pgPids); // warm-up
+  const ra: Round[] = [];
+  const rb: Round[] = [];
+  for (let i = 0; i < PAIRS; i++) {
+    if (i % 2 === 0) {
+      ra.push(await load(a[1], a[2], SECONDS, pgPids));
+      rb.push(await load(b[1], b[2], SECONDS, pgPids));
+    } else {
+      rb.push(await load(b[1], b[2], SECONDS, pgPids));
+      ra.push(await load(a[1], a[2], SECONDS, pgPids));
+    }
+  }
+  const sa = summary(a[0], ra);
+  const sb = summary(b[0], rb);
+  const ratios = ra.map((r, i) => r.rps / rb[i]!.rps);
+  const ratio = median(ratios);
+  console.log(`  ratio ${a[0]} ÷ ${b[0]}: ${ratio.toFixed(2)}× (pairs ${ratios.map((x) => x.toFixed(2)).join(', ')})`);
+  return { a: sa, b: sb, ratio };
+}
+
+const started = performance.now();
+console.log(
+  `bench: ${CUSTOMERS.toLocaleString('en')} customers, ${PAIRS} pairs of ${SECONDS} s rounds, ${CONNECTIONS} connections, ${os.cpus().length} CPUs`,
+);
+const pg = await startPostgres(dir);
+const redis = await startRedis();
+const servers: Server[] = [];
+try {
+  const data = await ensureDataset(pg.url, dir, CUSTOMERS);
+  console.log(`dataset ready (loaded through importData in ${data.loadSeconds.toFixed(0)} s; kept in ${dir})`);
+  const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
+  const depth = Math.floor(CUSTOMERS * 0.9);
+  const [deepRow] = await admin.unsafe(
+    `SELECT to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS v, id FROM customers
+     WHERE team_id = $1 AND mode = 'live' ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`,
+    [data.accountId, depth - 1],
+  );
+  await admin.end();
+  const cursor = encodeCursor('-created_at', deepRow!.v, deepRow!.id);
+  const pgPids = () => pg.pids();
+
+  const balcao = await startBalcao(pg.url);
+  const bare = await startBare(pg.url, data.accountId);
+  servers.push(balcao, bare);
+  const read = { authorization: `Bearer ${data.readKey}` };
+  const write = { authorization: `Bearer ${data.writeKey}` };
+  const results: Record<string, Awaited<ReturnType<typeof paired>>> = {};
+  const scenarios: [string, string, string][] = [
+    ['first page', '/v1/customers?limit=20', '/first'],
+    [
+      `page ${depth.toLocaleString('en')} rows deep`,
+      `/v1/customers?limit=20&cursor=${cursor}`,
+      `/deep?value=${deepRow!.v}&id=${deepRow!.id}`,
+    ],
+    ['filter full_name ilike Ana%', '/v1/customers?limit=20&filter[full_name][ilike]=Ana%25', '/ilike'],
+    ['sort=full_name', '/v1/customers?limit=20&sort=full_name', '/sort'],
+    ['sale with items, history', `/v1/sales/${data.saleId}?include=items,status_history`, `/sale?id=${data.saleId}`],
+    ['GET /v1/me', '/v1/me', '/me'],
+  ];
+  for (const [name, balcaoPath, barePath] of scenarios) {
+    results[name] = await paired(
+      `${name}: GET ${balcaoPath.slice(0, 80)}`,
+      ['balcao', balcao, { path: balcaoPath, headers: read }],
+      ['bare', bare, { path: barePath }],
+      pgPids,
+    );
+  }
+  const item = { catalog_type: 'product', catalog_item_id: '00000000-0000-4000-8000-000000000001', quantity: 2, unit_price: 10 };
+  const saleBody = JSON.stringify({ items: Array.from({ length: 10 }, () => item) });
+  results.post = await paired(
+    'POST /v1/sales with 10 items and an Idempotency-Key, against one bare transaction inserting the same rows',
+    ['balcao', balcao, { path: '/v1/sales', method: 'POST', headers: write, body: saleBody, idempotent: true }],
+    ['bare', bare, { path: '/sale', method: 'POST', body: saleBody }],
+    pgPids,
+  );
+  // What the request logs cost: the same server with logging at the default level and at warn.
+  const quiet = await startBalcao(pg.url, { logLevel: 'warn' });
+  servers.push(quiet);
+  results.logs = await paired(
+    'first page, logs at the default level against LOG_LEVEL=warn (the cost of the request logs)',
+    ['balcao', balcao, { path: '/v1/customers?limit=20', headers: read }],
+    ['balcao, warn', quiet, { path: '/v1/customers?limit=20', headers: read }],
+    pgPids,
+  );
+  await quiet.stop();
+  await balcao.stop();
+
+  const withRedis = await startBalcao(pg.url, { redisUrl: redis.url });
+  servers.push(withRedis);
+  results.redis = await paired(
+    'first page, rate limits counted in Redis',
+    ['balcao+redis', withRedis, { path: '/v1/customers?limit=20', headers: read }],
+    ['bare', bare, { path: '/first' }],
+    pgPids,
+  );
+  const twoWorkers = await startBalcao(pg.url, { redisUrl: redis.url, workers: 2 });
+  servers.push(twoWorkers);
+  results.workers = await paired(
+    'first page, 2 workers against 1 (both with Redis)',
+    ['2 workers', twoWorkers, { path: '/v1/customers?limit=20', headers: read }],
+    ['1 worker', withRedis, { path: '/v1/customers?limit=20', headers: read }],
+    pgPids,
+  );
+
+  const rss = Math.max(...Object.values(results).map((r) => r.a.rss));
+  const first = results['first page']!;
+  const deep = Object.entries(results).find(([k]) => k.startsWith('page '))![1];
+  const check = (ok: boolean) => (ok ? 'met' : 'NOT met');
+  console.log('\ntargets');
+  for (const [name] of scenarios)
+    console.log(`  ${name.padEnd(30)} ${results[name]!.ratio.toFixed(2)}× bare (≥ 0.9: ${check(results[name]!.ratio >= 0.9)})`);
+  console.log(
+    `  deep page p50 ÷ first page p50 ${(deep.a.p50 / Math.max(first.a.p50, 1)).toFixed(2)}× (≤ 1.1: ${check(deep.a.p50 <= 1.1 * Math.max(first.a.p50, 1))})`,
+  );
+  console.log(`  POST sale                      ${results.post!.ratio.toFixed(2)}× bare (≥ 0.7: ${check(results.post!.ratio >= 0.7)})`);
+  console.log(`  RSS per worker under load      ${rss.toFixed(0)} MB (≤ 150: ${check(rss <= 150)})`);
+  console.log(`  2 workers ÷ 1                  ${results.workers!.ratio.toFixed(2)}× (≥ 1.5: ${check(results.workers!.ratio >= 1.5)})`);
+  console.log(`\nbench finished in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+} finally {
+  for (const server of servers) await server.stop();
+  redis.stop();
+  pg.stop();
+}

@@ -1,0 +1,115 @@
+// `balcao serve --workers N` (or BALCAO_WORKERS): a primary process migrates once, then runs N
+// worker processes that share one port (node:cluster), replaces a worker that dies, and on
+// SIGINT/SIGTERM asks every worker to stop gracefully and waits for all of them.
+import cluster, { type Worker } from 'node:cluster';
+import type { Config } from '../config.ts';
+import { CliError, output } from './runtime.ts';
+
+/** How long the primary waits for the workers to drain before it kills them. */
+const STOP_GRACE_MS = 15_000;
+/** A worker that dies more often than this (per minute) is a crash loop: the primary gives up. */
+const MAX_RESTARTS_PER_MINUTE = 5;
+
+/** What `serve --json` prints once listening (url, host, port, database). */
+type Listening = Record<string, unknown>;
+
+interface ListeningMessage {
+  type: 'balcao:listening';
+  listening: Listening;
+}
+
+/** Several processes need a database and rate-limit counters they can share. */
+export function checkWorkersAllowed(config: Pick<Config, 'databaseUrl' | 'redisUrl'>, workers: number): void {
+  if (workers <= 1) return;
+  if (!config.databaseUrl)
+    throw new CliError(
+      `${workers} workers need PostgreSQL (DATABASE_URL): the embedded database is opened by one process only; run one worker`,
+    );
+  if (!config.redisUrl)
+    throw new CliError(`${workers} workers need REDIS_URL: rate limits are counted in Redis so that they stay exact across workers`);
+}
+
+/** In a worker process: serve (`serveOne`, over the already migrated database) and tell the primary. */
+export async function serveAsWorker(serveOne: () => Promise<Listening>): Promise<void> {
+  const listening = await serveOne();
+  process.send?.({ type: 'balcao:listening', listening } satisfies ListeningMessage);
+}
+
+/** In the primary: migrate once, fork the workers, print once when all listen, stop them all on a signal. */
+export async function serveWithWorkers(config: Config, workers: number, json: boolean, migrateOnce: () => Promise<void>): Promise<void> {
+  checkWorkersAllowed(config, workers);
+  await migrateOnce();
+
+  let stopping = false;
+  let ready = false;
+  const restarts: number[] = [];
+  const waiting = new Set<Worker>();
+  let first: Listening | undefined;
+  let resolveReady: () => void = () => {};
+  let rejectReady: (err: Error) => void = () => {};
+  const allListening = new Promise<void>((resolve, reject) => {
+    resolveReady = resolve;
+    rejectReady = reject;
+  });
+
+  const fork = () => {
+    const worker = cluster.fork();
+    waiting.add(worker);
+    worker.on('message', (message: ListeningMessage) => {
+      if (message?.type !== 'balcao:listening') return;
+      first ??= message.listening;
+      waiting.delete(worker);
+      if (!ready && waiting.size === 0) resolveReady();
+    });
+  };
+
+  const stopAll = (signal: NodeJS.Signals, code: number) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`balcao: ${signal}: stopping ${Object.keys(cluster.workers ?? {}).length} workers\n`);
+    const timer = setTimeout(() => {
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+      process.exit(1);
+    }, STOP_GRACE_MS).unref();
+    const exitWhenDone = () => {
+      if (Object.keys(cluster.workers ?? {}).length === 0) {
+        clearTimeout(timer);
+        process.exit(code);
+      }
+    };
+    cluster.on('exit', exitWhenDone);
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    exitWhenDone();
+  };
+
+  cluster.on('exit', (worker, code, signal) => {
+    waiting.delete(worker);
+    if (stopping) return;
+    if (!ready) {
+      rejectReady(new CliError(`a worker exited before listening (${signal ?? `exit code ${code}`})`));
+      return;
+    }
+    const now = Date.now();
+    restarts.push(now);
+    while (restarts.length && restarts[0]! < now - 60_000) restarts.shift();
+    if (restarts.length > MAX_RESTARTS_PER_MINUTE) {
+      process.stderr.write('balcao: workers keep dying; stopping\n');
+      stopAll('SIGTERM', 1);
+      return;
+    }
+    process.stderr.write(`balcao: worker ${worker.process.pid} exited (${signal ?? `exit code ${code}`}); starting another\n`);
+    fork();
+  });
+  process.once('SIGINT', () => stopAll('SIGINT', 0));
+  process.once('SIGTERM', () => stopAll('SIGTERM', 0));
+
+  for (let i = 0; i < workers; i++) fork();
+  try {
+    await allListening;
+  } catch (err) {
+    stopAll('SIGTERM', 1);
+    throw err;
+  }
+  ready = true;
+  if (json && first) output(true, { ...first, workers }, () => '');
+}

@@ -1,0 +1,59 @@
+// The one place statements are scoped to a tenant: every read, insert, update and row lock of an
+// account-owned table is built here and carries (team_id, mode), so no caller writes the
+// predicate by hand. test/tenancy-sql.test.ts checks every statement the engines emit.
+import { type InsertQueryBuilder, type SelectQueryBuilder, type SqlBool, sql, type UpdateQueryBuilder } from 'kysely';
+import { errors } from '../../errors/app-error.ts';
+import type { Db } from './database.ts';
+
+/** The two tenant columns (a Tenant with any mode string: tests compile with plain literals). */
+export interface TenantScope {
+  teamId: string;
+  mode: string;
+}
+
+/** Conditions besides the tenant that bound what a resource may see (column → allowed values, or null for IS NULL). */
+export type FixedConditions = Readonly<Record<string, readonly string[] | null>>;
+
+export type ScopedSelect = SelectQueryBuilder<any, any, any>;
+type Values = Record<string, unknown>;
+
+/** The tenant a route acts for; a route without one reached an engine through a missing guard config. */
+export function requireTenant<T extends TenantScope>(tenant: T | null, action: 'read' | 'write'): T {
+  if (!tenant) throw errors.internal(new Error(`${action} without a tenant: route is missing its guard config`));
+  return tenant;
+}
+
+/** Tenant first, then the fixed conditions as literals: a partial index predicate
+ *  (`transaction_type IN ('sale', 'order')`, `deleted_at IS NULL`) is only usable when the
+ *  planner sees constants, even under a generic prepared plan. */
+export function selectScoped(db: Db, table: string, scope: TenantScope, where?: FixedConditions): ScopedSelect {
+  let q: ScopedSelect = db.selectFrom(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
+  for (const [column, allowed] of Object.entries(where ?? {})) {
+    q =
+      allowed === null
+        ? q.where(column, 'is', null)
+        : q.where(sql<SqlBool>`${sql.ref(column)} in (${sql.join(allowed.map((v) => sql.lit(v)))})`);
+  }
+  return q;
+}
+
+/** One row by id, locked until the transaction ends. */
+export function lockScoped(trx: Db, table: string, scope: TenantScope, id: string, where?: FixedConditions): ScopedSelect {
+  return selectScoped(trx, table, scope, where).selectAll().where('id', '=', id).forUpdate();
+}
+
+/** New rows of the tenant: the tenant columns are set here, whatever the values carry. */
+export function insertScoped(
+  db: Db,
+  table: string,
+  scope: TenantScope,
+  rows: Values | readonly Values[],
+): InsertQueryBuilder<any, any, any> {
+  const owned = (row: Values) => ({ ...row, team_id: scope.teamId, mode: scope.mode });
+  return db.insertInto(table).values(Array.isArray(rows) ? rows.map(owned) : owned(rows as Values));
+}
+
+/** An UPDATE that can only reach rows of the tenant; the caller adds `set` and its own conditions. */
+export function updateScoped(db: Db, table: string, scope: TenantScope): UpdateQueryBuilder<any, any, any, any> {
+  return db.updateTable(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
+}

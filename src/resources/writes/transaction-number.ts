@@ -1,0 +1,61 @@
+// The per-tenant `transaction_number` of a new sale (DECISIONS B.6), kept in tenant_counters and
+// read and written through the tenancy helper like every other account-owned statement.
+import { type SqlBool, sql } from 'kysely';
+import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
+import type { Tenant } from '../../domain/tenant.ts';
+import type { Db } from '../../infra/db/database.ts';
+import { insertScoped, selectScoped, updateScoped } from '../../infra/db/tenancy.ts';
+
+const bigint = (value: number) => sql<number>`cast(${String(value)} as bigint)`;
+
+/**
+ * The next transaction number of the tenant, as a decimal string. Call it inside the
+ * transaction that inserts the sale: the counter row stays locked until that transaction
+ * ends, so concurrent creations get consecutive numbers and a rolled-back sale gives its
+ * number back. The counter starts after the largest number already stored (imports), and
+ * is moved past any number imported after it was created.
+ */
+export async function nextTransactionNumber(trx: Db, tenant: Tenant): Promise<string> {
+  const counter = () => updateScoped(trx, 'tenant_counters', tenant).where('name', '=', TRANSACTION_COUNTER).returning('value');
+  let value = (await counter().set({ value: sql`value + 1` }).executeTakeFirst())?.value as number | undefined;
+  if (value === undefined) {
+    // First sale of the tenant: seed from what is stored. A concurrent first sale conflicts on
+    // the key, waits for this transaction, then takes the next value.
+    const seeded = await insertScoped(trx, 'tenant_counters', tenant, {
+      name: TRANSACTION_COUNTER,
+      value: bigint((await largestStoredNumber(trx, tenant)) + 1),
+    })
+      .onConflict((oc) => oc.columns(['team_id', 'mode', 'name']).doUpdateSet({ value: sql`tenant_counters.value + 1` }))
+      .returning('value')
+      .executeTakeFirst();
+    value = seeded?.value as number;
+  }
+  if (await numberTaken(trx, tenant, value)) {
+    const floor = bigint((await largestStoredNumber(trx, tenant)) + 1);
+    value = (
+      await counter()
+        .set({ value: sql`GREATEST(value, ${floor})` })
+        .executeTakeFirst()
+    )?.value as number;
+  }
+  return String(value);
+}
+
+/** The largest purely numeric transaction_number of the tenant (any transaction type), or 0. */
+async function largestStoredNumber(trx: Db, tenant: Tenant): Promise<number> {
+  const result = await selectScoped(trx, 'transactions', tenant)
+    .select(sql<number | null>`MAX(transaction_number::numeric)`.as('largest'))
+    .where(sql<SqlBool>`transaction_number ~ '^[0-9]{1,18}$'`)
+    .executeTakeFirst();
+  return Number(result?.largest ?? 0);
+}
+
+/** One index probe: only an import made after the counter existed can hit this. */
+async function numberTaken(trx: Db, tenant: Tenant, value: number): Promise<boolean> {
+  const found = await selectScoped(trx, 'transactions', tenant)
+    .select(sql`1`.as('taken'))
+    .where('transaction_number', '=', String(value))
+    .limit(1)
+    .executeTakeFirst();
+  return found !== undefined;
+}

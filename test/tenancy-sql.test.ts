@@ -1,0 +1,221 @@
+// Tenancy of every statement: each operation of the served API is called over HTTP while the
+// statements the app sends are captured (compiled as the drivers receive them, the way the
+// snapshot tests compile plans); each one that touches an account-owned table (a table with
+// team_id and mode) must carry both columns with the caller's values: as a predicate when it
+// reads, updates or locks, as inserted values when it inserts.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { type KyselyPlugin, createQueryId, PostgresQueryCompiler, type RootOperationNode } from 'kysely';
+import { RESOURCES } from '../src/resources/registry.ts';
+import { openTestDatabase, type TestServer, startTestServer } from './helpers/harness.ts';
+import { insertRow, UNLIMITED } from './helpers/read-data.ts';
+
+/** Keeps the operation nodes of the statements sent while `on`. */
+class StatementRecorder implements KyselyPlugin {
+  on = false;
+  readonly nodes: RootOperationNode[] = [];
+  transformQuery({ node }: { node: RootOperationNode }): RootOperationNode {
+    if (this.on) this.nodes.push(node);
+    return node;
+  }
+  async transformResult<T>({ result }: { result: T }): Promise<T> {
+    return result;
+  }
+  statements() {
+    const compiler = new PostgresQueryCompiler();
+    return this.nodes.map((node) => compiler.compileQuery(node, createQueryId()));
+  }
+}
+
+type Json = Record<string, any>;
+const recorder = new StatementRecorder();
+let s: TestServer;
+let drop: () => Promise<void>;
+
+before(async () => {
+  const database = await openTestDatabase();
+  drop = async () => {
+    await database.close();
+    await database.drop();
+  };
+  s = await startTestServer({ database: { ...database, db: database.db.withPlugin(recorder) } });
+});
+after(async () => {
+  await s?.close();
+  await drop?.();
+});
+
+/** The values of one `(…), (…)` list, split at top-level commas. */
+function tuples(text: string): string[][] {
+  const out: string[][] = [];
+  let depth = 0;
+  let current: string[] = [];
+  let token = '';
+  for (const ch of text) {
+    if (ch === '(') {
+      depth += 1;
+      if (depth === 1) continue;
+    } else if (ch === ')') {
+      depth -= 1;
+      if (depth === 0) {
+        current.push(token.trim());
+        out.push(current);
+        current = [];
+        token = '';
+        continue;
+      }
+    } else if (ch === ',' && depth === 1) {
+      current.push(token.trim());
+      token = '';
+      continue;
+    }
+    if (depth >= 1) token += ch;
+  }
+  return out;
+}
+
+const param = (parameters: readonly unknown[], placeholder: string | undefined) =>
+  placeholder && /^\$\d+$/.test(placeholder) ? parameters[Number(placeholder.slice(1)) - 1] : Symbol('not a parameter');
+
+/** What is wrong with one statement's tenancy, or null. */
+function tenancyFault(
+  sql: string,
+  parameters: readonly unknown[],
+  owned: ReadonlySet<string>,
+  teamId: string,
+  mode: string,
+): string | null {
+  const tables = [...sql.matchAll(/\b(?:from|into|update|join)\s+"([a-z_]+)"/g)].map((m) => m[1]!).filter((t) => owned.has(t));
+  if (tables.length === 0) return null;
+  const insert = /^insert into "([a-z_]+)" \(([^)]*)\) values (.*?)(?: on conflict| returning|$)/.exec(sql);
+  if (insert) {
+    const columns = insert[2]!.split(',').map((c) => c.trim().replaceAll('"', ''));
+    const [team, modeAt] = [columns.indexOf('team_id'), columns.indexOf('mode')];
+    if (team < 0 || modeAt < 0) return 'an insert without team_id and mode';
+    for (const row of tuples(insert[3]!)) {
+      if (param(parameters, row[team]) !== teamId || param(parameters, row[modeAt]) !== mode) return 'an inserted row of another tenant';
+    }
+    return null;
+  }
+  const predicates = [...sql.matchAll(/"team_id" = (\$\d+) and "mode" = (\$\d+)/g)];
+  if (predicates.length < tables.length) return `${tables.length} account-owned tables, ${predicates.length} tenant predicates`;
+  for (const [, team, m] of predicates) {
+    if (param(parameters, team) !== teamId || param(parameters, m) !== mode) return 'a predicate naming another tenant';
+  }
+  return null;
+}
+
+const operationsOf = (doc: Json) =>
+  Object.entries<Json>(doc.paths)
+    .filter(([path]) => path.startsWith('/v1/') && path !== '/v1/openapi.json')
+    .flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`));
+
+describe('tenancy of every statement the engines send', () => {
+  test('every operation: each statement on an account-owned table carries (team_id, mode) of the caller', async () => {
+    const owned = new Set(
+      (
+        await s.db
+          .selectFrom('information_schema.columns')
+          .select('table_name')
+          .where('table_schema', '=', 'public')
+          .where('column_name', 'in', ['team_id', 'mode'])
+          .groupBy('table_name')
+          .having((eb) => eb.fn.count('column_name'), '=', 2)
+          .execute()
+      ).map((r) => String(r.table_name)),
+    );
+    assert.ok(owned.has('customers') && owned.has('tenant_counters'), [...owned].join(','));
+
+    const other = await s.createAccountWithKey(UNLIMITED);
+    const { account } = await s.createAccountWithKey(UNLIMITED);
+    // A test-mode key: a hard-coded 'live' anywhere would show.
+    const { key } = await s.createKey(account.id, { test: true });
+    const tenant = { teamId: account.id, mode: 'test' as const };
+    const doc = JSON.parse(s.app.openapiJson()) as Json;
+    const ids = new Map<string, string>();
+    for (const d of RESOURCES) {
+      for (const owner of [tenant, tenant, { teamId: other.account.id, mode: 'live' as const }]) {
+        const row = await insertRow(s.db, d.table, owner);
+        if (owner === tenant) ids.set(`/v1/${d.name}`, String(row.id));
+      }
+    }
+
+    const called = new Set<string>();
+    const call = async (method: string, template: string, path: string, body?: unknown) => {
+      const res = await s.request(method, path, { key, body });
+      assert.ok(res.status >= 200 && res.status < 300, `${method} ${path}: ${res.status} ${res.text}`);
+      called.add(`${method} ${template}`);
+      return res;
+    };
+    const example = (ref: Json) => {
+      const target = ref.$ref ? doc.components.requestBodies[ref.$ref.split('/').pop()] : ref;
+      return target.content['application/json'].example;
+    };
+
+    recorder.on = true;
+    try {
+      for (const [path, item] of Object.entries<Json>(doc.paths)) {
+        if (!path.startsWith('/v1/') || path === '/v1/openapi.json' || path.includes('{')) continue;
+        const d = RESOURCES.find((r) => `/v1/${r.name}` === path);
+        if (item.get && d) {
+          // Every sort, and its second page: a cursor over a nullable column compiles to two segments.
+          for (const sort of d.sorts.flatMap((f) => [f, `-${f}`])) {
+            const first = await call('GET', path, `${path}?limit=1&sort=${sort}`);
+            const cursor = first.body.pagination.next_cursor;
+            if (cursor) await call('GET', path, `${path}?limit=1&sort=${sort}&cursor=${encodeURIComponent(cursor)}`);
+          }
+        } else if (item.get) await call('GET', path, path);
+        if (item.post) {
+          const created = await call('POST', path, path, example(item.post.requestBody));
+          ids.set(path, created.body.data.id);
+        }
+        const byId = doc.paths[`${path}/{id}`] as Json | undefined;
+        if (!byId) continue;
+        const id = ids.get(path);
+        assert.ok(id, `no record to address ${path}/{id} with`);
+        const include = Object.keys(d?.includes ?? {}).join(',');
+        if (byId.get) await call('GET', `${path}/{id}`, `${path}/${id}${include ? `?include=${include}` : ''}`);
+        if (byId.patch) await call('PATCH', `${path}/{id}`, `${path}/${id}`, example(byId.patch.requestBody));
+        if (byId.delete) await call('DELETE', `${path}/{id}`, `${path}/${id}`);
+      }
+    } finally {
+      recorder.on = false;
+    }
+
+    assert.deepEqual([...called].sort(), operationsOf(doc).sort(), 'every operation of the API was called');
+    const statements = recorder.statements();
+    const scoped = statements.filter((c) => [...owned].some((t) => c.sql.includes(`"${t}"`)));
+    assert.ok(scoped.length > 50, `only ${scoped.length} statements on account-owned tables`);
+    for (const c of statements) {
+      const fault = tenancyFault(c.sql, c.parameters, owned, tenant.teamId, tenant.mode);
+      assert.equal(fault, null, `${fault}: ${c.sql} ${JSON.stringify(c.parameters)}`);
+    }
+  });
+
+  test('the checker itself refuses a statement without the tenant, with a foreign one, or an insert without it', () => {
+    const owned = new Set(['customers']);
+    assert.equal(
+      tenancyFault('select "id" from "customers" where "id" = $1', ['x'], owned, 't', 'live'),
+      '1 account-owned tables, 0 tenant predicates',
+    );
+    assert.equal(
+      tenancyFault('select "id" from "customers" where "team_id" = $1 and "mode" = $2', ['u', 'live'], owned, 't', 'live'),
+      'a predicate naming another tenant',
+    );
+    assert.equal(
+      tenancyFault('insert into "customers" ("full_name") values ($1)', ['a'], owned, 't', 'live'),
+      'an insert without team_id and mode',
+    );
+    assert.equal(
+      tenancyFault(
+        'insert into "customers" ("full_name", "team_id", "mode") values ($1, $2, $3), ($4, $5, $6)',
+        ['a', 't', 'live', 'b', 'u', 'live'],
+        owned,
+        't',
+        'live',
+      ),
+      'an inserted row of another tenant',
+    );
+    assert.equal(tenancyFault('select 1 from "api_keys" where "id" = $1', ['k'], owned, 't', 'live'), null);
+  });
+});

@@ -1,0 +1,75 @@
+// The two-file recipe of docs/architecture.md, carried out on a fixture: products made writable by
+// a write section (file 1) set on their descriptor (file 2), and nothing else. Routes, the API
+// description's prose, the tenancy of every statement and the generated write checks follow.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { Type } from '@sinclair/typebox';
+import { sql } from 'kysely';
+import type { ResourceDescriptor, WriteDescriptor } from '../src/resources/descriptor.ts';
+import { products } from '../src/resources/products.ts';
+import { RESOURCES } from '../src/resources/registry.ts';
+import { optional, partialOf, W } from '../src/resources/writes/fields.ts';
+import { type TestServer, startTestServer } from './helpers/harness.ts';
+import { writer } from './helpers/write-fixtures.ts';
+import { assertTenantWall, assertWriteGuards } from './helpers/write-wall.ts';
+
+// File 1 of the recipe: src/resources/writes/products.ts would hold this.
+const productFields = {
+  description: W.textOrNull(),
+  selling_price: W.money({ examples: [89.9] }),
+  ean_code: W.textOrNull({ examples: ['7891234567895'] }),
+};
+const productWrite: WriteDescriptor = {
+  create: Type.Object({ name: W.text({ minLength: 1, maxLength: 255, examples: ['Ração 10 kg'] }), ...optional(productFields) }),
+  update: partialOf({ name: W.text({ minLength: 1, maxLength: 255, examples: ['Ração 15 kg'] }), ...productFields }),
+  softDelete: { deleted_at: sql`now()` },
+};
+// File 2: `write: productWrite` on the descriptor in src/resources/products.ts.
+const writableProducts: ResourceDescriptor = { ...products, write: productWrite };
+const resources = RESOURCES.map((d) => (d === products ? writableProducts : d));
+
+let s: TestServer;
+before(async () => {
+  s = await startTestServer({ resources });
+});
+after(async () => s?.close());
+
+describe('a writable resource is its descriptor', () => {
+  test('docs/architecture.md gives the two-file recipe', () => {
+    const text = readFileSync(new URL('../docs/architecture.md', import.meta.url), 'utf8');
+    assert.match(text, /src\/resources\/writes\/<name>\.ts/);
+    assert.match(text, /`write: <name>Write`/);
+  });
+
+  test('the write routes, their operations and the overview follow from `write`', async () => {
+    const doc = JSON.parse(s.app.openapiJson());
+    assert.equal(doc.paths['/v1/products'].post.operationId, 'products.create');
+    assert.equal(doc.paths['/v1/products/{id}'].patch.operationId, 'products.update');
+    const del = doc.paths['/v1/products/{id}'].delete;
+    assert.equal(del.summary, 'Deactivate a record of products');
+    assert.match(del.description, /`deleted_at` to `now\(\)`/);
+    assert.match(doc.info.description, /\(customers, sales, suppliers, expenses, products and read-only resources\)/);
+    // The served registry is untouched: products stay read-only there.
+    assert.equal(products.write, undefined);
+  });
+
+  test('create, update and a soft delete the SQL expresses (deleted_at = now())', async () => {
+    const { key } = await writer(s);
+    const created = await s.request('POST', '/v1/products', { key, body: { name: 'Coleira', selling_price: 25 } });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual([created.body.data.name, created.body.data.selling_price, created.body.data.unit], ['Coleira', 25, 'un']);
+    const id = created.body.data.id;
+    const updated = await s.request('PATCH', `/v1/products/${id}`, { key, body: { selling_price: 27.5 } });
+    assert.deepEqual([updated.status, updated.body.data.selling_price], [200, 27.5]);
+    assert.equal((await s.request('DELETE', `/v1/products/${id}`, { key })).status, 204);
+    assert.equal((await s.request('GET', `/v1/products/${id}`, { key })).status, 404);
+    const stored = await s.db.selectFrom('catalog_items').select('deleted_at').where('id', '=', id).executeTakeFirstOrThrow();
+    assert.ok(stored.deleted_at instanceof Date);
+  });
+
+  test('the generated tenant wall and guards hold for it', async () => {
+    await assertTenantWall(s, writableProducts);
+    await assertWriteGuards(s, writableProducts, resources);
+  });
+});
