@@ -17,8 +17,12 @@ export interface Database {
   readonly engine: 'postgres' | 'pglite';
   /** Calls `onPayload` for every NOTIFY on `channel` once its transaction commits; resolves to the unlisten. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /** The driver under Kysely, for what Kysely cannot do (COPY, used by the bulk import). */
+  readonly driver: DatabaseDriver;
   close(): Promise<void>;
 }
+
+export type DatabaseDriver = { engine: 'postgres'; sql: postgres.Sql } | { engine: 'pglite'; pg: PGlite };
 
 const OID = { int8: 20, numeric: 1700, date: 1082, time: 1083, timestamptz: 1184, timestamp: 1114 } as const;
 
@@ -73,6 +77,7 @@ function openPostgres(url: string, poolSize: number, timeouts: DatabaseTimeouts)
       const { unlisten } = await sql.listen(channel, onPayload);
       return unlisten;
     },
+    driver: { engine: 'postgres', sql },
     close: () => db.destroy(),
   };
 }
@@ -105,6 +110,7 @@ async function openPglite(dataDir: string, holder: string): Promise<Database> {
       db,
       engine: 'pglite',
       listen: (channel, onPayload) => pg.listen(channel, onPayload),
+      driver: { engine: 'pglite', pg },
       close: async () => {
         await db.destroy();
         lock?.release();
