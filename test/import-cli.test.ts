@@ -46,10 +46,11 @@ describe('balcao import (command)', () => {
   test('an invalid file exits non-zero with one line on stderr, nothing on stdout, and writes nothing', async () => {
     const bad = file();
     bad.customers.push({ full_name: 'Carla', email: 'not-an-email' } as (typeof bad.customers)[number]);
-    const r = await balcao(['import', '--account', accountId, write('bad.json', bad), '--json'], env);
+    const badFile = write('bad.json', bad);
+    const r = await balcao(['import', '--account', accountId, badFile, '--json'], env);
     assert.notEqual(r.code, 0);
     assert.equal(r.stdout, '');
-    assert.equal(r.stderr, 'balcao: customers[2].email: must be an e-mail address\n');
+    assert.equal(r.stderr, `balcao: ${badFile}: customers[2].email: must be an e-mail address\n`);
     // The same ids import cleanly afterwards: the failed run left nothing behind.
     const ok = await balcaoJson(['import', '--account', accountId, write('good.json', file())], env);
     assert.deepEqual(ok, {

@@ -33,19 +33,22 @@ export interface ImportPlan {
 
 const MAX_REPORTED_ISSUES = 50;
 
-class Issues {
+export class Issues {
   readonly list: ImportIssue[] = [];
   total = 0;
+  constructor(private readonly limit = MAX_REPORTED_ISSUES) {}
   add(path: string, message: string): void {
     this.total++;
-    if (this.list.length < MAX_REPORTED_ISSUES) this.list.push({ path, message });
+    if (this.list.length < this.limit) this.list.push({ path, message });
   }
 }
 
-interface TableContext {
+export interface TableContext {
   table: string;
   spec: TableSpec;
-  ids: Map<string, string>;
+  /** Ids seen so far (id → path), to name an in-file duplicate; the streamed import leaves it out
+   *  (the primary key finds duplicates there, in constant memory). */
+  ids?: Map<string, string>;
   rows: Row[];
 }
 
@@ -110,19 +113,19 @@ export function planImport(file: unknown, specs: ReadonlyMap<string, TableSpec>,
   if (issues.total > 0) throw new ImportError(issues.list, issues.total);
   for (const ctx of tables.values()) {
     plan.rows.set(ctx.table, ctx.rows);
-    plan.givenIds.set(ctx.table, ctx.ids);
+    plan.givenIds.set(ctx.table, ctx.ids ?? new Map());
   }
   return plan;
 }
 
-interface RecordOptions {
+export interface RecordOptions {
   defaults?: Readonly<Record<string, () => unknown>>;
   /** Field names holding nested arrays (validated by the caller). */
   nested?: readonly string[];
   parent?: { child: ChildTable; id: string };
 }
 
-function planRecord(
+export function planRecord(
   issues: Issues,
   ctx: TableContext,
   record: unknown,
@@ -192,12 +195,12 @@ function planRecord(
   else {
     const id = (row.id as string).toLowerCase();
     row.id = id;
-    const first = ctx.ids.get(id);
+    const first = ctx.ids?.get(id);
     if (first) {
       issues.add(`${path}.id`, `duplicate id (already used by ${first})`);
       return undefined;
     }
-    ctx.ids.set(id, path);
+    ctx.ids?.set(id, path);
   }
   if (parentKey && options.parent) row[parentKey] = options.parent.id;
   ctx.rows.push(row);
@@ -205,13 +208,18 @@ function planRecord(
 }
 
 function trackTransactionNumber(plan: ImportPlan, value: unknown): void {
-  // Numbers of up to 18 digits, as the counter (src/domain/numbering.ts) reads stored ones.
-  if (typeof value !== 'string' || !/^\d{1,18}$/.test(value)) return;
-  const n = BigInt(value);
-  if (plan.maxTransactionNumber === null || n > plan.maxTransactionNumber) plan.maxTransactionNumber = n;
+  plan.maxTransactionNumber = largerTransactionNumber(plan.maxTransactionNumber, value);
 }
 
-function isoWithMicros(baseMs: number, micros: number): string {
+/** The larger of `current` and `value` when `value` is a number the counter continues after. */
+export function largerTransactionNumber(current: bigint | null, value: unknown): bigint | null {
+  // Numbers of up to 18 digits, as the counter (src/domain/numbering.ts) reads stored ones.
+  if (typeof value !== 'string' || !/^\d{1,18}$/.test(value)) return current;
+  const n = BigInt(value);
+  return current === null || n > current ? n : current;
+}
+
+export function isoWithMicros(baseMs: number, micros: number): string {
   const at = new Date(baseMs + Math.floor(micros / 1000)).toISOString();
   return `${at.slice(0, 23)}${String(micros % 1000).padStart(3, '0')}Z`;
 }

@@ -1,37 +1,43 @@
-// A one-line progress display on a terminal (stderr), so stdout stays for --json; silent when
-// the stream is not a TTY or the file is small.
-import type { ImportProgress } from './import-data.ts';
+// A progress bar on a terminal (stderr, so stdout stays for --json): rows, rows/s and, when the
+// input size is known, the share read and an ETA. Silent when stderr is not a TTY.
+import { SingleBar } from 'cli-progress';
+
+export interface ProgressUpdate {
+  rows: number;
+  /** Bytes done and in all; a total of 0 means unknown (a pipe, or an export). */
+  bytes: number;
+  totalBytes: number;
+}
 
 export interface Progress {
-  update(progress: ImportProgress): void;
+  update(progress: ProgressUpdate): void;
   finish(): void;
 }
 
-const WIDTH = 30;
-const REDRAW_MS = 100;
-
-export function terminalProgress(stream: NodeJS.WriteStream = process.stderr, minRecords = 5_000): Progress {
-  let lastDraw = 0;
-  let drawn = false;
-  const line = (text: string) => {
-    stream.write(`\r\x1b[2K${text}`);
-    drawn = true;
-  };
+export function terminalProgress(verb: string, stream: NodeJS.WriteStream = process.stderr): Progress {
+  if (!stream.isTTY) return { update() {}, finish() {} };
+  const started = Date.now();
+  let bar: SingleBar | undefined;
+  const rate = (rows: number) => Math.round(rows / Math.max(0.001, (Date.now() - started) / 1000)).toLocaleString('en');
   return {
-    update({ phase, done, total }) {
-      if (!stream.isTTY || total < minRecords) return;
-      if (phase === 'validating') return line(`validating ${total.toLocaleString('en')} records…`);
-      const now = Date.now();
-      if (done < total && now - lastDraw < REDRAW_MS) return;
-      lastDraw = now;
-      const ratio = total === 0 ? 1 : done / total;
-      const filled = Math.round(ratio * WIDTH);
-      line(
-        `importing ${'█'.repeat(filled)}${'░'.repeat(WIDTH - filled)} ${Math.floor(ratio * 100)}% ${done.toLocaleString('en')}/${total.toLocaleString('en')} rows`,
-      );
+    update({ rows, bytes, totalBytes }) {
+      const known = totalBytes > 0;
+      if (!bar) {
+        bar = new SingleBar({
+          stream,
+          hideCursor: true,
+          clearOnComplete: true,
+          fps: 5,
+          format: known
+            ? `${verb} {bar} {percentage}% | {rows} rows | {rate} rows/s | ETA {eta_formatted}`
+            : `${verb} {rows} rows | {rate} rows/s`,
+        });
+        bar.start(known ? totalBytes : 1, 0, { rows: '0', rate: '0' });
+      }
+      bar.update(known ? bytes : 0, { rows: rows.toLocaleString('en'), rate: rate(rows) });
     },
     finish() {
-      if (drawn) stream.write('\r\x1b[2K');
+      bar?.stop();
     },
   };
 }

@@ -3,16 +3,16 @@
 // Idempotency-Key hooks; bodies are validated by the write validator and merged into one 422.
 import { type TObject, type TSchema, Type } from '@sinclair/typebox';
 import { createQueryId, PostgresQueryCompiler } from 'kysely';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FieldError } from '../errors/app-error.ts';
 import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
-import { createIdempotencyHooks } from '../http/idempotency.ts';
+import { createIdempotencyHooks, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { idParamsSchema } from '../query/schemas.ts';
 import { type TypedApp, typedRoutes } from '../http/typed-routes.ts';
-import { type ResourceDescriptor, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
+import { type ResourceDescriptor, type Row, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
 import { RESOURCES } from './registry.ts';
 import { createRecord, deleteRecord, isSqlFragment, updateRecord, type WriteOptions } from './write-engine.ts';
 
@@ -84,13 +84,20 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
       },
     },
     async (request, reply) => {
+      // The body is serialized once, inside the write's transaction when an Idempotency-Key is held, so the
+      // stored response is byte for byte the one sent, and commits with the write.
+      reply.code(201);
+      const respond = memoize((record: Row) => reply.serialize(itemEnvelope(request, record)) as string);
+      const finisher = hooks.finisher(request, 201, respond);
       const data = await createRecord(db, d, request.tenant, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
-        beforeCommit: hooks.beforeCommit(request),
         onWritten: deps.recordWrite?.(request.id),
+        finishers: finisher ? [finisher] : [],
       });
-      return reply.code(201).send(itemEnvelope(request, data));
+      // Already serialized (a held Idempotency-Key stores these very bytes): sent as text, past the typed serializer.
+      const untyped: FastifyReply = reply;
+      return untyped.type(JSON_CONTENT_TYPE).send(respond(data));
     },
   );
 
@@ -142,6 +149,15 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
       return reply.code(204).send(null);
     },
   );
+}
+
+/** The last answer of `fn`, reused while it is asked about the same record. */
+function memoize(fn: (record: Row) => string): (record: Row) => string {
+  let last: { record: Row; text: string } | undefined;
+  return (record) => {
+    if (last?.record !== record) last = { record, text: fn(record) };
+    return last.text;
+  };
 }
 
 export function registerWriteRoutes(app: FastifyInstance, deps: WriteRouteDeps): void {

@@ -2867,6 +2867,30 @@ export interface components {
   };
   responses: {
     /**
+     * @description Bad request. Problem types:
+     *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
+     */
+    BadRequest: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        /** @description Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded. Present when the request was counted against a key. */
+        'X-RateLimit-Limit'?: number;
+        /** @description Empty on success responses; `0` on a 429. Present when the request was counted against a key. */
+        'X-RateLimit-Remaining'?: string;
+        /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
+        'X-RateLimit-Reset'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/bad_request';
+          /** @constant */
+          status?: 400;
+        };
+      };
+    };
+    /**
      * @description Idempotency conflict. Problem types:
      *     - [`idempotency_conflict`](http://localhost:3000/errors/idempotency_conflict): The Idempotency-Key was already used with another method, path or body, or its first request is still running.
      */
@@ -3060,6 +3084,24 @@ export interface components {
       };
     };
     /**
+     * @description Bad request. Problem types:
+     *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
+     */
+    PublicBadRequest: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/bad_request';
+          /** @constant */
+          status?: 400;
+        };
+      };
+    };
+    /**
      * @description Internal error. Problem types:
      *     - [`internal_error`](http://localhost:3000/errors/internal_error): An unexpected failure on the server.
      */
@@ -3096,6 +3138,42 @@ export interface components {
       };
     };
     /**
+     * @description Request header fields too large. Problem types:
+     *     - [`header_too_large`](http://localhost:3000/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
+     */
+    PublicRequestHeaderFieldsTooLarge: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/header_too_large';
+          /** @constant */
+          status?: 431;
+        };
+      };
+    };
+    /**
+     * @description Request timeout. Problem types:
+     *     - [`request_timeout`](http://localhost:3000/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
+     */
+    PublicRequestTimeout: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/request_timeout';
+          /** @constant */
+          status?: 408;
+        };
+      };
+    };
+    /**
      * @description Rate limit exceeded. Problem types:
      *     - [`rate-limit-exceeded`](http://localhost:3000/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
      */
@@ -3115,6 +3193,54 @@ export interface components {
       };
     };
     /**
+     * @description Request header fields too large. Problem types:
+     *     - [`header_too_large`](http://localhost:3000/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
+     */
+    RequestHeaderFieldsTooLarge: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        /** @description Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded. Present when the request was counted against a key. */
+        'X-RateLimit-Limit'?: number;
+        /** @description Empty on success responses; `0` on a 429. Present when the request was counted against a key. */
+        'X-RateLimit-Remaining'?: string;
+        /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
+        'X-RateLimit-Reset'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/header_too_large';
+          /** @constant */
+          status?: 431;
+        };
+      };
+    };
+    /**
+     * @description Request timeout. Problem types:
+     *     - [`request_timeout`](http://localhost:3000/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
+     */
+    RequestTimeout: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        /** @description Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded. Present when the request was counted against a key. */
+        'X-RateLimit-Limit'?: number;
+        /** @description Empty on success responses; `0` on a 429. Present when the request was counted against a key. */
+        'X-RateLimit-Remaining'?: string;
+        /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
+        'X-RateLimit-Reset'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/request_timeout';
+          /** @constant */
+          status?: 408;
+        };
+      };
+    };
+    /**
      * @description Service unavailable. Problem types:
      *     - [`service_unavailable`](http://localhost:3000/errors/service_unavailable): A dependency (the database) is unavailable.
      */
@@ -3127,6 +3253,7 @@ export interface components {
         'X-RateLimit-Remaining'?: string;
         /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
         'X-RateLimit-Reset'?: number;
+        'Retry-After': components['headers']['Retry-After'];
         [name: string]: unknown;
       };
       content: {
@@ -3788,7 +3915,10 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['PublicBadRequest'];
+      408: components['responses']['PublicRequestTimeout'];
       429: components['responses']['PublicTooManyRequests'];
+      431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
       500: components['responses']['PublicInternalError'];
     };
   };
@@ -3814,6 +3944,9 @@ export interface operations {
           'text/html': string;
         };
       };
+      400: components['responses']['PublicBadRequest'];
+      408: components['responses']['PublicRequestTimeout'];
+      431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
       500: components['responses']['PublicInternalError'];
     };
   };
@@ -3834,11 +3967,14 @@ export interface operations {
           | 'api_disabled'
           | 'module_not_enabled'
           | 'ip_not_allowed'
+          | 'bad_request'
           | 'not_found'
           | 'method_not_allowed'
           | 'idempotency_conflict'
+          | 'request_timeout'
           | 'payload_too_large'
           | 'unsupported_media_type'
+          | 'header_too_large'
           | 'validation'
           | 'rate-limit-exceeded'
           | 'internal_error'
@@ -3858,7 +3994,10 @@ export interface operations {
           'text/html': string;
         };
       };
+      400: components['responses']['PublicBadRequest'];
       404: components['responses']['PublicNotFound'];
+      408: components['responses']['PublicRequestTimeout'];
+      431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
       500: components['responses']['PublicInternalError'];
     };
   };
@@ -3919,9 +4058,12 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenApiDisabledOrIpNotAllowed'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3971,9 +4113,12 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4267,10 +4412,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4341,13 +4489,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4418,11 +4569,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4453,13 +4607,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4527,13 +4684,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4820,10 +4980,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4906,13 +5069,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5006,11 +5172,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5041,13 +5210,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5112,13 +5284,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5401,10 +5576,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5482,13 +5660,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5566,11 +5747,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5601,13 +5785,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5682,13 +5869,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6076,10 +6266,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6158,13 +6351,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6257,11 +6453,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6292,13 +6491,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6374,13 +6576,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6529,10 +6734,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6596,11 +6804,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6726,10 +6937,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6788,11 +7002,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6967,10 +7184,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7040,11 +7260,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7171,10 +7394,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7234,11 +7460,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7367,10 +7596,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7432,11 +7664,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7525,10 +7760,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7590,11 +7828,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7675,10 +7916,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7731,10 +7975,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7794,9 +8041,12 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7855,13 +8105,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7916,10 +8169,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -7950,13 +8206,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -8011,13 +8270,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -8078,14 +8340,17 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -8154,11 +8419,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };

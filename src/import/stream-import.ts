@@ -1,0 +1,366 @@
+// `balcao import` at scale: reads the sources as streams, checks each record with the same rules
+// as `importData` (planRecord), and loads rows in batches through COPY inside one transaction.
+// Memory stays constant (one batch per table at a time); nothing is visible before the commit.
+// Sale items and status history go through a temporary staging table first, so they may come
+// before their sale (a mixed NDJSON file) and their sale is checked to be in the account.
+import type { KeyMode } from '../domain/api-keys.ts';
+import { TRANSACTION_COUNTER } from '../domain/numbering.ts';
+import type { Database } from '../infra/db/database.ts';
+import { type BulkSession, inBulkTransaction, quoteIdentifier } from './bulk-session.ts';
+import { type ColumnSpec, loadTableSpecs, type TableSpec } from './column-spec.ts';
+import { copyLine } from './copy-text.ts';
+import type { ImportResult } from './import-data.ts';
+import { ImportError } from './import-error.ts';
+import { Issues, isoWithMicros, largerTransactionNumber, planRecord, type Row, type TableContext } from './plan-import.ts';
+import { readRecords, type SourceRecord } from './read-records.ts';
+import { IMPORT_RESOURCE_NAMES, IMPORT_RESOURCES, IMPORT_TABLES, type ImportResourceName } from './resources.ts';
+import { type ImportSource, STREAM_RESOURCE_NAMES } from './sources.ts';
+import { timestampMs } from './validate-value.ts';
+
+export interface StreamImportOptions {
+  accountId: string;
+  mode: KeyMode;
+  /** Stop reading after this many errors (all are reported). */
+  maxErrors?: number;
+  onProgress?: (progress: StreamProgress) => void;
+}
+
+export interface StreamProgress {
+  /** Rows written so far (nested rows included). */
+  rows: number;
+  /** Bytes read from disk so far, and in all (0 when unknown: a pipe). */
+  bytes: number;
+  totalBytes: number;
+}
+
+export const DEFAULT_MAX_ERRORS = 20;
+const BATCH_ROWS = 2_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A child resource given as its own file: its table and the nested name it counts under. */
+const CHILD_FILES: Readonly<Record<string, { table: string; parentKey: string; nested: string }>> = {
+  sale_items: { table: 'transaction_items', parentKey: 'transaction_id', nested: 'sales.items' },
+  sale_status_history: { table: 'transaction_status_history', parentKey: 'transaction_id', nested: 'sales.status_history' },
+};
+const STAGED_TABLES = new Set(Object.values(CHILD_FILES).map((c) => c.table));
+const staging = (table: string) => `import_${table}`;
+const SOURCE_COLUMN: ColumnSpec = { name: 'import_at', kind: 'text', notNull: false, hasDefault: false, sqlType: 'text' };
+
+interface Batch extends TableContext {
+  /** Where each row of `rows` comes from, to name it when the database refuses it. */
+  at: string[];
+}
+
+export async function importSources(
+  database: Database,
+  sources: readonly ImportSource[],
+  options: StreamImportOptions,
+): Promise<ImportResult> {
+  const { accountId, mode } = options;
+  if (!UUID.test(accountId)) throw ImportError.plain(`"${accountId}" is not an account id (expected a UUID)`);
+  const account = await database.db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
+  if (!account) throw ImportError.plain(`account ${accountId} not found`);
+  const specs = await loadTableSpecs(database.db, IMPORT_TABLES);
+  const run = new ImportRun(specs, mode, String(account.id), options);
+  try {
+    await inBulkTransaction(database.driver, (session) => run.execute(session, sources));
+  } catch (err) {
+    if (!(err instanceof ImportError)) throw err;
+    throw await run.explain(database, err);
+  }
+  return { account_id: String(account.id), mode, counts: run.counts, nested: run.nested };
+}
+
+class ImportRun {
+  readonly counts: Partial<Record<ImportResourceName, number>> = {};
+  readonly nested: Record<string, number> = {};
+  private readonly issues: Issues;
+  private readonly maxErrors: number;
+  private readonly batches = new Map<string, Batch>();
+  private readonly startMs = Date.now();
+  private childSeq = 0;
+  private maxTransactionNumber: bigint | null = null;
+  private pending: Promise<void> = Promise.resolve();
+  private written = 0;
+  private bytes = 0;
+  private totalBytes = 0;
+  /** Ids already taken when their batch came (stored, or earlier in this import): named after the rollback. */
+  private readonly duplicates: { table: string; id: string; at: string }[] = [];
+
+  constructor(
+    private readonly specs: ReadonlyMap<string, TableSpec>,
+    private readonly mode: KeyMode,
+    private readonly teamId: string,
+    private readonly options: StreamImportOptions,
+  ) {
+    this.maxErrors = Math.max(1, options.maxErrors ?? DEFAULT_MAX_ERRORS);
+    this.issues = new Issues(this.maxErrors);
+    for (const table of IMPORT_TABLES) this.batches.set(table, { table, spec: specs.get(table) as TableSpec, rows: [], at: [] });
+  }
+
+  async execute(session: BulkSession, sources: readonly ImportSource[]): Promise<void> {
+    for (const table of STAGED_TABLES) {
+      await session.query(
+        `CREATE TEMP TABLE ${staging(table)} (LIKE ${quoteIdentifier(table)} INCLUDING DEFAULTS, import_at text) ON COMMIT DROP`,
+      );
+    }
+    this.totalBytes = sources.reduce((sum, s) => sum + s.size, 0);
+    const specOf = (resource: string) =>
+      this.specs.get(IMPORT_RESOURCES[resource as ImportResourceName]?.table ?? CHILD_FILES[resource]?.table ?? '');
+    read: for (const source of sources) {
+      if (source.resource) this.countFile(source.resource);
+      try {
+        for await (const record of readRecords(source, specOf, (n) => this.addBytes(n))) {
+          this.take(record);
+          for (const batch of this.batches.values()) if (batch.rows.length >= BATCH_ROWS) await this.flush(session, batch);
+          if (this.issues.total >= this.maxErrors) break read;
+        }
+      } catch (err) {
+        if (!(err instanceof ImportError)) throw err;
+        for (const issue of err.issues) this.issues.add(issue.path, issue.message);
+        break;
+      }
+    }
+    for (const batch of this.batches.values()) await this.flush(session, batch);
+    await this.pending;
+    if (this.issues.total === 0) await this.moveStagedRows(session);
+    if (this.issues.total > 0) throw new ImportError(this.issues.list, this.issues.total);
+    if (this.maxTransactionNumber !== null) {
+      // New sales are numbered after the largest imported number (DECISIONS B.6).
+      await session.query(
+        `INSERT INTO tenant_counters (team_id, mode, name, value) VALUES ($1::uuid, $2, $3, $4::bigint)
+         ON CONFLICT (team_id, mode, name) DO UPDATE SET value = GREATEST(tenant_counters.value, EXCLUDED.value)`,
+        [this.teamId, this.mode, TRANSACTION_COUNTER, this.maxTransactionNumber.toString()],
+      );
+    }
+    this.report();
+  }
+
+  private countFile(resource: string): void {
+    const child = CHILD_FILES[resource];
+    if (child) this.nested[child.nested] ??= 0;
+    else if ((IMPORT_RESOURCE_NAMES as readonly string[]).includes(resource)) this.countResource(resource as ImportResourceName);
+  }
+
+  private countResource(name: ImportResourceName): void {
+    this.counts[name] ??= 0;
+    for (const child of Object.keys(IMPORT_RESOURCES[name].children ?? {})) this.nested[`${name}.${child}`] ??= 0;
+  }
+
+  private take({ resource, record, at, path, problems, event }: SourceRecord): void {
+    const where = `${at}: ${path}`;
+    if (!STREAM_RESOURCE_NAMES.includes(resource)) {
+      // Named once per key of a JSON object (its records carry an index), once per line elsewhere.
+      if (event !== undefined || path === resource) {
+        this.issues.add(where, `unknown resource (expected some of ${STREAM_RESOURCE_NAMES.join(', ')})`);
+      }
+      return;
+    }
+    if (event === 'not-array') {
+      this.issues.add(where, 'must be an array of records');
+      return;
+    }
+    const child = CHILD_FILES[resource];
+    if (event === 'start') {
+      this.countFile(resource);
+      return;
+    }
+    for (const problem of problems ?? []) this.issues.add(`${where}.${problem.field}`, problem.message);
+    if (problems?.length) return;
+    if (child) {
+      this.takeChild(resource, record, where);
+      return;
+    }
+    const name = resource as ImportResourceName;
+    this.countResource(name);
+    this.counts[name] = (this.counts[name] ?? 0) + 1;
+    const definition = IMPORT_RESOURCES[name];
+    const batch = this.batches.get(definition.table) as Batch;
+    const children = Object.entries(definition.children ?? {});
+    const row = planRecord(this.issues, batch, record, where, this.mode, {
+      defaults: definition.defaults,
+      nested: children.map(([n]) => n),
+    });
+    if (!row) return;
+    batch.at.push(where);
+    if (definition.table === 'transactions')
+      this.maxTransactionNumber = largerTransactionNumber(this.maxTransactionNumber, row.transaction_number);
+    for (const [childName, childTable] of children) {
+      const list = (record as Record<string, unknown>)[childName];
+      if (list === undefined || list === null) continue;
+      if (!Array.isArray(list)) {
+        this.issues.add(`${where}.${childName}`, 'must be an array');
+        continue;
+      }
+      const base = row.created_at === undefined ? this.startMs : (timestampMs(row.created_at as string) as number);
+      const childBatch = this.batches.get(childTable.table) as Batch;
+      for (const [i, item] of list.entries()) {
+        const childPath = `${where}.${childName}[${i}]`;
+        const childRow = planRecord(this.issues, childBatch, item, childPath, this.mode, {
+          parent: { child: childTable, id: row.id as string },
+        });
+        if (!childRow) continue;
+        // Without timestamps, children keep the file's order: 1 µs apart from the parent's creation.
+        if (childRow.created_at === undefined) childRow.created_at = isoWithMicros(base, i + 1);
+        childBatch.at.push(childPath);
+        this.nested[`${name}.${childName}`] = (this.nested[`${name}.${childName}`] ?? 0) + 1;
+      }
+    }
+  }
+
+  /** `sale_items` / `sale_status_history` records: a sale's child given on its own, keyed by `sale_id`. */
+  private takeChild(resource: string, record: unknown, where: string): void {
+    const child = CHILD_FILES[resource] as (typeof CHILD_FILES)[string];
+    this.nested[child.nested] = (this.nested[child.nested] ?? 0) + 1;
+    if (typeof record !== 'object' || record === null || Array.isArray(record)) {
+      this.issues.add(where, 'must be an object');
+      return;
+    }
+    const { sale_id: saleId, ...fields } = record as Record<string, unknown>;
+    if (saleId === undefined || saleId === null) {
+      this.issues.add(`${where}.sale_id`, 'is required');
+      return;
+    }
+    if (typeof saleId !== 'string' || !UUID.test(saleId)) {
+      this.issues.add(`${where}.sale_id`, 'must be a UUID');
+      return;
+    }
+    const batch = this.batches.get(child.table) as Batch;
+    const row = planRecord(this.issues, batch, fields, where, this.mode, {
+      parent: { child: { table: child.table, parentKey: child.parentKey }, id: saleId.toLowerCase() },
+    });
+    if (!row) return;
+    if (row.created_at === undefined) row.created_at = isoWithMicros(this.startMs, ++this.childSeq);
+    batch.at.push(where);
+  }
+
+  /** Sends a table's batch (one COPY per set of columns) while the next one is read; the previous must be in first. */
+  private async flush(session: BulkSession, batch: Batch): Promise<void> {
+    const rows = batch.rows;
+    const at = batch.at;
+    batch.rows = [];
+    batch.at = [];
+    if (rows.length === 0 || this.issues.total > 0) return;
+    await this.pending;
+    if (this.issues.total > 0) return;
+    const staged = STAGED_TABLES.has(batch.table);
+    const target = staged ? staging(batch.table) : batch.table;
+    const groups = groupByShape(rows);
+    this.pending = (async () => {
+      try {
+        // COPY must not meet a taken id: postgres.js never settles a COPY the server refuses after its end.
+        if (!staged && (await this.takenIds(session, batch.table, rows, at))) return;
+        for (const [shape, members] of groups) {
+          const columns = [...batch.spec.values()].filter((c) => shape.has(c.name));
+          const names = ['team_id', 'mode', ...columns.map((c) => c.name), ...(staged ? ['import_at'] : [])];
+          let text = '';
+          for (const index of members) {
+            const row = rows[index] as Row;
+            text += `${this.teamId}\t${this.mode}\t${copyLine(
+              columns,
+              columns.map((c) => row[c.name]),
+            ).slice(0, -1)}`;
+            text += staged ? `\t${copyLine([SOURCE_COLUMN], [at[index]])}` : '\n';
+          }
+          await session.copyIn(target, names, text);
+        }
+        this.written += rows.length;
+        this.report();
+      } catch (err) {
+        this.refused(err, batch.table, at);
+      }
+    })();
+  }
+
+  /** Names the rows of a batch whose id is already taken, in the table or earlier in the batch; true when there is one. */
+  private async takenIds(session: BulkSession, table: string, rows: readonly Row[], at: readonly string[]): Promise<boolean> {
+    const ids = rows.map((r) => r.id as string);
+    const taken = new Set(
+      (
+        await session.query<{ id: string }>(
+          `SELECT id::text AS id FROM ${quoteIdentifier(table)} WHERE id IN (SELECT value::uuid FROM json_array_elements_text($1::text::json))`,
+          [JSON.stringify(ids)],
+        )
+      ).map((r) => r.id),
+    );
+    const seen = new Set<string>();
+    for (const [index, id] of ids.entries()) {
+      if (taken.has(id) || seen.has(id)) {
+        this.duplicates.push({ table, id, at: at[index] as string });
+        this.issues.add(`${at[index]}.id`, 'duplicate id');
+      }
+      seen.add(id);
+    }
+    return this.duplicates.length > 0;
+  }
+
+  /** Names the batch behind a database refusal during COPY. */
+  private refused(err: unknown, table: string, at: readonly string[]): void {
+    const { code, message } = err as { code?: string; message?: string };
+    if (!code) throw err;
+    this.issues.add(`${at[0]} … ${at.at(-1)}`, `the database refused a row of ${table} (${message})`);
+  }
+
+  /** Staged children join their table once every sale is in: each must name a sale of the account, with an id not yet used. */
+  private async moveStagedRows(session: BulkSession): Promise<void> {
+    for (const table of STAGED_TABLES) {
+      const orphans = await session.query<{ import_at: string }>(
+        `SELECT s.import_at FROM ${staging(table)} s
+         WHERE NOT EXISTS (SELECT 1 FROM transactions p WHERE p.id = s.transaction_id AND p.team_id = $1::uuid AND p.mode = $2)
+         LIMIT ${this.maxErrors}`,
+        [this.teamId, this.mode],
+      );
+      // Only a child given on its own can miss its sale: a nested one is written with it.
+      for (const { import_at } of orphans) this.issues.add(`${import_at}.sale_id`, 'no sale of the account has this id');
+      if (orphans.length > 0) continue;
+      const repeated = await session.query<{ import_at: string; first: string }>(
+        `SELECT s.import_at, (SELECT min(d.import_at) FROM ${staging(table)} d WHERE d.id = s.id AND d.ctid <> s.ctid) AS first
+         FROM ${staging(table)} s
+         WHERE s.id IN (SELECT id FROM ${staging(table)} GROUP BY id HAVING count(*) > 1)
+            OR EXISTS (SELECT 1 FROM ${quoteIdentifier(table)} t WHERE t.id = s.id)
+         LIMIT ${this.maxErrors}`,
+      );
+      for (const { import_at, first } of repeated) {
+        this.issues.add(`${import_at}.id`, first ? `duplicate id (also used by ${first})` : 'a record with this id already exists');
+      }
+      if (repeated.length > 0) continue;
+      const columns = [...(this.specs.get(table) as TableSpec).keys(), 'team_id', 'mode'].filter((c, i, all) => all.indexOf(c) === i);
+      const list = columns.map(quoteIdentifier).join(', ');
+      await session.query(`INSERT INTO ${quoteIdentifier(table)} (${list}) SELECT ${list} FROM ${staging(table)}`);
+    }
+  }
+
+  /** After the rollback: says whether a refused id was already stored or used twice in the file. */
+  async explain(database: Database, err: ImportError): Promise<ImportError> {
+    if (this.duplicates.length === 0) return err;
+    const messages = new Map<string, string>();
+    for (const { table, id, at } of this.duplicates) {
+      const stored = await database.db.selectFrom(table).select('id').where('id', '=', id).executeTakeFirst();
+      messages.set(`${at}.id`, stored ? 'a record with this id already exists' : 'duplicate id (an earlier record of the import has it)');
+    }
+    return new ImportError(
+      err.issues.map((issue) => ({ ...issue, message: messages.get(issue.path) ?? issue.message })),
+      err.issues.length,
+    );
+  }
+
+  private addBytes(n: number): void {
+    this.bytes += n;
+  }
+
+  private report(): void {
+    this.options.onProgress?.({ rows: this.written, bytes: this.bytes, totalBytes: this.totalBytes });
+  }
+}
+
+/** Row indexes grouped by the set of columns they carry (a column left out takes the table's DEFAULT). */
+function groupByShape(rows: readonly Row[]): Map<Set<string>, number[]> {
+  const byKey = new Map<string, { shape: Set<string>; members: number[] }>();
+  for (const [index, row] of rows.entries()) {
+    const names = Object.keys(row).filter((k) => row[k] !== undefined);
+    const key = names.join(',');
+    const group = byKey.get(key);
+    if (group) group.members.push(index);
+    else byKey.set(key, { shape: new Set(names), members: [index] });
+  }
+  return new Map([...byKey.values()].map((g) => [g.shape, g.members]));
+}
