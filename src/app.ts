@@ -1,12 +1,16 @@
 // The composition root of the HTTP service: buildApp(deps) assembles the pipeline and the
 // routes over the given database and rate limiter. It never listens; `balcao serve` does.
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import { errors } from './errors/app-error.ts';
 import { KeyCache, type KeyCacheOptions } from './accounts/key-cache.ts';
 import type { Config } from './config.ts';
 import type { Database } from './infra/db/database.ts';
+import { registerAccessLog } from './http/access-log.ts';
 import { createAuthenticateHook } from './http/authenticate.ts';
 import { validatorCompiler } from './http/body-validation.ts';
 import { createErrorHandler } from './http/error-handler.ts';
+import { createClientErrorHandler, createFrameworkErrors } from './http/framework-errors.ts';
+import { addLifecycle } from './http/graceful-stop.ts';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts';
 import { registerHealthRoutes } from './http/health.ts';
 import { registerMetrics } from './http/metrics.ts';
@@ -19,6 +23,8 @@ import type { ResourceDescriptor } from './resources/descriptor.ts';
 import { registerReadRoutes } from './resources/read-routes.ts';
 import { RESOURCES } from './resources/registry.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
+import { eventRecorder } from './events/record-event.ts';
+import { registerEvents } from './webhooks/register.ts';
 import './http/context.ts';
 
 export interface AppDeps {
@@ -28,9 +34,11 @@ export interface AppDeps {
   rateLimiter?: RateLimiter;
   /** Injected clock (ms) for rate limits, key expiry and caches in tests. */
   now?: () => number;
-  logger?: boolean | { level: string };
+  logger?: boolean | { level: string; stream?: NodeJS.WritableStream };
   /** Node process metrics (memory, event loop, GC) on /metrics: for the served process, not tests. */
   processMetrics?: boolean;
+  /** HTTP limits other than the defaults (tests shorten the timeouts). */
+  serverLimits?: Partial<ServerLimits>;
   /** Authentication cache timings (the benchmark compares cached and uncached lookups). */
   keyCache?: KeyCacheOptions;
   /** The resources served; default: the registry (a test serves a fixture resource this way). */
@@ -39,14 +47,49 @@ export interface AppDeps {
 
 export const BODY_LIMIT = 1024 * 1024;
 
+/**
+ * HTTP limits, set on purpose (docs/operations.md): a slow client is cut off, an oversized request is
+ * refused as problem+json before any work is done.
+ */
+export const SERVER_LIMITS = {
+  /** The whole request, headers and body (a body trickled a byte at a time ends here). */
+  requestTimeoutMs: 30_000,
+  /** The request line and headers. */
+  headersTimeoutMs: 10_000,
+  /** An idle keep-alive connection; above the 60 s idle timeout of common load balancers. */
+  keepAliveTimeoutMs: 65_000,
+  /** How often Node checks the two timeouts above. */
+  timeoutCheckEveryMs: 1_000,
+  /** Request line plus headers (Node's default, made explicit): over it is a 431. */
+  maxHeaderBytes: 16 * 1024,
+  /** Header fields: over it is a 431. */
+  maxHeaderCount: 100,
+  /** A path parameter: any that fits in the header limit reaches its route (an over-long id is a 404). */
+  maxParamLength: 16 * 1024,
+} as const;
+export type ServerLimits = { readonly [K in keyof typeof SERVER_LIMITS]: number };
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, database } = deps;
+  const limits: ServerLimits = { ...SERVER_LIMITS, ...deps.serverLimits };
   const app = Fastify({
     logger: deps.logger ?? { level: config.logLevel },
     genReqId: generateRequestId,
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT,
     return503OnClosing: false,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    routerOptions: { maxParamLength: limits.maxParamLength },
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: limits.timeoutCheckEveryMs,
+      maxHeaderSize: limits.maxHeaderBytes,
+    },
+    // The access log below writes one line per request instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
+    frameworkErrors: createFrameworkErrors(config.errorsUrl),
+    clientErrorHandler: createClientErrorHandler(config.errorsUrl),
   });
   // One validator for every route (before any registers): bodies are not coerced ("3" is not 3),
   // every refused field is reported and unnamed fields are dropped (DECISIONS B.7).
@@ -54,6 +97,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const rateLimiter = deps.rateLimiter ?? createRateLimiter({ redisUrl: config.redisUrl, now: deps.now, logger: app.log });
   const keyCache = new KeyCache(database.db, { now: deps.now, ...deps.keyCache });
+  const lifecycle = addLifecycle(app);
+  // One more than the limit is kept, so a request over it is told so rather than losing headers silently.
+  app.server.maxHeadersCount = limits.maxHeaderCount + 1;
 
   app.decorateRequest('auth', null);
   app.decorateRequest('tenant', null);
@@ -63,31 +109,47 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser(['text/plain']);
 
   const routes = trackRoutes(app);
+  app.decorate('routeTable', routes);
   app.setNotFoundHandler(routes.notFound);
   app.setErrorHandler(createErrorHandler(config.errorsUrl, routes.routeMiss));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (request.raw.rawHeaders.length > limits.maxHeaderCount * 2)
+      throw errors.headerTooLarge(`A request may carry at most ${limits.maxHeaderCount} header fields.`);
+    // DELETE takes no payload: a JSON content type some clients always send, with no body, is ignored.
+    if (request.method === 'DELETE' && isEmptyBody(request.headers)) delete request.raw.headers['content-type'];
   });
+  registerAccessLog(app);
   app.addHook('onRequest', createAuthenticateHook({ keyCache, rateLimiter, keyBrand: config.keyBrand, now: deps.now }));
   app.addHook('onClose', async () => {
     await rateLimiter.close();
+  });
+  // With REDIS_URL, listening waits (bounded) until Redis answers: limits are exact from the first request.
+  // Started here, after the app is built, so the wait is not eaten by the build's own blocking work.
+  app.addHook('onReady', async () => {
+    await rateLimiter.start(config.redisStartupWaitMs);
   });
 
   // Before every route: @fastify/swagger collects the routes as they register.
   const resources = deps.resources ?? RESOURCES;
   await registerOpenApi(app, config, resources);
   registerDocs(app, config);
-  registerHealthRoutes(app, database, rateLimiter);
+  registerHealthRoutes(app, database, rateLimiter, { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping });
   registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics });
   registerMeRoute(app);
   registerReadRoutes(app, { ...deps, resources });
-  registerWriteRoutes(app, { ...deps, resources });
+  registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });
+  registerEvents(app, deps);
 
   return app;
 }
 
+const isEmptyBody = (headers: Record<string, string | string[] | undefined>) =>
+  headers['transfer-encoding'] === undefined && (headers['content-length'] === undefined || headers['content-length'] === '0');
+
 declare module 'fastify' {
   interface FastifyInstance {
     database: Database;
+    routeTable: ReturnType<typeof trackRoutes>;
   }
 }

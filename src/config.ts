@@ -14,10 +14,35 @@ export interface Config {
   /** Fastify trustProxy value: false, true, or a list of IPs/CIDRs. */
   readonly trustProxy: boolean | string[];
   readonly logLevel: string;
+  /** Bounds of every wait on PostgreSQL (docs/operations.md). */
+  readonly dbTimeouts: DatabaseTimeouts;
+  /** Longest `/health/ready` waits for the database before saying not ready. */
+  readonly readinessTimeoutMs: number;
+  /** With REDIS_URL: how long start-up waits for Redis before failing open (DECISIONS B.16). */
+  readonly redisStartupWaitMs: number;
+  /** Longest a graceful stop may take before the process exits anyway. */
+  readonly shutdownTimeoutMs: number;
   /** PostgreSQL connections per process (BALCAO_DB_POOL_SIZE). */
   readonly dbPoolSize: number;
   /** Processes `balcao serve` runs (BALCAO_WORKERS); more than one needs PostgreSQL. */
   readonly workers: number;
+  /** Seconds between webhook delivery attempts (BALCAO_WEBHOOK_RETRY_SCHEDULE). */
+  readonly webhookRetrySchedule: readonly number[];
+  /** BALCAO_WEBHOOK_ALLOW_PRIVATE=1: http:// and private addresses allowed (development, tests). */
+  readonly webhookAllowPrivate: boolean;
+  /** How long one delivery attempt may take (BALCAO_WEBHOOK_TIMEOUT_SECONDS, default 10). */
+  readonly webhookTimeoutMs: number;
+}
+
+export interface DatabaseTimeouts {
+  /** Opening a connection to PostgreSQL. */
+  readonly connectMs: number;
+  /** Waiting for a pooled connection (all busy, or the server away). */
+  readonly acquireMs: number;
+  /** One SQL statement on the server (0: no limit). */
+  readonly statementMs: number;
+  /** An unused pooled connection is closed after this long. */
+  readonly idleSeconds: number;
 }
 
 export const DEFAULT_DB_POOL_SIZE = 10;
@@ -46,9 +71,31 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     errorsUrl,
     trustProxy: parseTrustProxy(env.BALCAO_TRUST_PROXY),
     logLevel: env.LOG_LEVEL || 'info',
+    dbTimeouts: Object.freeze({
+      connectMs: milliseconds(env, 'BALCAO_DB_CONNECT_TIMEOUT_MS', 2_000),
+      acquireMs: milliseconds(env, 'BALCAO_DB_ACQUIRE_TIMEOUT_MS', 1_500),
+      statementMs: milliseconds(env, 'BALCAO_DB_STATEMENT_TIMEOUT_MS', 5_000, true),
+      idleSeconds: milliseconds(env, 'BALCAO_DB_IDLE_TIMEOUT_S', 60),
+    }),
+    readinessTimeoutMs: milliseconds(env, 'BALCAO_READINESS_TIMEOUT_MS', 1_000),
+    redisStartupWaitMs: milliseconds(env, 'BALCAO_REDIS_STARTUP_WAIT_MS', 5_000),
+    shutdownTimeoutMs: milliseconds(env, 'BALCAO_SHUTDOWN_TIMEOUT_MS', 25_000),
     dbPoolSize,
     workers,
+    webhookRetrySchedule: parseSeconds('BALCAO_WEBHOOK_RETRY_SCHEDULE', env.BALCAO_WEBHOOK_RETRY_SCHEDULE, DEFAULT_RETRY_SCHEDULE),
+    webhookAllowPrivate: env.BALCAO_WEBHOOK_ALLOW_PRIVATE === '1',
+    webhookTimeoutMs: (parseSeconds('BALCAO_WEBHOOK_TIMEOUT_SECONDS', env.BALCAO_WEBHOOK_TIMEOUT_SECONDS, [10])[0] ?? 10) * 1000,
   });
+}
+
+/** A positive whole number from the environment (0 too when `zeroAllowed`), or the default. */
+function milliseconds(env: NodeJS.ProcessEnv, name: string, fallback: number, zeroAllowed = false): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < (zeroAllowed ? 0 : 1))
+    throw new Error(`${name} must be a whole number${zeroAllowed ? '' : ' above 0'}, got "${raw}"`);
+  return value;
 }
 
 /** A worker count from BALCAO_WORKERS or `serve --workers`: 1 to 64. */
@@ -57,6 +104,16 @@ export function parseWorkerCount(value: string, what: string): number {
   if (!/^\d+$/.test(value.trim()) || workers < 1 || workers > 64)
     throw new Error(`${what} must be a whole number from 1 to 64, got "${value}"`);
   return workers;
+}
+
+/** About 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h: eight attempts over about a day and a half. */
+export const DEFAULT_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 36000];
+
+function parseSeconds(name: string, value: string | undefined, fallback: readonly number[]): readonly number[] {
+  if (value === undefined || value.trim() === '') return fallback;
+  const parts = value.split(',').map((s) => Number(s.trim()));
+  if (parts.some((n) => !Number.isFinite(n) || n < 0)) throw new Error(`${name} must be a comma list of seconds, got "${value}"`);
+  return parts;
 }
 
 function parseTrustProxy(value: string | undefined): boolean | string[] {

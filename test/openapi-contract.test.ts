@@ -44,7 +44,7 @@ describe('the contract check of responses', () => {
 
   test('refuses a status the document does not list for that operation', async () => {
     const me = await raw('GET', '/v1/me');
-    assert.throws(() => contract.check('GET', '/v1/me', altered(me, { status: 400 })), /status 400 is not documented for GET \/v1\/me/);
+    assert.throws(() => contract.check('GET', '/v1/me', altered(me, { status: 418 })), /status 418 is not documented for GET \/v1\/me/);
   });
 
   test('refuses a missing X-Request-Id, and missing rate-limit headers on an authenticated success', async () => {

@@ -8,6 +8,7 @@ import { createRateLimiter, type RateLimiter } from '../src/http/rate-limit.ts';
 import { recordingLogger } from './helpers/recording-logger.ts';
 import { authWith } from './helpers/auth-context.ts';
 import { startTestRedis } from './helpers/redis-server.ts';
+import { startTestServer } from './helpers/harness.ts';
 import { TcpProxy } from './helpers/tcp-proxy.ts';
 
 const redis = await startTestRedis();
@@ -107,13 +108,15 @@ describe('the Redis store when Redis fails', () => {
     assert.equal(await allowedOf(limiter, auth, 1), 0);
   });
 
-  test('Redis unreachable at startup: the first requests are answered, and the limiter joins Redis once it is up', async () => {
+  test('Redis unreachable at startup: after the bounded wait the requests are answered, and the limiter joins Redis once it is up', async () => {
     const proxy = await TcpProxy.start(redis.host, redis.port);
     await proxy.stop();
     const { logger, entries } = recordingLogger();
     const limiter = createRateLimiter({ redisUrl: proxy.url, keyPrefix: redis.newPrefix(), logger });
     toClose.push({ close: () => proxy.stop() }, limiter);
 
+    await limiter.start(300);
+    assert.deepEqual(limiter.status(), { store: 'redis', healthy: false }, 'the bounded start-up wait ran out');
     assert.equal(await allowedOf(limiter, authWith({}), 3), 3);
     assert.deepEqual(limiter.status(), { store: 'redis', healthy: false });
     assert.equal(entries.filter((e) => e.level === 'warn').length, 1);
@@ -121,5 +124,27 @@ describe('the Redis store when Redis fails', () => {
     await proxy.resume();
     await until(() => limiter.status().healthy, 'the limiter connects');
     assert.equal(await allowedOf(limiter, authWith({}), 1), 1);
+  });
+
+  test('with REDIS_URL the server does not listen until Redis answers, then counts in Redis from the first request', async () => {
+    const proxy = await TcpProxy.start(redis.host, redis.port);
+    await proxy.stop();
+    const prefix = redis.newPrefix();
+    const { logger, entries } = recordingLogger();
+    const limiter = createRateLimiter({ redisUrl: proxy.url, keyPrefix: prefix, logger });
+    toClose.push({ close: () => proxy.stop() }, limiter);
+    let listening = false;
+    const starting = startTestServer({ rateLimiter: limiter }).then((server) => {
+      listening = true;
+      return server;
+    });
+    await new Promise((r) => setTimeout(r, 700));
+    assert.equal(listening, false, 'no listener while Redis has not answered');
+    await proxy.resume();
+    const server = await starting;
+    toClose.push(server);
+    assert.deepEqual(limiter.status(), { store: 'redis', healthy: true });
+    assert.equal(entries.filter((e) => e.level === 'warn').length, 0, 'it never failed open');
+    assert.equal((await server.request('GET', '/health/ready')).status, 200);
   });
 });

@@ -164,7 +164,12 @@ describe('tenancy of every statement the engines send', () => {
             const cursor = first.body.pagination.next_cursor;
             if (cursor) await call('GET', path, `${path}?limit=1&sort=${sort}&cursor=${encodeURIComponent(cursor)}`);
           }
-        } else if (item.get) await call('GET', path, path);
+        } else if (item.get) {
+          // A list with no descriptor (the event feed): its first item addresses `{id}`.
+          const listed = await call('GET', path, path);
+          const first = listed.body.data?.[0]?.id;
+          if (typeof first === 'string') ids.set(path, first);
+        }
         if (item.post) {
           const created = await call('POST', path, path, example(item.post.requestBody));
           ids.set(path, created.body.data.id);
@@ -176,6 +181,13 @@ describe('tenancy of every statement the engines send', () => {
         const include = Object.keys(d?.includes ?? {}).join(',');
         if (byId.get) await call('GET', `${path}/{id}`, `${path}/${id}${include ? `?include=${include}` : ''}`);
         if (byId.patch) await call('PATCH', `${path}/{id}`, `${path}/${id}`, example(byId.patch.requestBody));
+        // Operations under the record (`/{id}/rotate-secret`, `/{id}/deliveries`), before it is deleted.
+        for (const [sub, subItem] of Object.entries<Json>(doc.paths)) {
+          if (!sub.startsWith(`${path}/{id}/`)) continue;
+          const concrete = sub.replace('{id}', id);
+          if (subItem.get) await call('GET', sub, concrete);
+          if (subItem.post) await call('POST', sub, concrete, subItem.post.requestBody ? example(subItem.post.requestBody) : undefined);
+        }
         if (byId.delete) await call('DELETE', `${path}/{id}`, `${path}/${id}`);
       }
     } finally {

@@ -4,6 +4,9 @@
 // database. So a revoked key or a changed account is seen by every instance within
 // MAX_AGE_MS (< 5 s, DECISIONS A), and a brand-new key works at once (it was never cached).
 // Unknown hashes are cached too (negatively), so a flood of bad keys costs no round trips.
+// Concurrent lookups of one hash share one query, and that shared query is bounded by
+// LOOKUP_TIMEOUT_MS: a lookup stuck on a dead connection is dropped, so it cannot hold every
+// later request of that key behind it (the next request starts a fresh lookup).
 import { expandScopes } from '../domain/scopes.ts';
 import { compileAllowList, type IpMatcher } from '../domain/ip-allowlist.ts';
 import { effectiveRateLimits } from '../domain/plans.ts';
@@ -27,7 +30,17 @@ export interface KeyCacheOptions {
   freshMs?: number;
   maxAgeMs?: number;
   maxEntries?: number;
+  /** Longest a (shared) database lookup may take before its waiters get a 503. */
+  lookupTimeoutMs?: number;
   now?: () => number;
+}
+
+/** A lookup that ran out of time (answered 503 service_unavailable). */
+export class LookupTimeoutError extends Error {
+  readonly code = 'LOOKUP_TIMEOUT';
+  constructor(ms: number) {
+    super(`key lookup took over ${ms} ms`);
+  }
 }
 
 export class KeyCache {
@@ -36,6 +49,7 @@ export class KeyCache {
   private readonly freshMs: number;
   private readonly maxAgeMs: number;
   private readonly maxEntries: number;
+  private readonly lookupTimeoutMs: number;
   private readonly now: () => number;
 
   constructor(
@@ -45,6 +59,7 @@ export class KeyCache {
     this.freshMs = options.freshMs ?? 2_000;
     this.maxAgeMs = options.maxAgeMs ?? 4_500;
     this.maxEntries = options.maxEntries ?? 50_000;
+    this.lookupTimeoutMs = options.lookupTimeoutMs ?? 1_800;
     this.now = options.now ?? Date.now;
   }
 
@@ -71,13 +86,15 @@ export class KeyCache {
   private load(hash: string): Promise<AuthEntry | null> {
     let pending = this.inflight.get(hash);
     if (!pending) {
-      pending = findKeyWithAccount(this.db, hash)
-        .then((found) => {
-          const entry = found ? toAuthEntry(found.key, found.account) : null;
-          this.store(hash, entry);
-          return entry;
-        })
-        .finally(() => this.inflight.delete(hash));
+      const query = findKeyWithAccount(this.db, hash).then((found) => {
+        const entry = found ? toAuthEntry(found.key, found.account) : null;
+        this.store(hash, entry);
+        return entry;
+      });
+      const bounded = withTimeout(query, this.lookupTimeoutMs);
+      pending = bounded.finally(() => {
+        if (this.inflight.get(hash) === pending) this.inflight.delete(hash);
+      });
       this.inflight.set(hash, pending);
     }
     return pending;
@@ -92,6 +109,22 @@ export class KeyCache {
     }
     this.slots.set(hash, { entry, loadedAt: this.now() });
   }
+}
+
+function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new LookupTimeoutError(ms)), ms);
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
 }
 
 export function toAuthEntry(key: KeyRow, account: AccountRow): AuthEntry {

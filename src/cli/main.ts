@@ -23,6 +23,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Register> 
     summary: 'write every record of an account to files balcao import reads back',
     load: async () => (await import('./export.ts')).registerExportCommand,
   },
+  webhooks: {
+    summary: "list an account's webhook endpoints (never their secrets)",
+    load: async () => (await import('./webhooks.ts')).registerWebhooksCommand,
+  },
   demo: {
     summary: 'create (once) a demo account with sample data, print a new key, and serve',
     load: async () => (await import('./demo.ts')).registerDemoCommand,

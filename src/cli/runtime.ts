@@ -20,7 +20,8 @@ export async function withDatabase<T>(config: Config, holder: string, fn: (datab
   // Loaded here, not at the top: `balcao --help` and usage errors never load a database driver.
   const { openDatabase } = await import('../infra/db/database.ts');
   const { migrate } = await import('../infra/db/migrate.ts');
-  const database = await openDatabase(config, holder);
+  // An operator's command (an import, an export) may run long statements on purpose: only the server's bounded.
+  const database = await openDatabase({ ...config, dbTimeouts: { ...config.dbTimeouts, statementMs: 0 } }, holder);
   try {
     await migrate(database.db);
     return await fn(database);

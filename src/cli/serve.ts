@@ -1,9 +1,10 @@
-// `balcao serve`: migrate if needed, then serve the API until SIGINT/SIGTERM.
+// `balcao serve`: migrate if needed, then serve the API until SIGINT/SIGTERM (then a graceful stop).
 // With --json, stdout carries one JSON object once listening and the logs go to stderr.
 import cluster from 'node:cluster';
 import type { Command } from 'commander';
 import { buildApp } from '../app.ts';
 import { type Config, parseWorkerCount } from '../config.ts';
+import { onStopSignals, stopGracefully } from '../http/graceful-stop.ts';
 import { type Database, openDatabase } from '../infra/db/database.ts';
 import { migrate } from '../infra/db/migrate.ts';
 import { commandContext, output } from './runtime.ts';
@@ -26,22 +27,10 @@ export async function startServing(config: Config, database: Database, json: boo
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    app.log.info({ signal }, 'shutting down');
-    const timer = setTimeout(() => process.exit(1), 10_000).unref();
-    try {
-      await app.close();
-      await database.close();
-    } finally {
-      clearTimeout(timer);
-      process.exit(0);
-    }
-  };
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
+  onStopSignals((signal) => {
+    app.log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'stopping: finishing the requests in flight');
+    void stopGracefully(app, { timeoutMs: config.shutdownTimeoutMs, closeAfter: () => database.close() });
+  });
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   return { url: `http://${host}:${port}`, host: config.host, port, database: database.engine };
 }

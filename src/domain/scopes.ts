@@ -1,5 +1,6 @@
 // Scopes (SPEC 5.3): `<resource>:read|write`, `*:read`, `*:write`; a write scope implies the
-// read scope of the same resource, and `*:write` implies every read and write.
+// read scope of the same resource, and `*:write` implies every read and write. `events` (the
+// change feed) is read-only: `events:write` grants nothing more than `events:read`.
 export const SCOPE_RESOURCES = [
   'customers',
   'sales',
@@ -15,6 +16,8 @@ export const SCOPE_RESOURCES = [
   'forms',
   'vehicles',
   'pets',
+  'events',
+  'webhooks',
 ] as const;
 
 export type ScopeResource = (typeof SCOPE_RESOURCES)[number];

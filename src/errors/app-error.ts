@@ -51,7 +51,11 @@ export const errors = {
   idempotencyConflict: (detail: string, headers?: Record<string, string>) => new AppError('idempotency_conflict', { detail, headers }),
   payloadTooLarge: () => new AppError('payload_too_large', { detail: 'The request body is over 1 MiB.' }),
   unsupportedMediaType: () => new AppError('unsupported_media_type', { detail: 'Write bodies must be sent as application/json.' }),
+  badUrl: () => new AppError('bad_request', { detail: 'The request path has a malformed percent-escape.' }),
+  badHttp: () => new AppError('bad_request', { detail: 'The request is not well-formed HTTP.' }),
+  requestTimeout: () => new AppError('request_timeout', { detail: 'The request did not arrive in time.' }),
+  headerTooLarge: (detail = 'The request line and headers exceed 16 KiB.') => new AppError('header_too_large', { detail }),
   internal: (cause?: unknown) => new AppError('internal_error', { cause }),
   serviceUnavailable: (cause?: unknown) =>
-    new AppError('service_unavailable', { detail: 'A dependency is unavailable; retry later.', cause }),
+    new AppError('service_unavailable', { detail: 'A dependency is unavailable; retry later.', cause, headers: { 'retry-after': '1' } }),
 };

@@ -43,6 +43,12 @@ export const ERROR_CATALOGUE = {
     description: 'The key restricts the addresses it may be used from, and this request came from elsewhere.',
     remedy: 'Call from an allowed address, or ask the provider to change the list.',
   },
+  bad_request: {
+    status: 400,
+    title: 'Bad request',
+    description: 'The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.',
+    remedy: 'Percent-encode the path correctly (`%` followed by two hexadecimal digits) and send well-formed HTTP.',
+  },
   not_found: {
     status: 404,
     title: 'Not found',
@@ -61,6 +67,12 @@ export const ERROR_CATALOGUE = {
     description: 'The Idempotency-Key was already used with another method, path or body, or its first request is still running.',
     remedy: 'Use a new key for a new request; when the first request is still running, retry after `Retry-After`.',
   },
+  request_timeout: {
+    status: 408,
+    title: 'Request timeout',
+    description: 'The request headers or body did not arrive in time (the server bounds both; see the operations guide).',
+    remedy: 'Send the whole request promptly; retry on a new connection.',
+  },
   payload_too_large: {
     status: 413,
     title: 'Payload too large',
@@ -72,6 +84,12 @@ export const ERROR_CATALOGUE = {
     title: 'Unsupported media type',
     description: 'Write bodies must be `application/json`.',
     remedy: 'Send `Content-Type: application/json`.',
+  },
+  header_too_large: {
+    status: 431,
+    title: 'Request header fields too large',
+    description: 'The request line and headers together exceed 16 KiB, or there are more than 100 header fields.',
+    remedy: 'Send shorter URLs and fewer or smaller headers.',
   },
   validation: {
     status: 422,

@@ -2,7 +2,7 @@
 // a lost or refused connection is 503, anything else unexpected is 500.
 import { AppError, errors } from './app-error.ts';
 
-// connection, invalid authorization, database missing, resources, operator intervention
+// connection, invalid authorization, database missing, resources, operator intervention (57014: statement timeout)
 const UNAVAILABLE_SQLSTATE_CLASSES = ['08', '28', '3D', '53', '57'];
 const UNAVAILABLE_NODE_CODES = new Set([
   'ECONNREFUSED',
@@ -15,6 +15,8 @@ const UNAVAILABLE_NODE_CODES = new Set([
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
   'CONNECT_TIMEOUT',
+  'ACQUIRE_TIMEOUT',
+  'LOOKUP_TIMEOUT',
 ]);
 
 export function toAppError(err: unknown): AppError {

@@ -1,6 +1,7 @@
 // Liveness and readiness for operators and load balancers. Public, not rate-limited per key.
 // Readiness pings the database (its loss is a 503) and reports the rate-limit store, which
 // fails open (DECISIONS B.16): a degraded Redis is reported but does not make the instance unready.
+// The ping has its own short deadline, and a stopping instance is unready at once.
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
@@ -13,7 +14,31 @@ const ReadinessSchema = Type.Object({
   rate_limit_store: Type.Object({ store: Type.String(), healthy: Type.Boolean() }),
 });
 
-export function registerHealthRoutes(app: FastifyInstance, database: Database, rateLimiter: RateLimiter) {
+export interface ReadinessOptions {
+  /** Longest the database ping may take before the answer is "not ready". */
+  timeoutMs: number;
+  /** True once a graceful stop began: the load balancer must stop sending here at once. */
+  stopping: () => boolean;
+}
+
+/** The database answers within `ms`, or not (a locked pool or a dead server must not hold readiness). */
+async function databaseAnswers(database: Database, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  const ping = sql`SELECT 1`.execute(database.db).then(
+    () => true,
+    () => false,
+  );
+  try {
+    return await Promise.race([ping, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function registerHealthRoutes(app: FastifyInstance, database: Database, rateLimiter: RateLimiter, readiness: ReadinessOptions) {
   app.get('/health/live', { config: { operationId: 'health.live', public: true }, schema: { hide: true } as object }, async () => ({
     status: 'ok',
   }));
@@ -24,12 +49,7 @@ export function registerHealthRoutes(app: FastifyInstance, database: Database, r
       schema: { hide: true, response: { 200: ReadinessSchema, 503: ReadinessSchema } } as object,
     },
     async (_request, reply) => {
-      let healthy = true;
-      try {
-        await sql`SELECT 1`.execute(database.db);
-      } catch {
-        healthy = false;
-      }
+      const healthy = !readiness.stopping() && (await databaseAnswers(database, readiness.timeoutMs));
       const body = {
         status: healthy ? ('ready' as const) : ('unavailable' as const),
         database: { engine: database.engine, healthy },

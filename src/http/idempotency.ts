@@ -1,11 +1,11 @@
-// The Idempotency-Key stage of POST routes (SPEC part 8, DECISIONS B.12), as a pair of route
-// hooks: preValidation claims the key (or replays / refuses), onSend stores the response or
-// releases the key. Other methods never declare these hooks, so they ignore the header.
+// The Idempotency-Key stage of POST routes (SPEC part 8, DECISIONS B.12): preValidation claims the key
+// (or replays / refuses); a write stores its response inside its own transaction (`finisher`); onSend
+// stores any other response (a 422) or releases the key. Other methods never declare these hooks.
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, errors } from '../errors/app-error.ts';
-import type { Db } from '../infra/db/database.ts';
 import type { IdempotencyStore } from '../infra/idempotency-store.ts';
+import type { Db } from '../infra/db/database.ts';
 import { canonicalJson } from '../schemas/canonical-json.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -40,12 +40,26 @@ const releases = (status: number) => status >= 500 || status === 409 || status =
 export interface IdempotencyHooks {
   claim(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
   record(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown>;
-  /** For the write engine: marks the claim committed inside the write's transaction, if there is one. */
+  /**
+   * For the write engine: stores the response `respond` builds for the written record, inside the write's
+   * transaction, when this request holds a claim.
+   */
+  finisher(request: FastifyRequest, status: number, respond: (record: Row) => string): StoreResponse | undefined;
+  /** For writes whose response is built after their transaction (webhook endpoints): marks the claim committed
+   *  inside the transaction, so it is never taken over; the response is stored when sent. */
   beforeCommit(request: FastifyRequest): ((trx: Db) => Promise<void>) | undefined;
 }
 
+type Row = Record<string, unknown>;
+/** An in-transaction finisher of the write engine (structurally: this layer does not import resources). */
+type StoreResponse = (trx: Db, written: { record: Row }) => Promise<void>;
+
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHooks {
   const claims = new WeakMap<FastifyRequest, Claim>();
+  /** Requests whose response was stored with their write: onSend leaves a success alone. */
+  const storedWithWrite = new WeakSet<FastifyRequest>();
 
   return {
     async claim(request, reply) {
@@ -83,6 +97,7 @@ export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHook
       if (!claim) return payload;
       claims.delete(request);
       const status = reply.statusCode;
+      if (storedWithWrite.has(request) && !releases(status)) return payload;
       const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
       try {
         if (releases(status) || body === null) await store.release(claim.apiKeyId, claim.key, claim.token);
@@ -100,6 +115,18 @@ export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHook
       return async (trx: Db) => {
         // Taken over while this request stalled: the other attempt owns the key, this one must not write.
         if (!(await store.markCommitted(trx, claim.apiKeyId, claim.key, claim.token))) throw inProgress();
+      };
+    },
+
+    finisher(request, status, respond) {
+      const claim = claims.get(request);
+      if (!claim) return undefined;
+      return async (trx, written) => {
+        const body = respond(written.record);
+        // Taken over while this request stalled: the other attempt owns the key, this one must not write.
+        if (!(await store.completeInTransaction(trx, claim.apiKeyId, claim.key, claim.token, status, body, JSON_CONTENT_TYPE)))
+          throw inProgress();
+        storedWithWrite.add(request);
       };
     },
   };

@@ -35,7 +35,18 @@ export function registerMetrics(app: FastifyInstance, rateLimiter: RateLimiter, 
     },
   });
 
+  // What a graceful stop still has to finish; operators watch it drain.
+  const inFlight = new Gauge({
+    name: 'balcao_http_requests_in_flight',
+    help: 'Requests received and not yet answered.',
+    registers: [registry],
+  });
+  app.addHook('onRequest', async () => {
+    inFlight.inc();
+  });
+
   app.addHook('onResponse', async (request, reply) => {
+    inFlight.dec();
     const operation = request.routeOptions.config.operationId ?? (request.is404 ? 'unmatched' : 'internal');
     requests.inc({ operation, method: request.method, status: String(reply.statusCode) });
     duration.observe({ operation }, reply.elapsedTime / 1000);

@@ -18,6 +18,8 @@ export interface RateLimiter {
   chargeKey(auth: AuthContext, access: 'read' | 'write', reply: FastifyReply): Promise<void>;
   /** Counts an anonymous request (no/malformed/unknown key) by client IP: 30/min; throws the 429 with Retry-After 60 when exceeded. */
   chargeAnonymous(ip: string, reply: FastifyReply): Promise<void>;
+  /** Connects the shared store; resolves once Redis answered or `waitMs` ran out (then it fails open). */
+  start(waitMs: number): Promise<void>;
   /** For readiness/metrics: which store, and whether Redis is currently reachable. */
   status(): { store: 'memory' | 'redis'; healthy: boolean };
   close(): Promise<void>;
@@ -125,6 +127,9 @@ export function createRateLimiterOver(store: RateLimitStore, now: () => number =
       }
     },
 
+    start: async (waitMs) => {
+      await store.start?.(waitMs);
+    },
     status: () => ({ store: store.kind, healthy: store.healthy() }),
     close: () => store.close(),
   };

@@ -33,6 +33,8 @@ export function trackRoutes(app: FastifyInstance) {
 
   return {
     routeMiss,
+    /** Every registered method and path pattern (the fuzz tests walk them all). */
+    list: (): { method: string; url: string }[] => [...byUrl].flatMap(([url, methods]) => [...methods].map((method) => ({ method, url }))),
     notFound: async (request: FastifyRequest, _reply: FastifyReply) => {
       throw routeMiss(request);
     },

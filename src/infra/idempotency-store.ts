@@ -1,6 +1,9 @@
 // Durable Idempotency-Key records (SPEC part 8, DECISIONS B.12) in the `idempotency_keys` table,
 // so every instance sees them. A key is claimed atomically (one INSERT … ON CONFLICT), completed
 // with the response, or released when the request failed; expired records count as absent.
+// Crash safety: a write's response is stored in the write's own transaction (`completeInTransaction`),
+// so a committed write always replays. A claim is a lease: if its request never commits (the process
+// died), a retry takes the key over after `staleSeconds` (5 s).
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from './db/database.ts';
@@ -42,7 +45,7 @@ export class IdempotencyStore {
     options: IdempotencyStoreOptions = {},
   ) {
     this.ttlSeconds = options.ttlSeconds ?? 24 * 60 * 60;
-    this.staleSeconds = options.staleSeconds ?? 60;
+    this.staleSeconds = options.staleSeconds ?? 5;
     this.purgeEverySeconds = options.purgeEverySeconds ?? 10 * 60;
   }
 
@@ -84,6 +87,26 @@ export class IdempotencyStore {
   async markCommitted(trx: Db, apiKeyId: string, key: string, token: string): Promise<boolean> {
     const result = await sql`
       UPDATE idempotency_keys SET committed = true
+      WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND claim_token = ${token}`.execute(trx);
+    return Number(result.numAffectedRows ?? 0) > 0;
+  }
+
+  /**
+   * Called inside the write's transaction: stores the response, which then commits with the write or not
+   * at all. Returns false when the claim was taken over meanwhile (this request then must not write).
+   */
+  async completeInTransaction(
+    trx: Db,
+    apiKeyId: string,
+    key: string,
+    token: string,
+    status: number,
+    body: string,
+    contentType: string,
+  ): Promise<boolean> {
+    const result = await sql`
+      UPDATE idempotency_keys
+      SET committed = true, state = 'done', response_status = ${status}, response_body = ${body}, response_content_type = ${contentType}
       WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND claim_token = ${token}`.execute(trx);
     return Number(result.numAffectedRows ?? 0) > 0;
   }

@@ -11,6 +11,7 @@ import { canonicalJson } from '../schemas/canonical-json.ts';
 import { ProblemResponses, problemCodesFor } from './problem-responses.ts';
 import { FieldErrorSchema, ProblemSchema } from './problem-schema.ts';
 import type { RouteFacts } from './route-facts.ts';
+import { webhookPayloads } from './webhook-payloads.ts';
 
 type Json = Record<string, any>;
 
@@ -118,6 +119,7 @@ class RequestBodies {
 }
 
 export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>, config: Config): Json {
+  doc.webhooks = webhookPayloads();
   stripPrivateKeys(doc);
   const problems = new ProblemResponses(config.errorsUrl);
   // Schemas swagger already named (those with an `$id`, such as `Me`) keep their names.
@@ -170,6 +172,10 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
     }
   }
   problems.methodNotAllowed();
+  for (const item of Object.values<Json>(doc.webhooks)) {
+    const media = item.post.requestBody.content['application/json'];
+    media.schema = namer.hoist(simplifyNullable(media.schema));
+  }
 
   doc.security = [{ [SECURITY_SCHEME]: [] }];
   // The API's resources first, in route order; the public documentation endpoints last.

@@ -24,22 +24,26 @@ const AFTER_CHARGE = new Set<ErrorCode>([
 const BEFORE_CHARGE = new Set<ErrorCode>(['invalid_token', 'token_revoked', 'token_expired', 'ip_not_allowed']);
 
 const STATUS_NAMES: Record<number, string> = {
+  400: 'BadRequest',
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'NotFound',
   405: 'MethodNotAllowed',
+  408: 'RequestTimeout',
   409: 'Conflict',
   413: 'PayloadTooLarge',
   415: 'UnsupportedMediaType',
   422: 'ValidationFailed',
   429: 'TooManyRequests',
+  431: 'RequestHeaderFieldsTooLarge',
   500: 'InternalError',
   503: 'ServiceUnavailable',
 };
 
 /** The error types a route can answer with. */
 export function problemCodesFor(f: RouteFacts): ErrorCode[] {
-  const codes = new Set<ErrorCode>(['internal_error']);
+  // Any request can be malformed, slow or oversized at the HTTP level, before any route is known.
+  const codes = new Set<ErrorCode>(['internal_error', 'bad_request', 'request_timeout', 'header_too_large']);
   if (f.hasParams) codes.add('not_found');
   // Public API routes (the description) count against the caller IP's anonymous allowance.
   if (f.public && f.url.startsWith('/v1/')) codes.add('rate-limit-exceeded');
@@ -99,6 +103,9 @@ function sampleErrors(): Record<string, { summary: string; error: AppError }> {
     'rate-limit-exceeded': { summary: 'A rate window is exhausted', error: new AppError('rate-limit-exceeded', { detail: 'per minute' }) },
     internal_error: { summary: 'Unexpected failure', error: errors.internal() },
     service_unavailable: { summary: 'Database unavailable', error: errors.serviceUnavailable() },
+    bad_request: { summary: 'Malformed percent-escape in the path', error: errors.badUrl() },
+    request_timeout: { summary: 'Headers or body too slow', error: errors.requestTimeout() },
+    header_too_large: { summary: 'Request line and headers over 16 KiB', error: errors.headerTooLarge() },
   };
   return samples;
 }
@@ -182,6 +189,7 @@ export class ProblemResponses {
     }
     if (status === 429) headers['Retry-After'] = headerUse('Retry-After', 'always');
     if (status === 409) headers['Retry-After'] = headerUse('Retry-After', 'sometimes', 'Present while the first request is still running.');
+    if (status === 503) headers['Retry-After'] = headerUse('Retry-After', 'always');
     if (status === 405) headers.Allow = headerUse('Allow', 'always');
 
     const examples: Json = {};

@@ -1,6 +1,8 @@
 // The one generic write path (POST/PATCH/DELETE) for every descriptor with a `write` section:
 // validation errors merged into one 422, references checked inside the tenant, the write and
-// its follow-ups in one transaction, the result read back through the read engine.
+// its follow-ups in one transaction, the result read back through the read engine. A creation reads
+// its record back inside its transaction and hands it to the caller's finishers there (the idempotency
+// record stores the response): the write, its event and its stored response commit together or not at all.
 import type { FieldError } from '../errors/app-error.ts';
 import { errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
@@ -19,6 +21,23 @@ export interface WriteOptions {
   now?: () => number;
   /** Runs inside the creating transaction just before it commits (the idempotency claim marks itself). */
   beforeCommit?: (trx: Db) => Promise<void>;
+  /** Runs inside every write's transaction once the record is final (the change feed records its event). */
+  onWritten?: (trx: Db, written: WrittenRecord) => Promise<void>;
+  /** Run in order inside a creating transaction, after `onWritten`, with the record as answered; a throw rolls back. */
+  finishers?: readonly InTransactionFinisher[];
+}
+
+/** An extension of a creation's transaction that sees the record as the API answers with it. */
+export type InTransactionFinisher = (trx: Db, written: WrittenRecord & { record: Row }) => Promise<void>;
+
+/** What a write did, for extensions that run in its transaction. */
+export interface WrittenRecord {
+  descriptor: ResourceDescriptor;
+  tenant: Tenant;
+  id: string;
+  action: 'created' | 'updated' | 'deleted';
+  /** The stored row before an update or delete (all columns); null on creation. */
+  before: Row | null;
 }
 
 const notFoundReference = (field: string): FieldError => ({
@@ -97,15 +116,18 @@ export async function createRecord(
   const w = writeOf(d);
   const tenant = requireTenant(tenantOrNull, 'write');
   await refuseInvalid(db, w, tenant, body, undefined, options);
-  const id = await db.transaction().execute(async (trx) => {
+  return db.transaction().execute(async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const values = w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : { ...body };
     const row = (await insertScoped(trx, d.table, tenant, columnValues(d, values)).returningAll().executeTakeFirstOrThrow()) as Row;
     await w.rules?.afterInsert?.(ctx, row, body);
+    const written: WrittenRecord = { descriptor: d, tenant, id: String(row.id), action: 'created', before: null };
+    await options.onWritten?.(trx, written);
+    const record = await readBack(trx, d, tenant, written.id, w.createIncludes);
+    for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
     await options.beforeCommit?.(trx);
-    return String(row.id);
+    return record;
   });
-  return readBack(db, d, tenant, id, w.createIncludes);
 }
 
 /** The row to change, locked for the rest of the transaction; 404 when the tenant has no such record. */
@@ -131,6 +153,7 @@ async function changeRow(
   tenantOrNull: Tenant | null,
   id: string,
   options: WriteOptions,
+  action: 'updated' | 'deleted',
   decide: (ctx: WriteContext, current: Row) => Promise<Row>,
 ): Promise<Tenant> {
   const tenant = requireTenant(tenantOrNull, 'write');
@@ -139,6 +162,7 @@ async function changeRow(
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const current = await lockRow(trx, d, tenant, id);
     await applyChange(ctx, d, current, await decide(ctx, current));
+    await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current });
   });
   return tenant;
 }
@@ -153,7 +177,7 @@ export async function updateRecord(
   options: WriteOptions = {},
 ): Promise<Row> {
   const w = writeOf(d);
-  const tenant = await changeRow(db, d, tenantOrNull, id, options, async (ctx, current) => {
+  const tenant = await changeRow(db, d, tenantOrNull, id, options, 'updated', async (ctx, current) => {
     await refuseInvalid(ctx.trx, w, ctx.tenant, body, current, options);
     return w.rules?.toUpdate ? w.rules.toUpdate(ctx, body, current) : { ...body };
   });
@@ -169,5 +193,5 @@ export async function deleteRecord(
   options: WriteOptions = {},
 ): Promise<void> {
   const { softDelete } = writeOf(d);
-  await changeRow(db, d, tenantOrNull, id, options, async () => ({ ...softDelete }));
+  await changeRow(db, d, tenantOrNull, id, options, 'deleted', async () => ({ ...softDelete }));
 }

@@ -7,13 +7,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { FieldError } from '../errors/app-error.ts';
 import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
-import { createIdempotencyHooks } from '../http/idempotency.ts';
+import { createIdempotencyHooks, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { idParamsSchema } from '../query/schemas.ts';
-import { type Body, type ResourceDescriptor, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
+import { type Body, type ResourceDescriptor, type Row, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
 import { RESOURCES } from './registry.ts';
-import { createRecord, deleteRecord, isSqlFragment, updateRecord } from './write-engine.ts';
+import { createRecord, deleteRecord, isSqlFragment, updateRecord, type WriteOptions } from './write-engine.ts';
 
 /** The resources that accept writes: those of the registry with a `write` section, in its order. */
 export const WRITABLE: readonly ResourceDescriptor[] = writableOf(RESOURCES);
@@ -25,6 +25,8 @@ export interface WriteRouteDeps {
   idempotency?: IdempotencyStoreOptions;
   /** The resources served (default: the registry); those with a `write` section get write routes. */
   resources?: readonly ResourceDescriptor[];
+  /** What each write does in its own transaction besides the change (the change feed records its event), per request id. */
+  recordWrite?: (requestId: string) => WriteOptions['onWritten'];
 }
 
 const IDEMPOTENCY_DOC =
@@ -86,12 +88,18 @@ function registerResource(
       },
     },
     async (request, reply) => {
+      // The body is serialized once, inside the write's transaction when an Idempotency-Key is held, so the
+      // stored response is byte for byte the one sent, and commits with the write.
+      reply.code(201);
+      const respond = memoize((record: Row) => reply.serialize(itemEnvelope(request, record)) as string);
+      const finisher = hooks.finisher(request, 201, respond);
       const data = await createRecord(db, d, request.tenant, request.body as Body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
-        beforeCommit: hooks.beforeCommit(request),
+        onWritten: deps.recordWrite?.(request.id),
+        finishers: finisher ? [finisher] : [],
       });
-      return reply.code(201).send(itemEnvelope(request, data));
+      return reply.type(JSON_CONTENT_TYPE).send(respond(data));
     },
   );
 
@@ -115,6 +123,7 @@ function registerResource(
       const data = await updateRecord(db, d, request.tenant, id, request.body as Body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
+        onWritten: deps.recordWrite?.(request.id),
       });
       return itemEnvelope(request, data);
     },
@@ -138,10 +147,19 @@ function registerResource(
     },
     async (request, reply) => {
       const { id } = request.params as { id: string };
-      await deleteRecord(db, d, request.tenant, id, { now: deps.now });
+      await deleteRecord(db, d, request.tenant, id, { now: deps.now, onWritten: deps.recordWrite?.(request.id) });
       return reply.code(204).send();
     },
   );
+}
+
+/** The last answer of `fn`, reused while it is asked about the same record. */
+function memoize(fn: (record: Row) => string): (record: Row) => string {
+  let last: { record: Row; text: string } | undefined;
+  return (record) => {
+    if (last?.record !== record) last = { record, text: fn(record) };
+    return last.text;
+  };
 }
 
 export function registerWriteRoutes(app: FastifyInstance, deps: WriteRouteDeps): void {

@@ -576,8 +576,395 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List events (the change feed)
+     * @description Events of the last 30 days of the resources this key may read. With `sort=created_at` the page always carries a `next_cursor`, the last page too: store it and resume from exactly there.
+     *
+     *     Requires the scope `events:read`.
+     */
+    get: operations['events.list'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/events/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get one event
+     * @description Requires the scope `events:read`.
+     */
+    get: operations['events.get'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List webhook endpoints
+     * @description Every endpoint of the account in this mode (at most 16, one page), oldest first.
+     *
+     *     Requires the scope `webhooks:read`.
+     */
+    get: operations['webhook-endpoints.list'];
+    put?: never;
+    /**
+     * Create a webhook endpoint
+     * @description At most 16 endpoints per account and mode. The answer carries the signing `secret`, shown once.
+     *
+     *     Requires the scope `webhooks:write`.
+     */
+    post: operations['webhook-endpoints.create'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a webhook endpoint
+     * @description Requires the scope `webhooks:read`.
+     */
+    get: operations['webhook-endpoints.get'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a webhook endpoint
+     * @description Deletes the endpoint with its pending deliveries and its attempts.
+     *
+     *     Requires the scope `webhooks:write`.
+     */
+    delete: operations['webhook-endpoints.delete'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a webhook endpoint
+     * @description Only the fields sent change. `enabled: true` re-enables an endpoint the service disabled.
+     *
+     *     Requires the scope `webhooks:write`.
+     */
+    patch: operations['webhook-endpoints.update'];
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}/rotate-secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rotate the signing secret
+     * @description Answers the new `secret`, shown once. The previous secret keeps signing for 24 hours, so both verify meanwhile.
+     *
+     *     Requires the scope `webhooks:write`.
+     */
+    post: operations['webhook-endpoints.rotate-secret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the delivery attempts of an endpoint
+     * @description Newest first: event, attempt number, time, response status or error, duration and the next attempt.
+     *
+     *     Requires the scope `webhooks:read`.
+     */
+    get: operations['webhook-endpoints.deliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+  'customer.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * customer.created: a record was created
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.customer.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'customer.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * customer.updated: a record changed
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.customer.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'customer.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * customer.deleted: a record was deleted (soft)
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.customer.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'sale.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * sale.created: a record was created
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.sale.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'sale.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * sale.updated: a record changed
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.sale.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'sale.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * sale.deleted: a record was deleted (soft)
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.sale.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'supplier.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * supplier.created: a record was created
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.supplier.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'supplier.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * supplier.updated: a record changed
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.supplier.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'supplier.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * supplier.deleted: a record was deleted (soft)
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.supplier.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'expense.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * expense.created: a record was created
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.expense.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'expense.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * expense.updated: a record changed
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.expense.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'expense.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * expense.deleted: a record was deleted (soft)
+     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.expense.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+}
 export interface components {
   schemas: {
     /** Me */
@@ -1850,6 +2237,594 @@ export interface components {
        */
       updated_at?: string;
     };
+    /** Event */
+    Event: {
+      /** Format: uuid */
+      id: string;
+      /**
+       * @description `<object>.<created|updated|deleted>`
+       * @enum {string}
+       */
+      type:
+        | 'customer.created'
+        | 'customer.updated'
+        | 'customer.deleted'
+        | 'sale.created'
+        | 'sale.updated'
+        | 'sale.deleted'
+        | 'supplier.created'
+        | 'supplier.updated'
+        | 'supplier.deleted'
+        | 'expense.created'
+        | 'expense.updated'
+        | 'expense.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        /** @description The record exactly as GET returns it after the write. */
+        object: {
+          [key: string]: unknown;
+        };
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      /** @description The `X-Request-Id` of the write. */
+      request_id: string | null;
+    };
+    /**
+     * EventProjection
+     * @description Event narrowed by `fields`: `id` and the requested fields only.
+     */
+    EventProjection: {
+      /** Format: uuid */
+      id: string;
+      /**
+       * @description `<object>.<created|updated|deleted>`
+       * @enum {string}
+       */
+      type?:
+        | 'customer.created'
+        | 'customer.updated'
+        | 'customer.deleted'
+        | 'sale.created'
+        | 'sale.updated'
+        | 'sale.deleted'
+        | 'supplier.created'
+        | 'supplier.updated'
+        | 'supplier.deleted'
+        | 'expense.created'
+        | 'expense.updated'
+        | 'expense.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string;
+      data?: {
+        /** @description The record exactly as GET returns it after the write. */
+        object: {
+          [key: string]: unknown;
+        };
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      /** @description The `X-Request-Id` of the write. */
+      request_id?: string | null;
+    };
+    /** WebhookEndpoint */
+    WebhookEndpoint: {
+      /** Format: uuid */
+      id: string;
+      url: string;
+      description: string | null;
+      enabled_events: string[];
+      enabled: boolean;
+      /** @description Why the service disabled the endpoint (every delivery failing for 5 days). */
+      disabled_reason: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at: string | null;
+    };
+    /** WebhookEndpointWithSecret */
+    WebhookEndpointWithSecret: {
+      /** Format: uuid */
+      id: string;
+      url: string;
+      description: string | null;
+      enabled_events: string[];
+      enabled: boolean;
+      /** @description Why the service disabled the endpoint (every delivery failing for 5 days). */
+      disabled_reason: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at: string | null;
+      /** @description Signing secret (`whsec_` + base64), shown only in this response. After a rotation the old one signs for 24 hours too. */
+      secret: string;
+    };
+    /** WebhookAttempt */
+    WebhookAttempt: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      event_id: string;
+      event_type: string;
+      attempt_number: number;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * @description What this attempt led to.
+       * @enum {string}
+       */
+      status: 'succeeded' | 'retrying' | 'failed';
+      response_status: number | null;
+      /** @description `timeout`, `connection_refused`, `address_not_allowed`, … when no status came back. */
+      error: string | null;
+      /** @description The first 1 kB of the answer. */
+      response_body: string | null;
+      duration_ms: number;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      next_attempt_at: string | null;
+    };
+    /** Customer */
+    Customer2: {
+      /** Format: uuid */
+      id: string;
+      full_name: string;
+      /** @description E-mail address */
+      email: string | null;
+      phone: string | null;
+      /** @description CPF or CNPJ */
+      document: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      birth_date: string | null;
+      notes: string | null;
+      is_active: boolean | null;
+      gender: string | null;
+      address_country: string | null;
+      address_state: string | null;
+      address_city: string | null;
+      address_neighborhood: string | null;
+      address_street: string | null;
+      address_number: string | null;
+      address_complement: string | null;
+      address_zip_code: string | null;
+      accepts_communications: boolean | null;
+      valid_whatsapp: boolean | null;
+      profile_photo_url: string | null;
+      whatsapp_photo: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at: string | null;
+    };
+    /** CustomerCreatedEvent */
+    CustomerCreatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'customer.created';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Customer2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
+    /** CustomerUpdatedEvent */
+    CustomerUpdatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'customer.updated';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Customer2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
+    /** CustomerDeletedEvent */
+    CustomerDeletedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'customer.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Customer2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
+    /** Sale */
+    Sale2: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      customer_id: string | null;
+      /**
+       * @description `sale` or `order`
+       * @example sale
+       */
+      transaction_type: string;
+      /** @description Sequential number per account */
+      transaction_number: string | null;
+      /** @example pending */
+      status: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      sale_date: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      delivery_date: string | null;
+      /** @description Sum of item subtotals, before discounts */
+      subtotal: number | null;
+      discount_amount: number | null;
+      discount_percentage: number | null;
+      tax_amount: number | null;
+      /** @description Sum of item totals plus delivery_fee */
+      total_amount: number | null;
+      notes: string | null;
+      /** @example pix */
+      payment_method: string | null;
+      /** @example pending */
+      payment_status: string | null;
+      delivery_fee: number | null;
+      /** @description Free use by the integration */
+      order_code: string | null;
+      is_active: boolean | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at: string | null;
+    };
+    /** SaleCreatedEvent */
+    SaleCreatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'sale.created';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Sale2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
+    /** SaleUpdatedEvent */
+    SaleUpdatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'sale.updated';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Sale2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
+    /** SaleDeletedEvent */
+    SaleDeletedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'sale.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Sale2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
+    /** Supplier */
+    Supplier2: {
+      /** Format: uuid */
+      id: string;
+      name: string | null;
+      legal_name: string | null;
+      trade_name: string | null;
+      /** @description CPF or CNPJ */
+      document_number: string | null;
+      email: string | null;
+      phone: string | null;
+      phone1: string | null;
+      phone2: string | null;
+      phone3: string | null;
+      rg: string | null;
+      code: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      birth_date: string | null;
+      is_employee: boolean | null;
+      is_active: boolean | null;
+      address_street: string | null;
+      address_number: string | null;
+      address_neighborhood: string | null;
+      address_city: string | null;
+      address_state: string | null;
+      address_country: string | null;
+      address_zip_code: string | null;
+      pix_keys: components['schemas']['PixKey'][] | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at: string | null;
+    };
+    /** SupplierCreatedEvent */
+    SupplierCreatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'supplier.created';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Supplier2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
+    /** SupplierUpdatedEvent */
+    SupplierUpdatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'supplier.updated';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Supplier2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
+    /** SupplierDeletedEvent */
+    SupplierDeletedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'supplier.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Supplier2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
+    /** Expense */
+    Expense2: {
+      /** Format: uuid */
+      id: string;
+      expense_number: string;
+      expense_type: string;
+      description: string;
+      original_amount: number;
+      discount_amount: number | null;
+      final_amount: number;
+      /** Format: uuid */
+      category_id: string | null;
+      /** Format: uuid */
+      subcategory_id: string | null;
+      /** Format: uuid */
+      cost_center_id: string | null;
+      /** Format: uuid */
+      supplier_id: string | null;
+      /** Format: uuid */
+      bank_account_id: string | null;
+      /** Format: uuid */
+      credit_card_id: string | null;
+      /** @example pix */
+      payment_method: string | null;
+      check_number: string | null;
+      installments: number | null;
+      /** @example pending */
+      status: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      payment_date: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      due_date: string | null;
+      notes: string | null;
+      tags: string[] | null;
+      is_recurring: boolean | null;
+      is_active: boolean | null;
+      payment_reference: string | null;
+      /** Format: uuid */
+      recurring_expense_id: string | null;
+      installment_number: number | null;
+      total_installments: number | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      updated_at: string | null;
+    };
+    /** ExpenseCreatedEvent */
+    ExpenseCreatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'expense.created';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Expense2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
+    /** ExpenseUpdatedEvent */
+    ExpenseUpdatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'expense.updated';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Expense2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
+    /** ExpenseDeletedEvent */
+    ExpenseDeletedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'expense.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Expense2'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+    };
     /** Problem */
     Problem: {
       /**
@@ -1891,6 +2866,30 @@ export interface components {
     };
   };
   responses: {
+    /**
+     * @description Bad request. Problem types:
+     *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
+     */
+    BadRequest: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        /** @description Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded. Present when the request was counted against a key. */
+        'X-RateLimit-Limit'?: number;
+        /** @description Empty on success responses; `0` on a 429. Present when the request was counted against a key. */
+        'X-RateLimit-Remaining'?: string;
+        /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
+        'X-RateLimit-Reset'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/bad_request';
+          /** @constant */
+          status?: 400;
+        };
+      };
+    };
     /**
      * @description Idempotency conflict. Problem types:
      *     - [`idempotency_conflict`](http://localhost:3000/errors/idempotency_conflict): The Idempotency-Key was already used with another method, path or body, or its first request is still running.
@@ -1965,6 +2964,35 @@ export interface components {
         'application/problem+json': components['schemas']['Problem'] & {
           /** @enum {unknown} */
           type?: 'http://localhost:3000/errors/api_disabled' | 'http://localhost:3000/errors/ip_not_allowed';
+          /** @constant */
+          status?: 403;
+        };
+      };
+    };
+    /**
+     * @description Insufficient scope (one of several types). Problem types:
+     *     - [`insufficient_scope`](http://localhost:3000/errors/insufficient_scope): The key lacks the scope this operation needs, or the plan allows reads only.
+     *     - [`api_disabled`](http://localhost:3000/errors/api_disabled): The API is not enabled for this account.
+     *     - [`ip_not_allowed`](http://localhost:3000/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
+     */
+    ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        /** @description Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded. Present when the request was counted against a key. */
+        'X-RateLimit-Limit'?: number;
+        /** @description Empty on success responses; `0` on a 429. Present when the request was counted against a key. */
+        'X-RateLimit-Remaining'?: string;
+        /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
+        'X-RateLimit-Reset'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?:
+            | 'http://localhost:3000/errors/insufficient_scope'
+            | 'http://localhost:3000/errors/api_disabled'
+            | 'http://localhost:3000/errors/ip_not_allowed';
           /** @constant */
           status?: 403;
         };
@@ -2056,6 +3084,24 @@ export interface components {
       };
     };
     /**
+     * @description Bad request. Problem types:
+     *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
+     */
+    PublicBadRequest: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/bad_request';
+          /** @constant */
+          status?: 400;
+        };
+      };
+    };
+    /**
      * @description Internal error. Problem types:
      *     - [`internal_error`](http://localhost:3000/errors/internal_error): An unexpected failure on the server.
      */
@@ -2092,6 +3138,42 @@ export interface components {
       };
     };
     /**
+     * @description Request header fields too large. Problem types:
+     *     - [`header_too_large`](http://localhost:3000/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
+     */
+    PublicRequestHeaderFieldsTooLarge: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/header_too_large';
+          /** @constant */
+          status?: 431;
+        };
+      };
+    };
+    /**
+     * @description Request timeout. Problem types:
+     *     - [`request_timeout`](http://localhost:3000/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
+     */
+    PublicRequestTimeout: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/request_timeout';
+          /** @constant */
+          status?: 408;
+        };
+      };
+    };
+    /**
      * @description Rate limit exceeded. Problem types:
      *     - [`rate-limit-exceeded`](http://localhost:3000/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
      */
@@ -2111,6 +3193,54 @@ export interface components {
       };
     };
     /**
+     * @description Request header fields too large. Problem types:
+     *     - [`header_too_large`](http://localhost:3000/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
+     */
+    RequestHeaderFieldsTooLarge: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        /** @description Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded. Present when the request was counted against a key. */
+        'X-RateLimit-Limit'?: number;
+        /** @description Empty on success responses; `0` on a 429. Present when the request was counted against a key. */
+        'X-RateLimit-Remaining'?: string;
+        /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
+        'X-RateLimit-Reset'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/header_too_large';
+          /** @constant */
+          status?: 431;
+        };
+      };
+    };
+    /**
+     * @description Request timeout. Problem types:
+     *     - [`request_timeout`](http://localhost:3000/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
+     */
+    RequestTimeout: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        /** @description Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded. Present when the request was counted against a key. */
+        'X-RateLimit-Limit'?: number;
+        /** @description Empty on success responses; `0` on a 429. Present when the request was counted against a key. */
+        'X-RateLimit-Remaining'?: string;
+        /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
+        'X-RateLimit-Reset'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/request_timeout';
+          /** @constant */
+          status?: 408;
+        };
+      };
+    };
+    /**
      * @description Service unavailable. Problem types:
      *     - [`service_unavailable`](http://localhost:3000/errors/service_unavailable): A dependency (the database) is unavailable.
      */
@@ -2123,6 +3253,7 @@ export interface components {
         'X-RateLimit-Remaining'?: string;
         /** @description Unix time (seconds) when the window restarts. Present when the request was counted against a key. */
         'X-RateLimit-Reset'?: number;
+        'Retry-After': components['headers']['Retry-After'];
         [name: string]: unknown;
       };
       content: {
@@ -2637,6 +3768,79 @@ export interface components {
         };
       };
     };
+    CreateWebhookEndpointInput: {
+      content: {
+        /**
+         * @example {
+         *       "url": "string"
+         *     }
+         */
+        'application/json': {
+          /** @description https:// URL resolving to a public address. */
+          url: string;
+          /**
+           * @description Event types to deliver: `customer.created`, `sale.*` (every sale event) or `*` (all).
+           * @default [
+           *       "*"
+           *     ]
+           */
+          enabled_events?: (
+            | '*'
+            | 'customer.*'
+            | 'sale.*'
+            | 'supplier.*'
+            | 'expense.*'
+            | 'customer.created'
+            | 'customer.updated'
+            | 'customer.deleted'
+            | 'sale.created'
+            | 'sale.updated'
+            | 'sale.deleted'
+            | 'supplier.created'
+            | 'supplier.updated'
+            | 'supplier.deleted'
+            | 'expense.created'
+            | 'expense.updated'
+            | 'expense.deleted'
+          )[];
+          description?: string | null;
+          /** @default true */
+          enabled?: boolean;
+        };
+      };
+    };
+    UpdateWebhookEndpointInput: {
+      content: {
+        /** @example {} */
+        'application/json': {
+          /** @description https:// URL resolving to a public address. */
+          url?: string;
+          /** @description Event types to deliver: `customer.created`, `sale.*` (every sale event) or `*` (all). */
+          enabled_events?: (
+            | '*'
+            | 'customer.*'
+            | 'sale.*'
+            | 'supplier.*'
+            | 'expense.*'
+            | 'customer.created'
+            | 'customer.updated'
+            | 'customer.deleted'
+            | 'sale.created'
+            | 'sale.updated'
+            | 'sale.deleted'
+            | 'supplier.created'
+            | 'supplier.updated'
+            | 'supplier.deleted'
+            | 'expense.created'
+            | 'expense.updated'
+            | 'expense.deleted'
+          )[];
+          description?: string | null;
+          /** @description true re-enables an endpoint the service disabled. */
+          enabled?: boolean;
+        };
+      };
+    };
   };
   headers: {
     /**
@@ -2701,7 +3905,10 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['PublicBadRequest'];
+      408: components['responses']['PublicRequestTimeout'];
       429: components['responses']['PublicTooManyRequests'];
+      431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
       500: components['responses']['PublicInternalError'];
     };
   };
@@ -2727,6 +3934,9 @@ export interface operations {
           'text/html': string;
         };
       };
+      400: components['responses']['PublicBadRequest'];
+      408: components['responses']['PublicRequestTimeout'];
+      431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
       500: components['responses']['PublicInternalError'];
     };
   };
@@ -2747,11 +3957,14 @@ export interface operations {
           | 'api_disabled'
           | 'module_not_enabled'
           | 'ip_not_allowed'
+          | 'bad_request'
           | 'not_found'
           | 'method_not_allowed'
           | 'idempotency_conflict'
+          | 'request_timeout'
           | 'payload_too_large'
           | 'unsupported_media_type'
+          | 'header_too_large'
           | 'validation'
           | 'rate-limit-exceeded'
           | 'internal_error'
@@ -2771,7 +3984,10 @@ export interface operations {
           'text/html': string;
         };
       };
+      400: components['responses']['PublicBadRequest'];
       404: components['responses']['PublicNotFound'];
+      408: components['responses']['PublicRequestTimeout'];
+      431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
       500: components['responses']['PublicInternalError'];
     };
   };
@@ -2832,9 +4048,12 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenApiDisabledOrIpNotAllowed'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -2884,9 +4103,12 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3180,10 +4402,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3254,13 +4479,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3331,11 +4559,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3366,13 +4597,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3440,13 +4674,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3733,10 +4970,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3819,13 +5059,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3919,11 +5162,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -3954,13 +5200,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4025,13 +5274,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4314,10 +5566,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4395,13 +5650,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4479,11 +5737,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4514,13 +5775,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4595,13 +5859,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -4989,10 +6256,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5071,13 +6341,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5170,11 +6443,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5205,13 +6481,16 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5287,13 +6566,16 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5442,10 +6724,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5509,11 +6794,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5639,10 +6927,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5701,11 +6992,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5880,10 +7174,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -5953,11 +7250,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6084,10 +7384,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6147,11 +7450,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6280,10 +7586,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6345,11 +7654,14 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6438,10 +7750,13 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -6503,13 +7818,928 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'events.list': {
+    parameters: {
+      query?: {
+        /** @description Page size, 1..100; other numbers are clamped, anything else is a 422 `invalid_limit`. */
+        limit?: number;
+        /** @description `pagination.next_cursor` of the previous page, with the same query otherwise. */
+        cursor?: string;
+        /** @description One field; a `-` prefix sorts descending. Ties are broken by id. */
+        sort?: 'created_at' | '-created_at';
+        /** @description Comma list of fields to return (`id` always is): id, type, created_at, data, request_id. */
+        fields?: string;
+        /** @description Filter: `type` equal to. */
+        'filter[type][eq]'?: string;
+        /** @description Filter: `type` one of a comma list (up to 100). */
+        'filter[type][in]'?: string;
+        /** @description Filter: `created_at` greater than. */
+        'filter[created_at][gt]'?: string;
+        /** @description Filter: `created_at` greater than or equal to. */
+        'filter[created_at][gte]'?: string;
+        /** @description Filter: `created_at` less than. */
+        'filter[created_at][lt]'?: string;
+        /** @description Filter: `created_at` less than or equal to. */
+        'filter[created_at][lte]'?: string;
+        /** @description Long poll, with `sort=created_at`: when the page would be empty, hold the request up to this many seconds until an event arrives, then answer as usual. At most 5 requests per key are held at once; more answer at once. */
+        wait?: number;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "type": "customer.created",
+           *           "created_at": "2026-11-21T10:00:00.000Z",
+           *           "data": {
+           *             "object": {},
+           *             "previous_attributes": {}
+           *           },
+           *           "request_id": "string"
+           *         }
+           *       ],
+           *       "pagination": {
+           *         "next_cursor": "string",
+           *         "has_more": true,
+           *         "limit": 1
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: (components['schemas']['Event'] | components['schemas']['EventProjection'])[];
+            pagination: components['schemas']['Pagination'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'events.get': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description Record id; anything else is a 404. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "type": "customer.created",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "data": {
+           *           "object": {},
+           *           "previous_attributes": {}
+           *         },
+           *         "request_id": "string"
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Event'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.list': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "url": "string",
+           *           "description": "string",
+           *           "enabled_events": [
+           *             "string"
+           *           ],
+           *           "enabled": true,
+           *           "disabled_reason": "string",
+           *           "created_at": "2026-11-21T10:00:00.000Z",
+           *           "updated_at": "2026-11-21T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "pagination": {
+           *         "next_cursor": "string",
+           *         "has_more": true,
+           *         "limit": 1
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookEndpoint'][];
+            pagination: components['schemas']['Pagination'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.create': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: components['requestBodies']['CreateWebhookEndpointInput'];
+    responses: {
+      /** @description Created. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "url": "string",
+           *         "description": "string",
+           *         "enabled_events": [
+           *           "string"
+           *         ],
+           *         "enabled": true,
+           *         "disabled_reason": "string",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z",
+           *         "secret": "string"
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookEndpointWithSecret'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.get': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description Record id; anything else is a 404. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "url": "string",
+           *         "description": "string",
+           *         "enabled_events": [
+           *           "string"
+           *         ],
+           *         "enabled": true,
+           *         "disabled_reason": "string",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z"
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookEndpoint'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.delete': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description Record id; anything else is a 404. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description No body. */
+      204: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.update': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description Record id; anything else is a 404. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: components['requestBodies']['UpdateWebhookEndpointInput'];
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "url": "string",
+           *         "description": "string",
+           *         "enabled_events": [
+           *           "string"
+           *         ],
+           *         "enabled": true,
+           *         "disabled_reason": "string",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z"
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookEndpoint'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.rotate-secret': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /** @description Record id; anything else is a 404. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "url": "string",
+           *         "description": "string",
+           *         "enabled_events": [
+           *           "string"
+           *         ],
+           *         "enabled": true,
+           *         "disabled_reason": "string",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z",
+           *         "secret": "string"
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookEndpointWithSecret'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.deliveries': {
+    parameters: {
+      query?: {
+        /** @description Page size, 1..100. */
+        limit?: number;
+        /** @description `pagination.next_cursor` of the previous page. */
+        cursor?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description Record id; anything else is a 404. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "event_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "event_type": "string",
+           *           "attempt_number": 1,
+           *           "created_at": "2026-11-21T10:00:00.000Z",
+           *           "status": "succeeded",
+           *           "response_status": 1,
+           *           "error": "string",
+           *           "response_body": "string",
+           *           "duration_ms": 1,
+           *           "next_attempt_at": "2026-11-21T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "pagination": {
+           *         "next_cursor": "string",
+           *         "has_more": true,
+           *         "limit": 1
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookAttempt'][];
+            pagination: components['schemas']['Pagination'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhooks.customer.created': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CustomerCreatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.customer.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CustomerUpdatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.customer.deleted': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CustomerDeletedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.sale.created': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['SaleCreatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.sale.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['SaleUpdatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.sale.deleted': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['SaleDeletedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.supplier.created': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['SupplierCreatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.supplier.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['SupplierUpdatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.supplier.deleted': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['SupplierDeletedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.expense.created': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ExpenseCreatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.expense.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ExpenseUpdatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.expense.deleted': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ExpenseDeletedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
     };
   };
 }

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import postgres from 'postgres';
 import { createAccount, type AccountRow } from '../../src/accounts/account-repository.ts';
 import { createKey } from '../../src/accounts/key-repository.ts';
-import { buildApp } from '../../src/app.ts';
+import { type AppDeps, buildApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { KeyMode } from '../../src/domain/api-keys.ts';
 import { MODULES, type ModuleName } from '../../src/domain/modules.ts';
@@ -23,6 +23,10 @@ export interface TestServerOptions {
   now?: () => number;
   /** Use this database instead of a fresh one (e.g. two instances over one database). */
   database?: Database;
+  /** HTTP limits other than the defaults (short timeouts). */
+  serverLimits?: AppDeps['serverLimits'];
+  /** Logger of the app (default: none). */
+  logger?: AppDeps['logger'];
   /** Routes registered before listening (failure injection). */
   extraRoutes?: (app: FastifyInstance) => void;
   /** The resources served instead of the registry's (fixture resources). */
@@ -106,7 +110,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     database,
     rateLimiter: options.rateLimiter,
     now: options.now,
-    logger: false,
+    logger: options.logger ?? false,
+    serverLimits: options.serverLimits,
     resources: options.resources,
   });
   if (options.extraRoutes) {

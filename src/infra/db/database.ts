@@ -5,7 +5,7 @@ import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import postgres from 'postgres';
-import { type Config, DEFAULT_DB_POOL_SIZE } from '../../config.ts';
+import { type Config, DEFAULT_DB_POOL_SIZE, type DatabaseTimeouts } from '../../config.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import { PostgresJsDialect } from './postgres-dialect.ts';
 
@@ -17,6 +17,8 @@ export interface Database {
   readonly engine: 'postgres' | 'pglite';
   /** The driver under Kysely, for what Kysely cannot do (COPY, used by the bulk import). */
   readonly driver: DatabaseDriver;
+  /** Calls `onPayload` for every NOTIFY on `channel` once its transaction commits; resolves to the unlisten. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -28,30 +30,64 @@ const toNumber = (v: string) => (v === null ? null : Number(v));
 const asIs = (v: string) => v;
 
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize'>>,
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>>,
   holder = 'balcao',
 ): Promise<Database> {
-  if (config.databaseUrl) return openPostgres(config.databaseUrl, config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE);
+  if (config.databaseUrl)
+    return openPostgres(config.databaseUrl, config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE, config.dbTimeouts ?? DEFAULT_DB_TIMEOUTS);
   return openPglite(config.dataDir, holder);
 }
 
-function openPostgres(url: string, poolSize: number): Database {
+/** Every wait on PostgreSQL is bounded (docs/operations.md says why each figure); these are loadConfig's defaults. */
+export const DEFAULT_DB_TIMEOUTS: DatabaseTimeouts = Object.freeze({
+  connectMs: 2_000,
+  acquireMs: 1_500,
+  statementMs: 5_000,
+  idleSeconds: 60,
+});
+
+function openPostgres(url: string, poolSize: number, timeouts: DatabaseTimeouts): Database {
+  const connection: Record<string, string> = { TimeZone: 'UTC', application_name: 'balcao' };
+  // Sent in the start-up packet, so every connection of the pool carries them. A transaction left
+  // open by a stalled client is ended by the server rather than holding its locks.
+  if (timeouts.statementMs > 0) {
+    connection.statement_timeout = String(timeouts.statementMs);
+    connection.idle_in_transaction_session_timeout = String(Math.max(timeouts.statementMs * 2, 10_000));
+  }
   const sql = postgres(url, {
     max: poolSize,
     onnotice: () => {},
-    connection: { TimeZone: 'UTC', application_name: 'balcao' },
+    connection,
+    connect_timeout: timeouts.connectMs / 1000,
+    idle_timeout: timeouts.idleSeconds,
+    // The driver's default waits up to 20 s between reconnection attempts; after an outage the
+    // service must resume within seconds, so attempts are retried at most half a second apart.
+    backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 0.5),
     types: {
       bigint: { to: OID.int8, from: [OID.int8], serialize: String, parse: toNumber },
       numeric: { to: OID.numeric, from: [OID.numeric], serialize: String, parse: toNumber },
       date: { to: OID.date, from: [OID.date, OID.time], serialize: String, parse: asIs },
     },
   });
-  const db = new Kysely({ dialect: new PostgresJsDialect(sql) });
+  const db = new Kysely({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts)) });
   return {
     db,
     engine: 'postgres',
     driver: { engine: 'postgres', sql },
+    async listen(channel, onPayload) {
+      const { unlisten } = await sql.listen(channel, onPayload);
+      return unlisten;
+    },
     close: () => db.destroy(),
+  };
+}
+
+/** A connection waited for at most `acquireMs`; a query outside a transaction (which waits in the pool's queue,
+ *  then runs under the statement timeout) at most both, plus a little for the network. */
+function waitBounds(timeouts: DatabaseTimeouts) {
+  return {
+    acquireMs: timeouts.acquireMs,
+    queryMs: timeouts.statementMs > 0 ? timeouts.acquireMs + timeouts.statementMs + 500 : 0,
   };
 }
 
@@ -74,6 +110,7 @@ async function openPglite(dataDir: string, holder: string): Promise<Database> {
       db,
       engine: 'pglite',
       driver: { engine: 'pglite', pg },
+      listen: (channel, onPayload) => pg.listen(channel, onPayload),
       close: async () => {
         await db.destroy();
         lock?.release();

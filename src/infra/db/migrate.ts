@@ -17,6 +17,8 @@ export async function migrate(db: Db): Promise<string[]> {
     .sort();
   const applied: string[] = [];
   await db.transaction().execute(async (tx) => {
+    // A migration may rewrite a large table, and may wait for another instance's: no statement timeout here.
+    await sql`SET LOCAL statement_timeout = 0`.execute(tx);
     await sql`SELECT pg_advisory_xact_lock(${LOCK_ID})`.execute(tx);
     await sql`CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(
       tx,

@@ -2,6 +2,9 @@
 // statement (parsed and planned once per connection, then only bound and executed), and a
 // connection is taken from the pool for the whole of a transaction only; a lone query uses
 // the pool directly instead of reserving a connection around it.
+// Every wait is bounded (docs/operations.md): postgres.js `reserve()` queues without a deadline and can
+// wait for ever after a server-side disconnect, and a lone query waits in the pool's queue without one;
+// past `acquireMs` / `queryMs` they fail with a timeout the HTTP layer answers as 503.
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -23,13 +26,55 @@ import type { ReservedSql, Sql } from 'postgres';
  */
 const MAX_PREPARED_PARAMETERS = 1000;
 
+/** Client-side bounds of the waits the driver leaves open (0: none). */
+export interface WaitBounds {
+  /** For a connection of a transaction. */
+  acquireMs: number;
+  /** For a query outside a transaction: its wait in the pool queue and its run. */
+  queryMs: number;
+}
+
+/** A wait on the pool that ran out of time (mapped to 503 service_unavailable). */
+export class AcquireTimeoutError extends Error {
+  readonly code = 'ACQUIRE_TIMEOUT';
+  constructor(what: string, ms: number) {
+    super(`no ${what} within ${ms} ms`);
+  }
+}
+
+/** `pending`, or a rejection after `ms`; a result that comes too late is handed to `late`. */
+function within<T>(pending: Promise<T>, ms: number, what: string, late: (value: T) => void = () => {}): Promise<T> {
+  if (!(ms > 0)) return pending;
+  return new Promise<T>((resolve, reject) => {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      reject(new AcquireTimeoutError(what, ms));
+    }, ms);
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        if (timedOut) late(value);
+        else resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        if (!timedOut) reject(err);
+      },
+    );
+  });
+}
+
 export class PostgresJsDialect implements Dialect {
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly bounds: WaitBounds = { acquireMs: 0, queryMs: 0 },
+  ) {}
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PostgresJsDriver(this.sql);
+    return new PostgresJsDriver(this.sql, this.bounds);
   }
   createIntrospector(db: Kysely<any>) {
     return new PostgresIntrospector(db);
@@ -41,10 +86,14 @@ export class PostgresJsDialect implements Dialect {
 
 class PostgresJsConnection implements DatabaseConnection {
   private reserved: ReservedSql | undefined;
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly bounds: WaitBounds,
+  ) {}
 
   async reserve(): Promise<void> {
-    this.reserved ??= await this.sql.reserve();
+    // A connection that arrives after its caller gave up goes straight back to the pool.
+    this.reserved ??= await within(this.sql.reserve(), this.bounds.acquireMs, 'database connection', (late) => late.release());
   }
 
   release(): void {
@@ -54,9 +103,11 @@ class PostgresJsConnection implements DatabaseConnection {
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const parameters = [...query.parameters] as never[];
-    const result = await (this.reserved ?? this.sql).unsafe(query.sql, parameters, {
+    const running = (this.reserved ?? this.sql).unsafe(query.sql, parameters, {
       prepare: parameters.length <= MAX_PREPARED_PARAMETERS,
     });
+    // Inside a transaction the server's statement timeout bounds each query; a lone query also waits in the queue.
+    const result = this.reserved ? await running : await within(Promise.resolve(running), this.bounds.queryMs, 'query answer');
     const { command, count } = result;
     const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE';
     return { numAffectedRows: changed ? BigInt(count) : undefined, rows: Array.from(result) as R[] };
@@ -69,10 +120,13 @@ class PostgresJsConnection implements DatabaseConnection {
 }
 
 class PostgresJsDriver implements Driver {
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly bounds: WaitBounds,
+  ) {}
   async init(): Promise<void> {}
   async acquireConnection(): Promise<DatabaseConnection> {
-    return new PostgresJsConnection(this.sql);
+    return new PostgresJsConnection(this.sql, this.bounds);
   }
   async beginTransaction(connection: PostgresJsConnection, settings: TransactionSettings): Promise<void> {
     await connection.reserve();

@@ -7,6 +7,9 @@
 // (number of instances) × its limits. The outage is logged once when it starts and once when it ends (not per
 // request) and shows in `healthy()` for readiness and metrics. Only the database's loss gives 503.
 //
+// At start-up the server waits (bounded, BALCAO_REDIS_STARTUP_WAIT_MS) for Redis before it listens, so limits
+// are exact across instances from the first request; only when that wait runs out does it fail open.
+//
 // A dead Redis adds no latency per request: the offline queue is disabled (a command on a broken connection
 // fails at once), connecting and each command have short timeouts (1 s, 250 ms), and after one failure
 // requests go straight to the memory counters until a background probe (or a reconnection) shows Redis works.
@@ -50,6 +53,8 @@ export interface RedisStoreOptions {
   /** How often to retry Redis after a failed command while the connection looks open. */
   probeEveryMs?: number;
   maxReconnectDelayMs?: number;
+  /** Longest a request waits for the first connection when `start` was not called first. */
+  startupWaitMs?: number;
 }
 
 type State = 'starting' | 'up' | 'down';
@@ -68,8 +73,10 @@ export class RedisRateLimitStore implements RateLimitStore {
   private lastError = 'not connected yet';
   private probe: NodeJS.Timeout | undefined;
   private closed = false;
-  /** Settles on the first connection attempt's outcome: only requests arriving before it wait, once. */
-  private readonly started: Promise<void>;
+  private readonly startupWaitMs: number;
+  /** Settles once Redis answered or the start-up wait ran out: only requests arriving before it wait, once. */
+  private starting: Promise<void> | undefined;
+  private settleStart: (() => void) | undefined;
 
   constructor(options: RedisStoreOptions) {
     this.logger = options.logger;
@@ -80,7 +87,9 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.fallback = new MemoryRateLimitStore(options.keyPrefix);
     const connectTimeout = options.connectTimeoutMs ?? 1_000;
     const maxReconnectDelay = options.maxReconnectDelayMs ?? 1_000;
+    this.startupWaitMs = options.startupWaitMs ?? 5_000;
     this.client = new Redis(options.url, {
+      lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       connectTimeout,
@@ -92,26 +101,42 @@ export class RedisRateLimitStore implements RateLimitStore {
       this.lastError = err.message;
     });
     this.client.on('ready', () => this.markUp());
-    this.client.on('close', () => this.markDown(this.lastError === '' ? 'connection closed' : this.lastError));
-    this.started = new Promise<void>((resolve) => {
-      const settle = () => {
-        clearTimeout(timer);
-        this.client.off('ready', settle);
-        this.client.off('close', settle);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        settle();
-        if (this.state === 'starting') this.markDown(`no connection within ${connectTimeout} ms`);
-      }, connectTimeout + 100);
-      timer.unref();
-      this.client.once('ready', settle);
-      this.client.once('close', settle);
+    this.client.on('close', () => {
+      // While starting, a refused attempt is retried until the start-up wait decides.
+      if (this.state !== 'starting') this.markDown(this.lastError === '' ? 'connection closed' : this.lastError);
     });
   }
 
+  /**
+   * Connects and waits until Redis answers or `waitMs` runs out; only then does the store fail open (and says
+   * so once). The server calls it once the app is built, before listening, so the wait starts when the event
+   * loop is free, and no request is counted per instance while Redis is merely slow to greet us.
+   */
+  start(waitMs: number = this.startupWaitMs): Promise<void> {
+    this.starting ??= new Promise<void>((resolve) => {
+      const settle = () => {
+        clearTimeout(timer);
+        this.client.off('ready', settle);
+        this.settleStart = undefined;
+        resolve();
+      };
+      // Decided in setImmediate (after the poll phase), so a greeting that arrived during a pause still counts.
+      const timer = setTimeout(() => {
+        setImmediate(() => {
+          if (this.state === 'starting') this.markDown(`no answer within ${waitMs} ms of start-up`);
+          settle();
+        });
+      }, waitMs);
+      this.settleStart = settle;
+      this.client.once('ready', settle);
+      // A failed attempt is retried by the retry strategy until the wait ends.
+      this.client.connect().catch(() => {});
+    });
+    return this.starting;
+  }
+
   async charge(subject: string, layers: readonly Layer[], now: number): Promise<Decision> {
-    if (this.state === 'starting') await this.started;
+    if (this.state === 'starting') await this.start();
     if (this.state === 'up') {
       try {
         return decide(layers, await this.count(subject, layers, now), now);
@@ -128,6 +153,7 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.settleStart?.();
     this.stopProbe();
     this.client.disconnect(false);
     await this.fallback.close();

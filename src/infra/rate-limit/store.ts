@@ -8,6 +8,8 @@ export interface RateLimitStore {
    * in the order given. Atomic: concurrent charges never see the same count, so a limit N lets exactly N through.
    */
   charge(subject: string, layers: readonly Layer[], now: number): Promise<Decision>;
+  /** Connects, waiting at most `waitMs` for the shared store to answer before failing open (no-op in memory). */
+  start?(waitMs: number): Promise<void>;
   /** False while the store runs on a fallback (Redis unreachable). */
   healthy(): boolean;
   close(): Promise<void>;

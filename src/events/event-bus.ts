@@ -1,0 +1,66 @@
+// Wakes held long-poll requests when their tenant gets an event: one LISTEN per instance (on
+// PostgreSQL a NOTIFY reaches every instance; PGlite delivers its own in process), fanned out in
+// memory to the waiters of that tenant. A key holds at most MAX_HELD_PER_KEY requests at once.
+import type { Database } from '../infra/db/database.ts';
+import { EVENTS_CHANNEL } from './record-event.ts';
+
+export const MAX_HELD_PER_KEY = 5;
+
+export class EventBus {
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly heldByKey = new Map<string, number>();
+  private unlisten: (() => Promise<void>) | undefined;
+  private closed = false;
+
+  constructor(private readonly database: Database) {}
+
+  async start(): Promise<void> {
+    this.unlisten = await this.database.listen(EVENTS_CHANNEL, (tenant) => {
+      for (const wake of this.waiters.get(tenant) ?? []) wake();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const set of this.waiters.values()) for (const wake of set) wake();
+    await this.unlisten?.();
+  }
+
+  /** Reserves one held request for the key; false when it already holds the maximum. */
+  hold(keyId: string): boolean {
+    const held = this.heldByKey.get(keyId) ?? 0;
+    if (held >= MAX_HELD_PER_KEY || this.closed) return false;
+    this.heldByKey.set(keyId, held + 1);
+    return true;
+  }
+
+  release(keyId: string): void {
+    const held = (this.heldByKey.get(keyId) ?? 1) - 1;
+    if (held <= 0) this.heldByKey.delete(keyId);
+    else this.heldByKey.set(keyId, held);
+  }
+
+  /** Resolves true at the tenant's next event, false after `ms` or when `signal` aborts. */
+  waitFor(tenant: string, ms: number, signal: AbortSignal): Promise<boolean> {
+    if (this.closed || signal.aborted || ms <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      let set = this.waiters.get(tenant);
+      if (!set) {
+        set = new Set();
+        this.waiters.set(tenant, set);
+      }
+      const done = (woken: boolean) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        set.delete(wake);
+        if (set.size === 0 && this.waiters.get(tenant) === set) this.waiters.delete(tenant);
+        resolve(woken && !this.closed);
+      };
+      const wake = () => done(true);
+      const onAbort = () => done(false);
+      const timer = setTimeout(() => done(false), ms);
+      signal.addEventListener('abort', onAbort, { once: true });
+      set.add(wake);
+    });
+  }
+}

@@ -1,0 +1,112 @@
+// GET /v1/events (with the long poll) and GET /v1/events/{id}. Scope `events:read`; the key then
+// sees only the events of resources it may read, in its own account and mode.
+import { type TObject, type TSchema, Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { errors } from '../errors/app-error.ts';
+import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
+import type { Db } from '../infra/db/database.ts';
+import { idParamsSchema, listQuerySchema, sparseSchema } from '../query/schemas.ts';
+import type { EventBus } from './event-bus.ts';
+import { MAX_HELD_PER_KEY } from './event-bus.ts';
+import { eventRow } from './event-schema.ts';
+import { EVENTS_QUERYABLE, type EventPage, getEvent, listEvents, RETENTION_DAYS, readableEventResources } from './list-events.ts';
+import { tenantChannelKey } from './record-event.ts';
+
+export const MAX_WAIT_SECONDS = 30;
+
+const guard = { resource: 'events', access: 'read' } as const;
+const tags = ['Events'];
+
+function parseWait(query: unknown): number {
+  const raw = (query as Record<string, unknown> | null)?.wait;
+  if (raw === undefined || raw === '') return 0;
+  if (typeof raw !== 'string' || !/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_WAIT_SECONDS)
+    throw errors.queryInvalid('invalid_wait');
+  return Number(raw);
+}
+
+function callerOf(request: FastifyRequest) {
+  const { auth, tenant } = request;
+  if (!auth || !tenant) throw errors.internal(new Error('events route without authentication'));
+  return { auth, tenant, resources: readableEventResources(auth) };
+}
+
+function eventsQuerySchema(): TObject {
+  const base = listQuerySchema(EVENTS_QUERYABLE);
+  const wait = Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_WAIT_SECONDS,
+      description:
+        'Long poll, with `sort=created_at`: when the page would be empty, hold the request up to this many seconds until an ' +
+        `event arrives, then answer as usual. At most ${MAX_HELD_PER_KEY} requests per key are held at once; more answer at once.`,
+    }),
+  );
+  return Type.Object({ ...base.properties, wait } as Record<string, TSchema>, { additionalProperties: true });
+}
+
+export function registerEventRoutes(app: FastifyInstance, db: Db, bus: EventBus): void {
+  const list = { whole: listEnvelopeSchema(eventRow), sparse: listEnvelopeSchema(sparseSchema(eventRow)) };
+
+  app.get(
+    '/v1/events',
+    {
+      config: { operationId: 'events.list', ...guard },
+      schema: {
+        operationId: 'events.list',
+        summary: 'List events (the change feed)',
+        description:
+          `Events of the last ${RETENTION_DAYS} days of the resources this key may read. With \`sort=created_at\` the page ` +
+          'always carries a `next_cursor`, the last page too: store it and resume from exactly there.',
+        tags,
+        querystring: eventsQuerySchema(),
+        response: { 200: listEnvelopeSchema(Type.Union([eventRow, sparseSchema(eventRow)])) },
+      },
+    },
+    async (request, reply) => {
+      const { auth, tenant, resources } = callerOf(request);
+      const wait = parseWait(request.query);
+      let page: EventPage = await listEvents(db, tenant, resources, request.query);
+      if (wait > 0 && page.forward && page.data.length === 0 && bus.hold(auth.keyId)) {
+        const abort = new AbortController();
+        const onClose = () => abort.abort();
+        reply.raw.once('close', onClose);
+        try {
+          const deadline = Date.now() + wait * 1000;
+          // An event of another resource wakes us too: then look again until the time is up.
+          while (
+            page.data.length === 0 &&
+            (await bus.waitFor(tenantChannelKey(tenant.teamId, tenant.mode), deadline - Date.now(), abort.signal))
+          )
+            page = await listEvents(db, tenant, resources, request.query);
+        } finally {
+          reply.raw.off('close', onClose);
+          bus.release(auth.keyId);
+        }
+      }
+      reply
+        .serializer(reply.compileSerializationSchema(page.sparse ? list.sparse : list.whole, '200'))
+        .type('application/json; charset=utf-8');
+      return listEnvelope(request, page.data, page.pagination);
+    },
+  );
+
+  app.get(
+    '/v1/events/:id',
+    {
+      config: { operationId: 'events.get', ...guard },
+      schema: {
+        operationId: 'events.get',
+        summary: 'Get one event',
+        tags,
+        params: idParamsSchema,
+        response: { 200: itemEnvelopeSchema(eventRow) },
+      },
+    },
+    async (request) => {
+      const { tenant, resources } = callerOf(request);
+      const { id } = request.params as { id: string };
+      return itemEnvelope(request, await getEvent(db, tenant, resources, id));
+    },
+  );
+}

@@ -1,0 +1,96 @@
+// Reads of the change feed through the query language (plan → keyset SQL): the caller's tenant,
+// the resources its key may read (scope and module), the 30-day retention. A forward list always
+// returns a cursor, so a sync job resumes exactly where it stopped, and may long-poll for more.
+import { sql } from 'kysely';
+import { errors } from '../errors/app-error.ts';
+import type { AuthContext, Tenant } from '../domain/tenant.ts';
+import type { Pagination } from '../http/envelope.ts';
+import type { Db } from '../infra/db/database.ts';
+import { selectScoped } from '../infra/db/tenancy.ts';
+import { CURSOR_KEY, compileList } from '../query/compile.ts';
+import type { QueryableResource } from '../query/contract.ts';
+import { encodeCursor } from '../query/cursor.ts';
+import { outputRow } from '../query/output.ts';
+import { parseQuery } from '../query/parse.ts';
+import { planList } from '../query/plan.ts';
+import { rowMeta } from '../query/row-meta.ts';
+import { resourceByName } from '../resources/registry.ts';
+import { isUuid } from '../schemas/formats.ts';
+import { EVENT_RESOURCES } from './event-types.ts';
+import { eventRow } from './event-schema.ts';
+
+type Row = Record<string, unknown>;
+
+export const RETENTION_DAYS = 30;
+
+/** The feed as the query language sees it (events belong to no module and no scope resource of their own). */
+export const EVENTS_QUERYABLE: QueryableResource = {
+  name: 'events',
+  table: 'events',
+  row: eventRow,
+  filters: { type: ['eq', 'in'], created_at: ['gt', 'gte', 'lt', 'lte'] },
+  sorts: ['created_at'],
+};
+
+/** The resources whose events this key may see: it may read them, and their module is on the contract. */
+export function readableEventResources(auth: AuthContext): string[] {
+  return EVENT_RESOURCES.filter((r) => {
+    const module = resourceByName(r)?.module;
+    return auth.granted.has(`${r}:read`) && module !== undefined && auth.modules.includes(module);
+  });
+}
+
+/** The events descriptor narrowed to the visible resources (literal values from a fixed list). */
+const visibleEvents = (resources: readonly string[]): QueryableResource => ({ ...EVENTS_QUERYABLE, where: { resource: resources } });
+
+const retentionCutoff = () => sql`now() - interval '${sql.raw(String(RETENTION_DAYS))} days'`;
+
+/** Where a forward walk over an empty feed starts: before every event. */
+const START_CURSOR = encodeCursor('created_at', '1970-01-01T00:00:00.000000Z', '00000000-0000-0000-0000-000000000000');
+
+export interface EventPage {
+  data: Row[];
+  pagination: Pagination;
+  sparse: boolean;
+  /** A forward (`sort=created_at`) list: the only kind a long poll may hold. */
+  forward: boolean;
+}
+
+export async function listEvents(db: Db, tenant: Tenant, resources: readonly string[], query: unknown): Promise<EventPage> {
+  const d = visibleEvents(resources);
+  const plan = planList(d, parseQuery(query));
+  const forward = !plan.sort.desc;
+  const meta = rowMeta(eventRow);
+  const given = typeof (query as Row | null)?.cursor === 'string' && (query as Row).cursor !== '' ? String((query as Row).cursor) : null;
+  const rows: Row[] = [];
+  if (resources.length > 0) {
+    for (const segment of compileList(db, d, plan, tenant)) {
+      const need = plan.limit + 1 - rows.length;
+      if (need <= 0) break;
+      rows.push(...((await segment.where('created_at', '>', retentionCutoff()).limit(need).execute()) as Row[]));
+    }
+  }
+  const hasMore = rows.length > plan.limit;
+  const page = hasMore ? rows.slice(0, plan.limit) : rows;
+  const last = page[page.length - 1];
+  const cursorOf = (row: Row) => encodeCursor(plan.sort.token, row[CURSOR_KEY] as string, String(row.id));
+  const nextCursor = last && (hasMore || forward) ? cursorOf(last) : forward ? (given ?? START_CURSOR) : null;
+  return {
+    data: page.map((row) => outputRow(row, plan.fields, meta)),
+    pagination: { next_cursor: nextCursor, has_more: hasMore, limit: plan.limit },
+    sparse: plan.fields.length < meta.fields.length,
+    forward,
+  };
+}
+
+export async function getEvent(db: Db, tenant: Tenant, resources: readonly string[], id: string): Promise<Row> {
+  if (!isUuid(id) || resources.length === 0) throw errors.notFound();
+  const meta = rowMeta(eventRow);
+  const row = (await selectScoped(db, 'events', tenant, { resource: resources })
+    .select(meta.fields as string[])
+    .where('id', '=', id)
+    .where('created_at', '>', retentionCutoff())
+    .executeTakeFirst()) as Row | undefined;
+  if (!row) throw errors.notFound();
+  return outputRow(row, meta.fields, meta);
+}

@@ -1,0 +1,75 @@
+// Records the event of one write inside the write's transaction, with a delivery row for every
+// enabled webhook endpoint of the tenant that subscribes to its type, and a NOTIFY that wakes
+// long polls and delivery workers once (and only if) the transaction commits.
+import { sql } from 'kysely';
+import type { Db } from '../infra/db/database.ts';
+import { outputRow } from '../query/output.ts';
+import { descriptorMeta } from '../query/row-meta.ts';
+import { getRecord } from '../resources/read-engine.ts';
+import type { WrittenRecord } from '../resources/write-engine.ts';
+import { type EventAction, eventType, isEventResource, patternsMatching } from './event-types.ts';
+
+export const EVENTS_CHANNEL = 'balcao_events';
+export const DELIVERIES_CHANNEL = 'balcao_webhook_deliveries';
+
+/** Fields every update changes, which would make every `previous_attributes` noisy. */
+const NOT_ATTRIBUTES = new Set(['updated_at']);
+
+/** The payload of an events NOTIFY: the tenant, so only its waiters wake. */
+export const tenantChannelKey = (teamId: string, mode: string): string => `${teamId}:${mode}`;
+
+function changedAttributes(before: Record<string, unknown>, after: Record<string, unknown>): Record<string, unknown> {
+  const previous: Record<string, unknown> = {};
+  for (const [field, old] of Object.entries(before)) {
+    if (NOT_ATTRIBUTES.has(field) || !(field in after)) continue;
+    if (JSON.stringify(old) !== JSON.stringify(after[field])) previous[field] = old;
+  }
+  return previous;
+}
+
+export async function recordEvent(trx: Db, written: WrittenRecord, requestId: string | null): Promise<void> {
+  const { descriptor: d, tenant } = written;
+  if (!isEventResource(d.name)) return;
+  const object = (await getRecord(trx, d, tenant, written.id, {})).data;
+  const previous =
+    written.action === 'updated' && written.before
+      ? changedAttributes(outputRow(written.before, descriptorMeta(d).fields, descriptorMeta(d)), object)
+      : null;
+  const type = eventType(d.name, written.action as EventAction);
+
+  const data = JSON.stringify({ object, previous_attributes: previous });
+  // One statement. The tenant's event counter row stays locked until commit, so the next event of
+  // this tenant takes its time and id after this one is visible: a reader walking forward never
+  // skips a late commit. The id is a UUIDv7: 48 bits of milliseconds, the version, 42 bits of the
+  // tenant's event sequence (ordered within a millisecond too) around the variant, 32 random bits.
+  await sql`
+    WITH seq AS (
+      INSERT INTO tenant_counters (team_id, mode, name, value) VALUES (${tenant.teamId}, ${tenant.mode}, 'events', 1)
+      ON CONFLICT (team_id, mode, name) DO UPDATE SET value = tenant_counters.value + 1
+      RETURNING value, clock_timestamp() AS at
+    ), event AS (
+      INSERT INTO events (id, team_id, mode, type, resource, data, request_id, created_at)
+      SELECT cast(
+          lpad(to_hex(cast(floor(extract(epoch from at) * 1000) as bigint)), 12, '0') || '7' ||
+          lpad(to_hex((value >> 30) & 4095), 3, '0') || to_hex(8 | ((value >> 28) & 3)) ||
+          lpad(to_hex(value & 268435455), 7, '0') || substr(md5(random()::text), 1, 8) as uuid),
+        ${tenant.teamId}, ${tenant.mode}, ${type}, ${d.name}, cast(cast(${data} as text) as json), ${requestId}, at
+      FROM seq
+      RETURNING id
+    ), deliveries AS (
+      INSERT INTO webhook_deliveries (endpoint_id, event_id, next_attempt_at)
+      SELECT e.id, event.id, now() FROM webhook_endpoints e, event
+      WHERE e.team_id = ${tenant.teamId} AND e.mode = ${tenant.mode} AND e.enabled
+        AND e.enabled_events && cast(ARRAY[${sql.join(patternsMatching(type))}] as text[])
+      RETURNING 1
+    )
+    SELECT pg_notify(${EVENTS_CHANNEL}, ${tenantChannelKey(tenant.teamId, tenant.mode)}),
+           CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN pg_notify(${DELIVERIES_CHANNEL}, '') END,
+           (SELECT count(*) FROM event) AS recorded`.execute(trx);
+}
+
+/** The write engine's in-transaction extension for one request. */
+export const eventRecorder =
+  (requestId: string) =>
+  (trx: Db, written: WrittenRecord): Promise<void> =>
+    recordEvent(trx, written, requestId);

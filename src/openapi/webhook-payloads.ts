@@ -1,0 +1,59 @@
+// OpenAPI 3.1 top-level `webhooks`: one entry per event type, the POST a subscribed endpoint
+// receives (the event object with its record, and the Standard Webhooks headers).
+import { Type } from '@sinclair/typebox';
+import { eventDataSchema } from '../events/event-schema.ts';
+import { EVENT_ACTIONS, EVENT_OBJECTS, EVENT_RESOURCES } from '../events/event-types.ts';
+import { resourceByName } from '../resources/registry.ts';
+import { F } from '../schemas/common.ts';
+
+type Json = Record<string, any>;
+
+const HEADERS: Json = {
+  'webhook-id': {
+    description: 'The event id: the same on every retry (use it to drop duplicates).',
+    schema: { type: 'string', format: 'uuid' },
+  },
+  'webhook-timestamp': { description: 'Unix seconds when this attempt was signed.', schema: { type: 'string' } },
+  'webhook-signature': {
+    description: 'Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks).',
+    schema: { type: 'string' },
+  },
+};
+
+export function webhookPayloads(): Json {
+  const out: Json = {};
+  for (const resource of EVENT_RESOURCES) {
+    const d = resourceByName(resource);
+    if (!d) continue;
+    const object = EVENT_OBJECTS[resource];
+    for (const action of EVENT_ACTIONS) {
+      const type = `${object}.${action}`;
+      const title = `${object.charAt(0).toUpperCase()}${object.slice(1)}${action.charAt(0).toUpperCase()}${action.slice(1)}Event`;
+      const schema = Type.Object(
+        {
+          id: F.uuid(),
+          type: Type.Literal(type),
+          created_at: F.timestamp(),
+          data: eventDataSchema(d.row),
+          request_id: F.textOrNull(),
+        },
+        { title },
+      );
+      out[type] = {
+        post: {
+          operationId: `webhooks.${type}`,
+          summary: `${type}: ${action === 'updated' ? 'a record changed' : action === 'created' ? 'a record was created' : 'a record was deleted (soft)'}`,
+          description:
+            'Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. ' +
+            'Delivery is at least once and order is not guaranteed.',
+          tags: ['Webhook endpoints'],
+          parameters: Object.entries(HEADERS).map(([name, h]) => ({ name, in: 'header', required: true, ...h })),
+          requestBody: { required: true, content: { 'application/json': { schema: JSON.parse(JSON.stringify(schema)) } } },
+          responses: { '200': { description: 'Any 2xx acknowledges the event.' } },
+          security: [],
+        },
+      };
+    }
+  }
+  return out;
+}

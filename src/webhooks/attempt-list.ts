@@ -1,0 +1,62 @@
+// GET /v1/webhook-endpoints/{id}/deliveries: the endpoint's attempts, newest first, in keyset
+// pages (`limit`, `cursor`), each with its outcome and when the next attempt is due.
+import { sql } from 'kysely';
+import type { Tenant } from '../domain/tenant.ts';
+import type { Pagination } from '../http/envelope.ts';
+import type { Db } from '../infra/db/database.ts';
+import { selectScoped } from '../infra/db/tenancy.ts';
+import { decodeCursor, encodeCursor } from '../query/cursor.ts';
+import { outputRow } from '../query/output.ts';
+import { planLimit } from '../query/plan.ts';
+import { rowMeta } from '../query/row-meta.ts';
+import { getEndpoint } from './endpoint-repository.ts';
+import { webhookAttemptRow } from './endpoint-schema.ts';
+
+type Row = Record<string, unknown>;
+const SORT = '-created_at';
+const meta = rowMeta(webhookAttemptRow);
+
+export async function listAttempts(
+  db: Db,
+  tenant: Tenant,
+  endpointId: string,
+  query: Row,
+): Promise<{ data: Row[]; pagination: Pagination }> {
+  await getEndpoint(db, tenant, endpointId);
+  const limit = planLimit(typeof query.limit === 'string' ? query.limit : undefined);
+  const after = typeof query.cursor === 'string' && query.cursor !== '' ? decodeCursor(query.cursor, SORT, 'timestamp', false) : null;
+  let q = selectScoped(db, 'webhook_attempts', tenant)
+    .where('endpoint_id', '=', endpointId)
+    .select([
+      'id',
+      'event_id',
+      'event_type',
+      'attempt_number',
+      'created_at',
+      'response_status',
+      'error',
+      'response_body',
+      'duration_ms',
+      'next_attempt_at',
+      sql<string>`case when response_status between 200 and 299 then 'succeeded' when next_attempt_at is null then 'failed' else 'retrying' end`.as(
+        'status',
+      ),
+      sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('cursor_value'),
+    ])
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1);
+  if (after) q = q.where(sql`(created_at, id) < (cast(${after.value} as timestamptz), cast(${after.id} as uuid))` as never);
+  const rows = (await q.execute()) as Row[];
+  const hasMore = rows.length > limit;
+  const page = hasMore ? rows.slice(0, limit) : rows;
+  const last = page[page.length - 1];
+  return {
+    data: page.map((r) => outputRow(r, meta.fields, meta)),
+    pagination: {
+      next_cursor: hasMore && last ? encodeCursor(SORT, String(last.cursor_value), String(last.id)) : null,
+      has_more: hasMore,
+      limit,
+    },
+  };
+}

@@ -1,0 +1,237 @@
+// The delivery queue's worker, inside every `balcao serve` (and every app instance): claims due
+// deliveries with FOR UPDATE SKIP LOCKED and a lease (N instances deliver each attempt once; a
+// killed instance's lease runs out and another takes over), posts them, records each attempt,
+// schedules the retry with jitter, marks the last failure `failed`, and disables an endpoint that
+// has failed everything for 5 days. Sleeps until the next due time or a NOTIFY; no busy loop.
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { sql } from 'kysely';
+import type { Config } from '../config.ts';
+import { eventRow } from '../events/event-schema.ts';
+import { RETENTION_DAYS } from '../events/list-events.ts';
+import { DELIVERIES_CHANNEL } from '../events/record-event.ts';
+import type { Database } from '../infra/db/database.ts';
+import { outputRow } from '../query/output.ts';
+import { rowMeta } from '../query/row-meta.ts';
+import { type AttemptOutcome, postWebhook } from './post-webhook.ts';
+import { signatureHeader } from './signing.ts';
+
+const BATCH = 10;
+const LEASE_MARGIN_MS = 10_000;
+/** Longest sleep when nothing is due: bounds how late a lease left by a killed instance is noticed. */
+const IDLE_MS = 30_000;
+const DISABLE_AFTER_DAYS = 5;
+const RETENTION_EVERY_MS = 60 * 60 * 1000;
+/** How long a graceful stop lets attempts in flight finish before releasing them. */
+const STOP_GRACE_MS = 3000;
+
+type Row = Record<string, unknown>;
+
+interface Claimed {
+  id: string;
+  attempt_count: number;
+  endpoint_id: string;
+  team_id: string;
+  mode: string;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  event: Row;
+}
+
+/** ±10% around the scheduled delay, so retries of many deliveries do not land together. */
+const withJitter = (seconds: number): number => Math.max(0, Math.round(seconds * 1000 * (0.9 + Math.random() * 0.2)));
+
+export class DeliveryWorker {
+  private readonly owner = randomUUID();
+  private readonly leaseMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private retentionTimer: NodeJS.Timeout | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly database: Database,
+    private readonly config: Pick<Config, 'webhookRetrySchedule' | 'webhookAllowPrivate' | 'webhookTimeoutMs'>,
+    private readonly log: FastifyBaseLogger,
+  ) {
+    // Long enough that a starved event loop (a busy machine) never lets a live attempt's lease lapse.
+    this.leaseMs = 2 * config.webhookTimeoutMs + LEASE_MARGIN_MS;
+  }
+
+  async start(): Promise<void> {
+    this.unlisten = await this.database.listen(DELIVERIES_CHANNEL, () => this.kick());
+    this.retentionTimer = setInterval(() => void this.purgeExpired(), RETENTION_EVERY_MS).unref();
+    this.kick();
+  }
+
+  /** Stops claiming; lets attempts in flight finish for a moment, then aborts and releases them. */
+  async close(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    clearInterval(this.retentionTimer);
+    await this.unlisten?.().catch(() => {});
+    if (this.running) {
+      const grace = new Promise((resolve) => setTimeout(resolve, STOP_GRACE_MS).unref());
+      if ((await Promise.race([this.running.then(() => 'done'), grace])) !== 'done') {
+        this.abort.abort();
+        await this.running;
+      }
+    }
+  }
+
+  /** Runs a cycle now, or right after the one running. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.running = this.cycle()
+      .catch((err) => this.log.error({ err }, 'webhook delivery cycle failed'))
+      .finally(() => {
+        this.running = undefined;
+        if (this.stopped) return;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        } else void this.scheduleNext();
+      });
+  }
+
+  private async scheduleNext(): Promise<void> {
+    let wait = IDLE_MS;
+    try {
+      const { rows } = await sql<{ ms: number | null }>`
+        SELECT cast(extract(epoch from (min(greatest(d.next_attempt_at, coalesce(d.lease_until, d.next_attempt_at))) - now())) * 1000 as float8) AS ms
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.status = 'pending' AND e.enabled`.execute(this.database.db);
+      const ms = rows[0]?.ms;
+      if (ms !== null && ms !== undefined) wait = Math.min(IDLE_MS, Math.max(0, Math.ceil(Number(ms)) + 5));
+    } catch (err) {
+      this.log.error({ err }, 'webhook scheduling failed');
+    }
+    if (this.stopped || this.running) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.kick(), wait).unref();
+  }
+
+  private async cycle(): Promise<void> {
+    for (;;) {
+      if (this.stopped) return;
+      const claimed = await this.claim();
+      await Promise.all(claimed.map((c) => this.deliver(c)));
+      if (claimed.length < BATCH) return;
+    }
+  }
+
+  /** Due deliveries no live lease holds, leased to this worker in one statement. */
+  private async claim(): Promise<Claimed[]> {
+    const db = this.database.db;
+    const { rows } = await sql<{ id: string }>`
+      UPDATE webhook_deliveries SET lease_until = now() + cast(${`${this.leaseMs} milliseconds`} as interval), lease_owner = ${this.owner}
+      WHERE id IN (
+        SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) AND e.enabled
+        ORDER BY d.next_attempt_at
+        LIMIT ${BATCH}
+        FOR UPDATE OF d SKIP LOCKED)
+      RETURNING id`.execute(db);
+    if (rows.length === 0) return [];
+    // The queue serves every tenant: deliveries are addressed by the ids just claimed, and each
+    // carries the tenant of its event into its attempt.
+    const found = (
+      await sql<Row>`
+        SELECT d.id AS delivery_id, d.attempt_count, d.endpoint_id, e.url, e.secret,
+               CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
+               ev.team_id, ev.mode, ev.id, ev.type, ev.created_at, ev.data, ev.request_id
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN events ev ON ev.id = d.event_id
+        WHERE d.id IN (${sql.join(rows.map((r) => r.id))})`.execute(db)
+    ).rows;
+    const meta = rowMeta(eventRow);
+    return found.map((r) => ({
+      id: String(r.delivery_id),
+      attempt_count: Number(r.attempt_count),
+      endpoint_id: String(r.endpoint_id),
+      team_id: String(r.team_id),
+      mode: String(r.mode),
+      url: String(r.url),
+      secret: String(r.secret),
+      previous_secret: (r.previous_secret as string | null) ?? null,
+      event: outputRow(r, meta.fields, meta),
+    }));
+  }
+
+  private async deliver(c: Claimed): Promise<void> {
+    const body = JSON.stringify(c.event);
+    const id = String(c.event.id);
+    const timestamp = Math.floor(Date.now() / 1000);
+    const secrets = c.previous_secret ? [c.secret, c.previous_secret] : [c.secret];
+    const outcome = await postWebhook(
+      c.url,
+      { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader(secrets, id, timestamp, body) },
+      body,
+      { timeoutMs: this.config.webhookTimeoutMs, allowPrivate: this.config.webhookAllowPrivate, signal: this.abort.signal },
+    );
+    try {
+      if (outcome.aborted) await this.release(c);
+      else await this.record(c, outcome);
+    } catch (err) {
+      // The lease runs out and the delivery is attempted again: at least once.
+      this.log.error({ err, delivery: c.id }, 'webhook attempt not recorded');
+    }
+  }
+
+  private async release(c: Claimed): Promise<void> {
+    await sql`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE id = ${c.id} AND lease_owner = ${this.owner}`.execute(
+      this.database.db,
+    );
+  }
+
+  private async record(c: Claimed, outcome: AttemptOutcome): Promise<void> {
+    const attempt = c.attempt_count + 1;
+    const schedule = this.config.webhookRetrySchedule;
+    const delay = outcome.ok ? undefined : schedule[attempt - 1];
+    const status = outcome.ok ? 'succeeded' : delay === undefined ? 'failed' : 'pending';
+    const nextAt = delay === undefined ? null : new Date(Date.now() + withJitter(delay));
+    await this.database.db.transaction().execute(async (trx) => {
+      await sql`
+        UPDATE webhook_deliveries
+        SET status = ${status}, attempt_count = ${attempt}, next_attempt_at = ${nextAt?.toISOString() ?? null}, lease_until = NULL, lease_owner = NULL
+        WHERE id = ${c.id}`.execute(trx);
+      await sql`
+        INSERT INTO webhook_attempts (team_id, mode, delivery_id, endpoint_id, event_id, event_type, attempt_number, response_status, error,
+                                      response_body, duration_ms, next_attempt_at)
+        VALUES (${c.team_id}, ${c.mode}, ${c.id}, ${c.endpoint_id}, ${String(c.event.id)}, ${String(c.event.type)}, ${attempt},
+                ${outcome.status}, ${outcome.error}, ${outcome.body}, ${outcome.durationMs}, ${nextAt?.toISOString() ?? null})`.execute(
+        trx,
+      );
+      if (outcome.ok) {
+        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ${c.endpoint_id} AND failing_since IS NOT NULL`.execute(trx);
+        return;
+      }
+      await sql`
+        UPDATE webhook_endpoints SET
+          failing_since = coalesce(failing_since, now()),
+          enabled = CASE WHEN failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days' THEN false ELSE enabled END,
+          disabled_reason = CASE WHEN failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days'
+            THEN ${`Disabled: every delivery failed for ${DISABLE_AFTER_DAYS} days (last: ${outcome.error ?? `HTTP ${outcome.status}`}).`}
+            ELSE disabled_reason END
+        WHERE id = ${c.endpoint_id}`.execute(trx);
+    });
+    if (!outcome.ok) this.log.info({ delivery: c.id, attempt, status: outcome.status, error: outcome.error }, 'webhook attempt failed');
+  }
+
+  /** Retention: events (with their deliveries and attempts) go after RETENTION_DAYS. */
+  private async purgeExpired(): Promise<void> {
+    try {
+      await sql`DELETE FROM events WHERE created_at < now() - interval '${sql.raw(String(RETENTION_DAYS))} days'`.execute(this.database.db);
+    } catch (err) {
+      this.log.error({ err }, 'event retention failed');
+    }
+  }
+}

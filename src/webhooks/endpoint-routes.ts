@@ -1,0 +1,197 @@
+// The webhook endpoint routes: create, list, get, update, delete, rotate the secret, and list
+// the delivery attempts. Scopes `webhooks:write` / `webhooks:read`; URLs are checked for SSRF.
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
+import { errors, type FieldError } from '../errors/app-error.ts';
+import { toFieldErrors } from '../http/body-validation.ts';
+import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
+import { createIdempotencyHooks } from '../http/idempotency.ts';
+import type { Db } from '../infra/db/database.ts';
+import { IdempotencyStore } from '../infra/idempotency-store.ts';
+import { MAX_LIMIT } from '../query/plan.ts';
+import { idParamsSchema } from '../query/schemas.ts';
+import { urlRefusal } from './address-safety.ts';
+import { listAttempts } from './attempt-list.ts';
+import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, updateEndpoint } from './endpoint-repository.ts';
+import {
+  createWebhookEndpointBody,
+  MAX_ENDPOINTS,
+  updateWebhookEndpointBody,
+  webhookAttemptRow,
+  webhookEndpointRow,
+  webhookEndpointWithSecret,
+} from './endpoint-schema.ts';
+
+const tags = ['Webhook endpoints'];
+const read = { resource: 'webhooks', access: 'read' } as const;
+const write = { resource: 'webhooks', access: 'write' } as const;
+const writeBody = { attachValidation: true } as const;
+
+function tenantOf(request: FastifyRequest) {
+  if (!request.tenant) throw errors.internal(new Error('webhook route without a tenant'));
+  return request.tenant;
+}
+
+/** Ajv's refusals and the URL's, as one 422. */
+async function refuseInvalid(request: FastifyRequest, config: Config): Promise<void> {
+  const failure = request.validationError as (Error & { validation?: unknown[]; validationContext?: string }) | undefined;
+  const found: FieldError[] =
+    failure?.validation && failure.validationContext === 'body'
+      ? toFieldErrors(failure.validation as Parameters<typeof toFieldErrors>[0])
+      : [];
+  const url = (request.body as { url?: unknown } | undefined)?.url;
+  if (typeof url === 'string' && !found.some((e) => e.field === 'url')) {
+    const reason = await urlRefusal(url, config.webhookAllowPrivate);
+    if (reason) found.push({ field: 'url', code: 'url_not_allowed', message: `URL recusada: ${reason}.` });
+  }
+  if (found.length > 0) throw errors.bodyInvalid(found);
+}
+
+export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, config: Config): void {
+  const hooks = createIdempotencyHooks(new IdempotencyStore(db));
+
+  app.post(
+    '/v1/webhook-endpoints',
+    {
+      ...writeBody,
+      config: { operationId: 'webhook-endpoints.create', ...write },
+      preValidation: hooks.claim,
+      onSend: hooks.record,
+      schema: {
+        operationId: 'webhook-endpoints.create',
+        summary: 'Create a webhook endpoint',
+        description: `At most ${MAX_ENDPOINTS} endpoints per account and mode. The answer carries the signing \`secret\`, shown once.`,
+        tags,
+        body: createWebhookEndpointBody,
+        response: { 201: itemEnvelopeSchema(webhookEndpointWithSecret) },
+      },
+    },
+    async (request, reply) => {
+      await refuseInvalid(request, config);
+      const created = await createEndpoint(db, tenantOf(request), request.body as never, hooks.beforeCommit(request));
+      return reply.code(201).send(itemEnvelope(request, created));
+    },
+  );
+
+  app.get(
+    '/v1/webhook-endpoints',
+    {
+      config: { operationId: 'webhook-endpoints.list', ...read },
+      schema: {
+        operationId: 'webhook-endpoints.list',
+        summary: 'List webhook endpoints',
+        description: `Every endpoint of the account in this mode (at most ${MAX_ENDPOINTS}, one page), oldest first.`,
+        tags,
+        response: { 200: listEnvelopeSchema(webhookEndpointRow) },
+      },
+    },
+    async (request) => {
+      const data = await listEndpoints(db, tenantOf(request));
+      return listEnvelope(request, data, { next_cursor: null, has_more: false, limit: MAX_ENDPOINTS });
+    },
+  );
+
+  app.get(
+    '/v1/webhook-endpoints/:id',
+    {
+      config: { operationId: 'webhook-endpoints.get', ...read },
+      schema: {
+        operationId: 'webhook-endpoints.get',
+        summary: 'Get a webhook endpoint',
+        tags,
+        params: idParamsSchema,
+        response: { 200: itemEnvelopeSchema(webhookEndpointRow) },
+      },
+    },
+    async (request) => itemEnvelope(request, await getEndpoint(db, tenantOf(request), (request.params as { id: string }).id)),
+  );
+
+  app.patch(
+    '/v1/webhook-endpoints/:id',
+    {
+      ...writeBody,
+      config: { operationId: 'webhook-endpoints.update', ...write },
+      schema: {
+        operationId: 'webhook-endpoints.update',
+        summary: 'Update a webhook endpoint',
+        description: 'Only the fields sent change. `enabled: true` re-enables an endpoint the service disabled.',
+        tags,
+        params: idParamsSchema,
+        body: updateWebhookEndpointBody,
+        response: { 200: itemEnvelopeSchema(webhookEndpointRow) },
+      },
+    },
+    async (request) => {
+      const tenant = tenantOf(request);
+      const { id } = request.params as { id: string };
+      await getEndpoint(db, tenant, id);
+      await refuseInvalid(request, config);
+      return itemEnvelope(request, await updateEndpoint(db, tenant, id, request.body as never));
+    },
+  );
+
+  app.delete(
+    '/v1/webhook-endpoints/:id',
+    {
+      config: { operationId: 'webhook-endpoints.delete', ...write },
+      schema: {
+        operationId: 'webhook-endpoints.delete',
+        summary: 'Delete a webhook endpoint',
+        description: 'Deletes the endpoint with its pending deliveries and its attempts.',
+        tags,
+        params: idParamsSchema,
+        response: { 204: Type.Null({ description: 'No body.' }) },
+      },
+    },
+    async (request, reply) => {
+      await deleteEndpoint(db, tenantOf(request), (request.params as { id: string }).id);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/v1/webhook-endpoints/:id/rotate-secret',
+    {
+      config: { operationId: 'webhook-endpoints.rotate-secret', ...write },
+      preValidation: hooks.claim,
+      onSend: hooks.record,
+      schema: {
+        operationId: 'webhook-endpoints.rotate-secret',
+        summary: 'Rotate the signing secret',
+        description: 'Answers the new `secret`, shown once. The previous secret keeps signing for 24 hours, so both verify meanwhile.',
+        tags,
+        params: idParamsSchema,
+        response: { 200: itemEnvelopeSchema(webhookEndpointWithSecret) },
+      },
+    },
+    async (request) =>
+      itemEnvelope(request, await rotateSecret(db, tenantOf(request), (request.params as { id: string }).id, hooks.beforeCommit(request))),
+  );
+
+  app.get(
+    '/v1/webhook-endpoints/:id/deliveries',
+    {
+      config: { operationId: 'webhook-endpoints.deliveries', ...read },
+      schema: {
+        operationId: 'webhook-endpoints.deliveries',
+        summary: 'List the delivery attempts of an endpoint',
+        description: 'Newest first: event, attempt number, time, response status or error, duration and the next attempt.',
+        tags,
+        params: idParamsSchema,
+        querystring: Type.Object(
+          {
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: 20, description: `Page size, 1..${MAX_LIMIT}.` })),
+            cursor: Type.Optional(Type.String({ description: '`pagination.next_cursor` of the previous page.' })),
+          },
+          { additionalProperties: true },
+        ),
+        response: { 200: listEnvelopeSchema(webhookAttemptRow) },
+      },
+    },
+    async (request) => {
+      const { data, pagination } = await listAttempts(db, tenantOf(request), (request.params as { id: string }).id, request.query as never);
+      return listEnvelope(request, data, pagination);
+    },
+  );
+}

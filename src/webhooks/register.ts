@@ -1,0 +1,27 @@
+// Plugs events and webhooks into the app: the change-feed routes and their long-poll bus, the
+// webhook endpoint routes, and the delivery worker, started once the app listens (building the
+// app alone, as the OpenAPI dump does, touches no database) and stopped, attempts in flight
+// finished or released, when it closes.
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Database } from '../infra/db/database.ts';
+import { EventBus } from '../events/event-bus.ts';
+import { registerEventRoutes } from '../events/event-routes.ts';
+import { DeliveryWorker } from './delivery-worker.ts';
+import { registerWebhookEndpointRoutes } from './endpoint-routes.ts';
+
+export function registerEvents(app: FastifyInstance, deps: { config: Config; database: Database }): void {
+  const { config, database } = deps;
+  const bus = new EventBus(database);
+  const worker = new DeliveryWorker(database, config, app.log);
+  registerEventRoutes(app, database.db, bus);
+  registerWebhookEndpointRoutes(app, database.db, config);
+  app.addHook('onListen', async () => {
+    await bus.start();
+    await worker.start();
+  });
+  app.addHook('preClose', async () => {
+    await bus.close();
+    await worker.close();
+  });
+}

@@ -1,0 +1,150 @@
+// Database faults on a PostgreSQL of this test's own, which it stops and starts with traffic running: every
+// request answers 503 quickly while it is away, readiness says so, and service resumes by itself when it is
+// back; a locked table ends in a statement timeout (503) instead of holding requests and the pool.
+// The bounds below are behaviour bounds (2 s, 5 s) plus a margin for a loaded machine, not speed claims.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import postgres from 'postgres';
+import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/database.ts';
+import { migrate } from '../src/infra/db/migrate.ts';
+import { startTestServer, type TestServer } from './helpers/harness.ts';
+import { type OwnPostgres, startOwnPostgres } from './helpers/postgres-server.ts';
+
+/** Added to every bound: the suite shares two cores with other suites. */
+const LOAD_MARGIN_MS = 1_500;
+
+interface Sample {
+  startedAt: number;
+  ms: number;
+  status: number;
+  retryAfter: string | null;
+  contentType: string | null;
+}
+
+async function timed(url: string, key?: string): Promise<Sample> {
+  const startedAt = Date.now();
+  const res = await fetch(url, { headers: key ? { authorization: `Bearer ${key}` } : {} });
+  await res.arrayBuffer();
+  return {
+    startedAt,
+    ms: Date.now() - startedAt,
+    status: res.status,
+    retryAfter: res.headers.get('retry-after'),
+    contentType: res.headers.get('content-type'),
+  };
+}
+
+async function waitFor(what: string, withinMs: number, probe: () => Promise<boolean>): Promise<number> {
+  const startedAt = Date.now();
+  while (Date.now() - startedAt < withinMs) {
+    if (await probe()) return Date.now() - startedAt;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.fail(`${what} did not happen within ${withinMs} ms`);
+}
+
+describe('database faults', () => {
+  let pg: OwnPostgres;
+  let s: TestServer;
+  let database: Database;
+  let keys: string[];
+  before(async () => {
+    pg = await startOwnPostgres();
+    database = await openDatabase({ databaseUrl: pg.url, dataDir: '', dbTimeouts: { ...DEFAULT_DB_TIMEOUTS, statementMs: 1_000 } });
+    await migrate(database.db);
+    s = await startTestServer({ database });
+    const { key, account } = await s.createAccountWithKey();
+    keys = [key, (await s.createKey(account.id)).key, (await s.createKey(account.id)).key];
+  });
+  after(async () => {
+    // The harness does not close a database it was given.
+    await s?.close();
+    await database?.close();
+    await pg?.destroy();
+  });
+
+  it('PostgreSQL stopped under traffic: 503 with Retry-After at once, not ready, then service resumes by itself', async () => {
+    const samples: Sample[] = [];
+    let running = true;
+    // Steady traffic of every key, about 10 requests a second, through the whole test.
+    const traffic = (async () => {
+      for (let i = 0; running && i < 2_000; i++) {
+        samples.push(await timed(`${s.url}/v1/customers?limit=1`, keys[i % keys.length]));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    try {
+      await waitFor('traffic served', 10_000, async () => samples.filter((x) => x.status === 200).length >= 5);
+
+      await pg.stop();
+      const stoppedAt = Date.now();
+      const unready = await waitFor('readiness says not ready', 2_000 + LOAD_MARGIN_MS, async () => {
+        return (await timed(`${s.url}/health/ready`)).status === 503;
+      });
+      assert.ok(unready <= 2_000 + LOAD_MARGIN_MS);
+      // Hold the outage a while, so lookups and pool waits meet a dead server many times over.
+      await new Promise((r) => setTimeout(r, 3_000));
+      const during = samples.filter((x) => x.startedAt > stoppedAt + 100);
+      assert.ok(during.length >= 10, `traffic kept coming during the outage (${during.length})`);
+      for (const x of during) {
+        assert.equal(x.status, 503, JSON.stringify(x));
+        assert.equal(x.retryAfter, '1');
+        assert.match(x.contentType ?? '', /^application\/problem\+json/);
+        assert.ok(x.ms <= 2_000 + LOAD_MARGIN_MS, `a request waited ${x.ms} ms during the outage`);
+      }
+
+      await pg.start();
+      const restartedAt = Date.now();
+      for (const key of keys)
+        await waitFor('every key works again', 5_000 + LOAD_MARGIN_MS - (Date.now() - restartedAt), async () => {
+          return (await timed(`${s.url}/v1/customers?limit=1`, key)).status === 200;
+        });
+      await waitFor('ready again', 5_000 + LOAD_MARGIN_MS - (Date.now() - restartedAt), async () => {
+        return (await timed(`${s.url}/health/ready`)).status === 200;
+      });
+    } finally {
+      running = false;
+      await traffic;
+    }
+  });
+
+  it('a locked table: requests end in a statement timeout (503) instead of waiting, and the pool stays usable', async () => {
+    const admin = postgres(pg.url.replace(/\/postgres$/, `/${await databaseName(s)}`), { max: 1, onnotice: () => {} });
+    let unlock: () => void = () => {};
+    const locked = new Promise<void>((resolve) => {
+      unlock = resolve;
+    });
+    let lockTaken: () => void = () => {};
+    const taken = new Promise<void>((resolve) => {
+      lockTaken = resolve;
+    });
+    const holder = admin.begin(async (trx) => {
+      await trx`LOCK TABLE customers IN ACCESS EXCLUSIVE MODE`;
+      lockTaken();
+      await locked;
+    });
+    try {
+      await taken;
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => timed(`${s.url}/v1/customers?limit=1`, keys[i % keys.length])),
+      );
+      for (const x of results) {
+        assert.equal(x.status, 503, JSON.stringify(x));
+        assert.ok(x.ms <= 2_000 + LOAD_MARGIN_MS * 2, `a request waited ${x.ms} ms on the lock`);
+      }
+      const ready = await timed(`${s.url}/health/ready`);
+      assert.equal(ready.status, 200, 'other tables are served: the instance is still ready');
+      assert.equal((await timed(`${s.url}/v1/me`, keys[0])).status, 200);
+    } finally {
+      unlock();
+      await holder;
+      await admin.end();
+    }
+    assert.equal((await timed(`${s.url}/v1/customers?limit=1`, keys[0])).status, 200);
+  });
+});
+
+async function databaseName(s: TestServer): Promise<string> {
+  const { sql } = await import('kysely');
+  return (await sql<{ name: string }>`SELECT current_database() AS name`.execute(s.db)).rows[0]?.name ?? 'postgres';
+}

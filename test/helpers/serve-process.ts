@@ -1,0 +1,148 @@
+// The real `balcao serve` in a child process (`node bin/balcao.js serve --json`) over a scratch database, with an
+// account and key made beforehand, its logs collected, and ways to stop or kill it: for graceful-stop, crash and
+// secrets tests. HTTP goes through node:http with a keep-alive agent, so the test controls its connections.
+import { type ChildProcess, spawn } from 'node:child_process';
+import http from 'node:http';
+import { createAccount } from '../../src/accounts/account-repository.ts';
+import { createKey } from '../../src/accounts/key-repository.ts';
+import { MODULES } from '../../src/domain/modules.ts';
+import { openDatabase } from '../../src/infra/db/database.ts';
+import { migrate } from '../../src/infra/db/migrate.ts';
+import { BIN, type ScratchEnv, scratchEnv } from './cli.ts';
+import { UNLIMITED } from './write-fixtures.ts';
+
+export interface ServeProcess {
+  child: ChildProcess;
+  url: string;
+  /** Everything the process wrote to stderr (its log lines in --json mode). */
+  logs(): string;
+  /** Resolves with the exit code (or the signal's name) once the process is gone. */
+  exited: Promise<number | string>;
+}
+
+export interface Scratch extends ScratchEnv {
+  key: string;
+  keyId: string;
+  accountId: string;
+}
+
+/** A scratch database with an account (every module, no practical limits) and a `*:write` key. */
+export async function scratchWithKey(): Promise<Scratch> {
+  const scratch = await scratchEnv();
+  const database = await openDatabase({ databaseUrl: scratch.env.DATABASE_URL, dataDir: scratch.env.BALCAO_DATA_DIR as string }, 'test');
+  try {
+    await migrate(database.db);
+    const account = await createAccount(database.db, {
+      name: 'Loja Serve',
+      plan_code: 'enterprise',
+      modules: [...MODULES],
+      read_only: false,
+      api_enabled: true,
+      rate_limit_overrides: UNLIMITED,
+    });
+    const { row, key } = await createKey(database.db, {
+      accountId: account.id,
+      name: 'serve key',
+      mode: 'live',
+      scopes: ['*:write'],
+      allowedIps: [],
+      expiresAt: null,
+      brand: 'balcao',
+    });
+    return { ...scratch, key, keyId: row.id, accountId: account.id };
+  } finally {
+    await database.close();
+  }
+}
+
+export function spawnServe(env: Record<string, string>): Promise<ServeProcess> {
+  const { TEST_DATABASE_URL: _t, DATABASE_URL: _d, REDIS_URL: _r, ...rest } = process.env;
+  const child = spawn(process.execPath, [BIN, 'serve', '--json'], {
+    env: { ...rest, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr?.on('data', (d) => {
+    stderr += d;
+  });
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`balcao serve did not start: ${stderr}`));
+    }, 60_000);
+    child.stdout?.on('data', (d) => {
+      stdout += d;
+      const line = stdout.split('\n').find((l) => l.trim().startsWith('{'));
+      if (line && stdout.includes('\n')) {
+        clearTimeout(timer);
+        resolve({ child, url: JSON.parse(line).url, logs: () => stderr, exited });
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`balcao serve exited with ${code}: ${stderr}`));
+    });
+  });
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  body: any;
+}
+
+/** One request over `agent` (keep-alive); resolves with the answer, rejects on a dropped connection. */
+export function send(
+  url: string,
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown; headers?: Record<string, string>; agent?: http.Agent } = {},
+): Promise<HttpAnswer> {
+  const target = new URL(path, url);
+  const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  if (payload !== undefined) {
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(Buffer.byteLength(payload));
+  }
+  return new Promise((resolve, reject) => {
+    const req = http.request(target, { method, headers, agent: options.agent }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => {
+        text += chunk;
+      });
+      res.on('end', () => {
+        let body: unknown;
+        try {
+          body = text ? JSON.parse(text) : undefined;
+        } catch {
+          body = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** The sum of a metric's series on /metrics whose labels contain `labels` (e.g. `operation="sales.create"`). */
+export async function metric(url: string, name: string, labels = ''): Promise<number> {
+  const res = await send(url, 'GET', '/metrics', { agent: new http.Agent({ keepAlive: false }) });
+  return res.text
+    .split('\n')
+    .filter((l) => (l.startsWith(`${name} `) || l.startsWith(`${name}{`)) && l.includes(labels))
+    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+}
+
+/** Requests of `operation` the server holds or has answered (the /metrics request itself left out). */
+export async function received(url: string, operation: string): Promise<number> {
+  const inFlight = (await metric(url, 'balcao_http_requests_in_flight')) - 1;
+  return inFlight + (await metric(url, 'balcao_http_requests_total', `operation="${operation}"`));
+}
