@@ -19,13 +19,13 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Register> 
     summary: 'load records (customers, sales, …) from a file into an account',
     load: async () => (await import('./import.ts')).registerImportCommand,
   },
-  export: {
-    summary: 'write every record of an account to files balcao import reads back',
-    load: async () => (await import('./export.ts')).registerExportCommand,
-  },
   webhooks: {
     summary: "list an account's webhook endpoints (never their secrets)",
     load: async () => (await import('./webhooks.ts')).registerWebhooksCommand,
+  },
+  export: {
+    summary: 'write every record of an account to files balcao import reads back',
+    load: async () => (await import('./export.ts')).registerExportCommand,
   },
   demo: {
     summary: 'create (once) a demo account with sample data, print a new key, and serve',

@@ -15,10 +15,10 @@ export type Db = Kysely<any>;
 export interface Database {
   readonly db: Db;
   readonly engine: 'postgres' | 'pglite';
-  /** The driver under Kysely, for what Kysely cannot do (COPY, used by the bulk import). */
-  readonly driver: DatabaseDriver;
   /** Calls `onPayload` for every NOTIFY on `channel` once its transaction commits; resolves to the unlisten. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /** The driver under Kysely, for what Kysely cannot do (COPY, used by the bulk import). */
+  readonly driver: DatabaseDriver;
   close(): Promise<void>;
 }
 
@@ -73,11 +73,11 @@ function openPostgres(url: string, poolSize: number, timeouts: DatabaseTimeouts)
   return {
     db,
     engine: 'postgres',
-    driver: { engine: 'postgres', sql },
     async listen(channel, onPayload) {
       const { unlisten } = await sql.listen(channel, onPayload);
       return unlisten;
     },
+    driver: { engine: 'postgres', sql },
     close: () => db.destroy(),
   };
 }
@@ -109,8 +109,8 @@ async function openPglite(dataDir: string, holder: string): Promise<Database> {
     return {
       db,
       engine: 'pglite',
-      driver: { engine: 'pglite', pg },
       listen: (channel, onPayload) => pg.listen(channel, onPayload),
+      driver: { engine: 'pglite', pg },
       close: async () => {
         await db.destroy();
         lock?.release();
