@@ -83,4 +83,22 @@ describe('balcao import (command)', () => {
       assert.match(r.stderr, stderr);
     }
   });
+
+  test('balcao export writes what balcao import reads back, and prints one JSON object', async () => {
+    const out = path.join(dir, 'export');
+    const exported = await balcaoJson(['export', '--account', accountId, '--test', '--format', 'csv', '--out', out, '--json'], env);
+    assert.equal(exported.account_id, accountId);
+    assert.equal(exported.mode, 'test');
+    assert.equal(exported.counts.customers, 1);
+    assert.ok(exported.files.includes(path.join(out, 'customers.csv')));
+    assert.match(fs.readFileSync(path.join(out, 'customers.csv'), 'utf8'), /^id,.*full_name.*\n.*Teste/s);
+    // Ids are global: the export goes into another database (test/export-roundtrip.test.ts), not back into this one.
+    const again = await balcao(['import', '--account', accountId, '--test', out, '--json'], env);
+    assert.notEqual(again.code, 0);
+    assert.equal(again.stderr, `balcao: ${path.join(out, 'customers.csv')}:2: customers.id: a record with this id already exists\n`);
+    const bad = await balcao(['export', '--account', accountId, '--format', 'xml', '--out', out, '--json'], env);
+    assert.notEqual(bad.code, 0);
+    assert.equal(bad.stdout, '');
+    assert.equal(bad.stderr, 'balcao: --format must be one of ndjson, csv, json (not "xml")\n');
+  });
 });
