@@ -55,6 +55,8 @@ describe('graceful stop of balcao serve', () => {
     // A kept-alive connection for readiness (its answer now depends on the busy pool: either is fine here).
     await send(server.url, 'GET', '/health/live', { agent: readinessAgent });
     server.child.kill('SIGTERM');
+    // A signal is handled asynchronously: probe once the process says it has begun stopping.
+    await until('the server begins stopping', async () => server.logs().includes('stopping: finishing the requests in flight'));
     // The readiness connection is kept alive: it sees the flag flip (or is closed, which also keeps the balancer away).
     const ready = await send(server.url, 'GET', '/health/ready', { agent: readinessAgent }).catch(() => undefined);
     if (ready) assert.equal(ready.status, 503, 'not ready once stopping');

@@ -8,6 +8,7 @@ import { type ImportProgress, importData } from '../src/import/import-data.ts';
 import { loadTableSpecs } from '../src/import/column-spec.ts';
 import { ImportError } from '../src/import/import-error.ts';
 import { IMPORT_RESOURCES, IMPORT_TABLES, type ImportResourceName } from '../src/import/resources.ts';
+import { TRANSACTION_COUNTER } from '../src/domain/numbering.ts';
 import { dealStages } from '../src/resources/deals.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { fieldKind } from '../src/schemas/common.ts';
@@ -663,6 +664,7 @@ describe('balcao import: importData', () => {
       .select('value')
       .where('team_id', '=', account.id)
       .where('mode', '=', 'live')
+      .where('name', '=', TRANSACTION_COUNTER)
       .executeTakeFirstOrThrow();
     assert.equal(Number(counter.value), 501);
     assert.equal(await post(testKey), '1', 'the test-mode counter is separate');
