@@ -11,7 +11,7 @@ import { type Config, loadConfig } from '../../src/config.ts';
 import type { KeyMode } from '../../src/domain/api-keys.ts';
 import { MODULES, type ModuleName } from '../../src/domain/modules.ts';
 import type { PlanCode, RateLimitOverrides } from '../../src/domain/plans.ts';
-import { type Database, type Db, openDatabase } from '../../src/infra/db/database.ts';
+import { type Database, type Db, DEFAULT_DB_TIMEOUTS, openDatabase } from '../../src/infra/db/database.ts';
 import { migrate } from '../../src/infra/db/migrate.ts';
 import type { RateLimiter } from '../../src/http/rate-limit.ts';
 import type { ResourceDescriptor } from '../../src/resources/descriptor.ts';
@@ -75,6 +75,11 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/** The suite runs many servers at once on small machines, so a pool wait or a slow statement here is load,
+ *  not the fault under test: the bounds themselves are tested with their own figures (database-faults,
+ *  graceful-stop). Connecting stays bounded as in production. */
+const SUITE_DB_TIMEOUTS = { ...DEFAULT_DB_TIMEOUTS, acquireMs: 30_000, statementMs: 60_000 };
+
 /** A fresh database: in-memory PGlite, or a new PostgreSQL database named for this server. */
 export async function openTestDatabase(): Promise<Database & { drop: () => Promise<void> }> {
   const adminUrl = process.env.TEST_DATABASE_URL;
@@ -89,7 +94,7 @@ export async function openTestDatabase(): Promise<Database & { drop: () => Promi
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '' });
+  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '', dbTimeouts: SUITE_DB_TIMEOUTS });
   await migrate(database.db);
   return {
     ...database,
