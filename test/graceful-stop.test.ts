@@ -41,15 +41,20 @@ describe('graceful stop of balcao serve', () => {
     const server = await spawnServe({ ...scratch.env, BALCAO_DB_ACQUIRE_TIMEOUT_MS: '120000', BALCAO_DB_STATEMENT_TIMEOUT_MS: '120000' });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 100 });
     const items = Array.from({ length: 20 }, () => item());
+    // Every body's last byte is held back until the stop has begun, so all 100 are in flight, none answered, at SIGTERM.
+    let finishBodies = () => {};
+    const bodiesFinished = new Promise<void>((resolve) => {
+      finishBodies = resolve;
+    });
     const pending = Array.from({ length: 100 }, (_, i) =>
       send(server.url, 'POST', '/v1/sales', {
         key: scratch.key,
         agent,
         body: { items, notes: `stop-${i}` },
         headers: { 'idempotency-key': `stop-${i}`, 'x-request-id': `stop-${i}` },
+        holdLastByteUntil: bodiesFinished,
       }),
     );
-    // SIGTERM only once the server holds all of them (received, not yet answered) or has answered some.
     await until('the server holds the 100 requests', async () => (await received(server.url, 'sales.create')) >= 100);
     const readinessAgent = new http.Agent({ keepAlive: true });
     // A kept-alive connection for readiness (its answer now depends on the busy pool: either is fine here).
@@ -60,6 +65,7 @@ describe('graceful stop of balcao serve', () => {
     // The readiness connection is kept alive: it sees the flag flip (or is closed, which also keeps the balancer away).
     const ready = await send(server.url, 'GET', '/health/ready', { agent: readinessAgent }).catch(() => undefined);
     if (ready) assert.equal(ready.status, 503, 'not ready once stopping');
+    finishBodies();
 
     const answers = await Promise.all(pending);
     assert.deepEqual(

@@ -1,13 +1,14 @@
 // Checks one value against its column type and returns the value to bind, or the reason it is
-// refused. Strict as the API is: no coercion ("3" is not a number), real calendar dates.
+// refused. Strict as the API is: no coercion ("3" is not a number), real calendar dates. The
+// formats are the API's own (schemas/formats.ts); a timestamp may also use a space for the `T`,
+// as database dumps write them.
+import { isCalendarDate, isClockTime, isUuid } from '../schemas/formats.ts';
 import type { ColumnSpec } from './column-spec.ts';
 
 export type Checked = { ok: true; value: unknown } | { ok: false; reason: string };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const TIME = /^(\d{2}):(\d{2}):(\d{2})$/;
-const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const TIMESTAMP = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
 const ok = (value: unknown): Checked => ({ ok: true, value });
 const no = (reason: string): Checked => ({ ok: false, reason });
@@ -15,7 +16,7 @@ const no = (reason: string): Checked => ({ ok: false, reason });
 export function checkValue(column: ColumnSpec, value: unknown): Checked {
   switch (column.kind) {
     case 'uuid':
-      return typeof value === 'string' && UUID.test(value) ? ok(value) : no('must be a UUID');
+      return typeof value === 'string' && isUuid(value) ? ok(value) : no('must be a UUID');
     case 'text':
       return typeof value === 'string' ? checkText(value) : no('must be a string');
     case 'number':
@@ -29,7 +30,7 @@ export function checkValue(column: ColumnSpec, value: unknown): Checked {
     case 'boolean':
       return typeof value === 'boolean' ? ok(value) : no('must be true or false');
     case 'date':
-      return typeof value === 'string' && isDate(value) ? ok(value) : no('must be a date YYYY-MM-DD');
+      return typeof value === 'string' && isCalendarDate(value) ? ok(value) : no('must be a date YYYY-MM-DD');
     case 'time':
       return typeof value === 'string' && isTime(value) ? ok(value) : no('must be a time HH:MM:SS');
     case 'timestamp':
@@ -62,32 +63,9 @@ function checkNumeric(column: ColumnSpec, value: number): Checked {
   return ok(value);
 }
 
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-const isLeapYear = (year: number) => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-
-function daysInMonth(year: number, month: number): number {
-  return month === 2 && isLeapYear(year) ? 29 : (DAYS_IN_MONTH[month - 1] as number);
-}
-
-function isCalendarDate(y: string, m: string, d: string): boolean {
-  const year = Number(y);
-  const month = Number(m);
-  const day = Number(d);
-  return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month);
-}
-
-function isClock(h: string, m: string, s = '00'): boolean {
-  return Number(h) <= 23 && Number(m) <= 59 && Number(s) <= 59;
-}
-
-export function isDate(value: string): boolean {
-  const m = DATE.exec(value);
-  return m !== null && isCalendarDate(m[1] as string, m[2] as string, m[3] as string);
-}
-
 export function isTime(value: string): boolean {
   const m = TIME.exec(value);
-  return m !== null && isClock(m[1] as string, m[2] as string, m[3] as string);
+  return m !== null && isClockTime(Number(m[1]), Number(m[2]), Number(m[3]));
 }
 
 export function isTimestamp(value: string): boolean {
@@ -98,8 +76,9 @@ export function isTimestamp(value: string): boolean {
 export function timestampMs(value: string): number | undefined {
   const m = TIMESTAMP.exec(value);
   if (!m) return undefined;
-  const [, y, mo, d, h, mi, s = '00', frac = '0', zone = 'Z'] = m as unknown as string[];
-  if (!isCalendarDate(y as string, mo as string, d as string) || !isClock(h as string, mi as string, s)) return undefined;
+  const [, day, h, mi, s = '00', frac = '0', zone = 'Z'] = m as unknown as string[];
+  if (!isCalendarDate(day as string) || !isClockTime(Number(h), Number(mi), Number(s))) return undefined;
+  const [y, mo, d] = (day as string).split('-');
   let offsetMinutes = 0;
   if (zone.toUpperCase() !== 'Z') {
     const digits = zone.slice(1).replace(':', '');

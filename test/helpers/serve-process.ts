@@ -99,7 +99,14 @@ export function send(
   url: string,
   method: string,
   path: string,
-  options: { key?: string; body?: unknown; headers?: Record<string, string>; agent?: http.Agent } = {},
+  options: {
+    key?: string;
+    body?: unknown;
+    headers?: Record<string, string>;
+    agent?: http.Agent;
+    /** Send all of the body but its last byte, and that byte once this settles: the request stays in flight until then. */
+    holdLastByteUntil?: Promise<void>;
+  } = {},
 ): Promise<HttpAnswer> {
   const target = new URL(path, url);
   const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
@@ -128,7 +135,10 @@ export function send(
       res.on('error', reject);
     });
     req.on('error', reject);
-    req.end(payload);
+    if (options.holdLastByteUntil && payload) {
+      req.write(payload.slice(0, -1));
+      void options.holdLastByteUntil.then(() => req.end(payload.slice(-1)));
+    } else req.end(payload);
   });
 }
 
