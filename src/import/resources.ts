@@ -1,10 +1,14 @@
-// What each resource key of an import file (DECISIONS C) maps to: its table, the nested arrays
-// stored in child tables, the values the API would fill in, and the few rules the data model
-// states beyond column types (enums, e-mails, pix keys). Column types come from the database.
+// What each resource key of an import file maps to: its table, the nested arrays stored in child
+// tables, the values the API would fill in, and the few rules beyond column types (e-mails, enums,
+// pix keys, numeric bounds), taken from the write schemas. Column types come from the database.
 import type { TObject, TSchema } from '@sinclair/typebox';
+import { Ajv, type ErrorObject } from 'ajv';
 import { generateExpenseNumber } from '../domain/numbering.ts';
+import { CreateCustomerInput } from '../resources/writes/customers.ts';
 import { CreateExpenseInput } from '../resources/writes/expenses.ts';
 import { CreateSaleInput, SaleItemInput } from '../resources/writes/sales.ts';
+import { CreateSupplierInput } from '../resources/writes/suppliers.ts';
+import { FORMATS } from '../schemas/formats.ts';
 
 export const IMPORT_RESOURCE_NAMES = [
   'customers',
@@ -71,53 +75,71 @@ export const TENANT_COLUMNS = ['team_id', 'mode'] as const;
 /** A rule returns the reason a (non-null, well-typed) value is refused, or nothing. */
 export type ValueRule = (value: unknown) => string | undefined;
 
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
-const email: ValueRule = (v) => (EMAIL.test(v as string) ? undefined : 'must be an e-mail address');
-const oneOf =
-  (...values: string[]): ValueRule =>
-  (v) =>
-    values.includes(v as string) ? undefined : `must be one of ${values.join(', ')}`;
+// The write schemas' own rules for the fields an import checks beyond column types, compiled by
+// one Ajv with the API's formats: an imported value is refused where the API would refuse it, for
+// the same reason. Only these fields: rules about how the API *creates* a record (lengths, a
+// supplier's name, phone when e-mail is null) are not imposed on history brought from elsewhere.
+const ruleAjv = new Ajv({ allErrors: false, coerceTypes: false, strict: false, validateFormats: true });
+for (const [name, check] of Object.entries(FORMATS)) ruleAjv.addFormat(name, check);
 
-/** SPEC 2.4: pix_keys is an array of `{type, key}` strings (the allowed types are not fixed). */
-const pixKeys: ValueRule = (v) => {
-  if (!Array.isArray(v)) return 'must be an array of {type, key} objects';
-  for (const [i, entry] of v.entries()) {
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return `[${i}] must be an object with type and key`;
-    const keys = Object.keys(entry);
-    const extra = keys.filter((k) => k !== 'type' && k !== 'key');
-    if (extra.length > 0) return `[${i}] has unknown field(s): ${extra.join(', ')}`;
-    const { type, key } = entry as { type?: unknown; key?: unknown };
-    if (typeof type !== 'string' || type === '') return `[${i}].type must be a non-empty string`;
-    if (typeof key !== 'string' || key === '') return `[${i}].key must be a non-empty string`;
-  }
-  return undefined;
-};
+/** The first refusal of a field's schema, in the import's words. */
+function reasonOf(error: ErrorObject | undefined): string {
+  if (!error) return 'is not valid';
+  const at = error.instancePath.replace(/\/(\d+)/g, '[$1]').replace(/\/([^/]+)/g, '.$1');
+  const params = error.params as Record<string, unknown>;
+  const reason = (() => {
+    switch (error.keyword) {
+      case 'format':
+        return params.format === 'email' ? 'must be an e-mail address' : `must be a ${String(params.format)}`;
+      case 'enum':
+        return `must be one of ${(params.allowedValues as unknown[]).join(', ')}`;
+      case 'minimum':
+        return `must be at least ${String(params.limit)}`;
+      case 'exclusiveMinimum':
+        return `must be greater than ${String(params.limit)}`;
+      case 'maximum':
+        return `must be at most ${String(params.limit)}`;
+      case 'required':
+        return `must have ${String(params.missingProperty)}`;
+      default:
+        return error.message ?? 'is not valid';
+    }
+  })();
+  return at ? `${at} ${reason}` : reason;
+}
 
-/** The numeric bounds a write schema states (SPEC part 2's `>= 0`, `> 0`, `0..100`, `>= 1`), as
- *  rules: imported records obey the same ranges the API promises, taken from the one schema. */
-function boundsOf(schema: TObject): Record<string, ValueRule> {
+/** Rules for `fields`, each the field's schema in `schema` (a write schema). */
+function rulesFrom(schema: TObject, fields: readonly string[]): Record<string, ValueRule> {
   const rules: Record<string, ValueRule> = {};
-  for (const [field, property] of Object.entries(schema.properties)) {
-    const numeric = [property, ...((property as TSchema).anyOf ?? [])].find((s: TSchema) => s.type === 'number' || s.type === 'integer');
-    if (!numeric) continue;
-    const { minimum, exclusiveMinimum, maximum } = numeric as { minimum?: number; exclusiveMinimum?: number; maximum?: number };
-    if (minimum === undefined && exclusiveMinimum === undefined && maximum === undefined) continue;
-    rules[field] = (v) => {
-      const n = v as number;
-      if (minimum !== undefined && n < minimum) return `must be at least ${minimum}`;
-      if (exclusiveMinimum !== undefined && n <= exclusiveMinimum) return `must be greater than ${exclusiveMinimum}`;
-      if (maximum !== undefined && n > maximum) return `must be at most ${maximum}`;
-      return undefined;
-    };
+  for (const field of fields) {
+    const property = schema.properties[field];
+    if (!property) throw new Error(`${String(schema.title)} has no field ${field}`);
+    const validate = ruleAjv.compile(property);
+    rules[field] = (value) => (validate(value) ? undefined : reasonOf(validate.errors?.[0]));
   }
   return rules;
 }
 
+/** The fields of a write schema with numeric bounds (SPEC part 2's `>= 0`, `> 0`, `0..100`, `>= 1`). */
+function boundedFields(schema: TObject): string[] {
+  return Object.entries(schema.properties)
+    .filter(([, property]) =>
+      [property, ...((property as TSchema).anyOf ?? [])].some(
+        (s: TSchema) => s.minimum !== undefined || s.exclusiveMinimum !== undefined || s.maximum !== undefined,
+      ),
+    )
+    .map(([field]) => field);
+}
+
 /** Rules per table and column, beyond what the column type says. */
 export const COLUMN_RULES: Readonly<Record<string, Readonly<Record<string, ValueRule>>>> = {
-  customers: { email },
-  suppliers: { email, pix_keys: pixKeys },
-  transaction_items: { ...boundsOf(SaleItemInput), catalog_type: oneOf('product', 'service', 'package') },
-  transactions: { ...boundsOf(CreateSaleInput), transaction_type: (v) => ((v as string).trim() === '' ? 'must not be empty' : undefined) },
-  expenses: boundsOf(CreateExpenseInput),
+  customers: rulesFrom(CreateCustomerInput, ['email']),
+  suppliers: rulesFrom(CreateSupplierInput, ['email', 'pix_keys']),
+  transaction_items: rulesFrom(SaleItemInput, [...boundedFields(SaleItemInput), 'catalog_type']),
+  // Any transaction_type may be imported (quotes included, DECISIONS C), but not an empty one.
+  transactions: {
+    ...rulesFrom(CreateSaleInput, boundedFields(CreateSaleInput)),
+    transaction_type: (v) => ((v as string).trim() === '' ? 'must not be empty' : undefined),
+  },
+  expenses: rulesFrom(CreateExpenseInput, boundedFields(CreateExpenseInput)),
 };
