@@ -74,14 +74,18 @@ export async function getRecord(
   if (!row) throw errors.notFound();
   const meta = descriptorMeta(d);
   const data = outputRow(row, plan.fields, meta);
-  for (const [name, inc] of includes) {
+  // The includes are independent reads: they go out together.
+  const related = await Promise.all(
+    includes.map(([, inc]) =>
+      !inc || (inc.cardinality === 'one' && row[inc.foreignKey] == null)
+        ? []
+        : db.executeQuery(includeStatement(db, inc, row, scope)).then((result) => result.rows as Row[]),
+    ),
+  );
+  for (const [i, [name, inc]] of includes.entries()) {
     if (!inc) continue;
     const itemMeta = rowMeta(inc.item);
-    const related =
-      inc.cardinality === 'one' && row[inc.foreignKey] == null
-        ? []
-        : ((await db.executeQuery(includeStatement(db, inc, row, scope))).rows as Row[]);
-    const items = related.map((r) => outputRow(r, itemMeta.fields, itemMeta));
+    const items = (related[i] as Row[]).map((r) => outputRow(r, itemMeta.fields, itemMeta));
     data[name] = inc.cardinality === 'one' ? (items[0] ?? null) : items;
   }
   return { data, sparse: plan.fields.length < meta.fields.length };
