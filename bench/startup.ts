@@ -99,9 +99,18 @@ async function serveOnce(env: NodeJS.ProcessEnv, key: string) {
 
 delete process.env.DATABASE_URL; // each step names its own database
 try {
-  console.log(`node ${process.version}, ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `node ${process.version}, ${os.cpus().length} cores, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
 
-  show('balcao --help', Array.from({ length: runs }, () => timed(() => balcao(['--help'], {}))), 300);
+  show(
+    'balcao --help',
+    Array.from({ length: runs }, () => timed(() => balcao(['--help'], {}))),
+    300,
+  );
 
   const postgresEnv: NodeJS.ProcessEnv = { BALCAO_DATA_DIR: path.join(work, 'unused') };
   let stopPostgres = () => {};
@@ -112,9 +121,15 @@ try {
     stopPostgres = pg.stop;
   }
   try {
-    const account = JSON.parse(balcao(['accounts', 'create', '--name', 'Start-up', '--plan', 'enterprise', '--json'], postgresEnv)) as { id: string };
+    const account = JSON.parse(balcao(['accounts', 'create', '--name', 'Start-up', '--plan', 'enterprise', '--json'], postgresEnv)) as {
+      id: string;
+    };
     const keysCreate = ['keys', 'create', '--account', account.id, '--name', 'start-up', '--json'];
-    show('balcao keys create (PostgreSQL)', Array.from({ length: runs }, () => timed(() => balcao(keysCreate, postgresEnv))), 1000);
+    show(
+      'balcao keys create (PostgreSQL)',
+      Array.from({ length: runs }, () => timed(() => balcao(keysCreate, postgresEnv))),
+      1000,
+    );
   } finally {
     stopPostgres();
   }
@@ -129,11 +144,27 @@ try {
   ) as { key: string };
   const served = [];
   for (let i = 0; i < runs; i++) served.push(await serveOnce(embeddedEnv, key));
-  show('balcao serve, embedded, to /health/ready 200', served.map((s) => s.ready), 1000);
-  show('  its CPU time (user + system) until then', served.map((s) => s.readyCpu));
-  show('  then its first GET /v1/customers', served.map((s) => s.firstList));
-  show('  and the second', served.map((s) => s.secondList));
-  show('  then its first GET /v1/openapi.json', served.map((s) => s.firstDocument));
+  show(
+    'balcao serve, embedded, to /health/ready 200',
+    served.map((s) => s.ready),
+    1000,
+  );
+  show(
+    '  its CPU time (user + system) until then',
+    served.map((s) => s.readyCpu),
+  );
+  show(
+    '  then its first GET /v1/customers',
+    served.map((s) => s.firstList),
+  );
+  show(
+    '  and the second',
+    served.map((s) => s.secondList),
+  );
+  show(
+    '  then its first GET /v1/openapi.json',
+    served.map((s) => s.firstDocument),
+  );
 } finally {
   fs.rmSync(work, { recursive: true, force: true });
 }
