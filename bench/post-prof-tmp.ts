@@ -1,0 +1,83 @@
+// `npm run bench:profile`: a CPU profile of `balcao serve` under load (node --cpu-prof) on the
+// benchmark's throwaway PostgreSQL, summarized as the functions and packages with the most
+// self time. Env: BENCH_CUSTOMERS (default 50000), BENCH_SECONDS (10), BENCH_PATH (first page).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { ensureDataset } from './dataset.ts';
+import { startPostgres } from './throwaway-servers.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CUSTOMERS = Number(process.env.BENCH_CUSTOMERS ?? 50_000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const dir = process.env.BENCH_DIR ?? path.join(os.tmpdir(), `balcao-bench-pg-${CUSTOMERS}`);
+const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-profile-'));
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+
+const pg = await startPostgres(dir);
+try {
+  const data = await ensureDataset(pg.url, dir, CUSTOMERS);
+  const target = process.env.BENCH_PATH ?? '/v1/customers?limit=20';
+  const env = { ...process.env, DATABASE_URL: pg.url, PORT: '0', HOST: '127.0.0.1' } as Record<string, string>;
+  delete env.REDIS_URL;
+  const child = spawn(process.execPath, ['--cpu-prof', '--cpu-prof-dir', profileDir, path.join(root, 'bin/balcao.js'), 'serve', '--json'], {
+    env,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const url = await new Promise<string>((resolve) => child.stdout.once('data', (d) => resolve(JSON.parse(String(d)).url)));
+  const headers = { authorization: `Bearer ${data.writeKey}`, 'content-type': 'application/json' };
+  const item = { catalog_type: 'product', catalog_item_id: '00000000-0000-4000-8000-000000000001', quantity: 2, unit_price: 10 };
+  const body = JSON.stringify({ items: Array.from({ length: 10 }, () => item) });
+  let n = 0;
+  const opts = () => ({ url: url + '/v1/sales', method: 'POST' as const, body, connections: 50, headers, requests: [{ setupRequest: (req: any) => ({ ...req, headers: { ...req.headers, 'idempotency-key': `p-${process.pid}-${n++}` } }) }] });
+  await autocannon({ ...opts(), duration: 2 }); // warm-up
+  const result = await autocannon({ ...opts(), duration: SECONDS });
+  console.log('non2xx', result.non2xx, 'errors', result.errors);
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+  console.log(`profile of GET ${target}: ${result.requests.total} requests in ${SECONDS} s (${result.requests.average.toFixed(0)} req/s)`);
+
+  const file = fs.readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'))!;
+  const profile = JSON.parse(fs.readFileSync(path.join(profileDir, file), 'utf8')) as {
+    nodes: ProfileNode[];
+    samples: number[];
+    timeDeltas: number[];
+  };
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const selfUs = new Map<number, number>();
+  for (const [i, id] of profile.samples.entries()) selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
+  const fnTime = new Map<string, number>();
+  const pkgTime = new Map<string, number>();
+  for (const [id, us] of selfUs) {
+    const { functionName, url: source, lineNumber } = byId.get(id)!.callFrame;
+    const where = source.replace(/^file:\/\//, '').replace(`${root}/`, '');
+    const pkg =
+      /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(where)?.[1] ?? (where.startsWith('dist/') ? 'balcao (dist)' : where || functionName);
+    fnTime.set(
+      `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`,
+      (fnTime.get(`${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`) ?? 0) + us,
+    );
+    pkgTime.set(pkg, (pkgTime.get(pkg) ?? 0) + us);
+  }
+  const top = (m: Map<string, number>, n: number) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, us]) => `  ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`)
+      .join('\n');
+  console.log(`self time by package or source:\n${top(pkgTime, 15)}`);
+  console.log(`self time by function:\n${top(fnTime, 25)}`);
+  console.log(`(profile kept in ${path.join(profileDir, file)}; open it in Chrome DevTools)`);
+} finally {
+  pg.stop();
+}
