@@ -19,19 +19,34 @@ function json(value: unknown): unknown {
   }
 }
 
+type Convert = (value: unknown) => unknown;
+
+const CONVERT: Partial<Record<string, Convert>> = {
+  timestamp,
+  time: (value) => (typeof value === 'string' ? value.slice(0, 8) : value),
+  json,
+};
+
+/** The conversion of each field, in field order; worked out once per projection, not per row. */
+const plans = new WeakMap<readonly string[], (Convert | undefined)[]>();
+
+function conversions(fields: readonly string[], meta: RowMeta): (Convert | undefined)[] {
+  let plan = plans.get(fields);
+  if (!plan) {
+    plan = fields.map((field) => CONVERT[meta.byName.get(field)?.kind ?? '']);
+    plans.set(fields, plan);
+  }
+  return plan;
+}
+
 export function outputRow(row: Record<string, unknown>, fields: readonly string[], meta: RowMeta): Record<string, unknown> {
+  const convert = conversions(fields, meta);
   const out: Record<string, unknown> = {};
-  for (const field of fields) {
-    const value = row[field] ?? null;
-    if (value === null) {
-      out[field] = null;
-      continue;
-    }
-    const kind = meta.byName.get(field)?.kind;
-    if (kind === 'timestamp') out[field] = timestamp(value);
-    else if (kind === 'time' && typeof value === 'string') out[field] = value.slice(0, 8);
-    else if (kind === 'json') out[field] = json(value);
-    else out[field] = value;
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i] as string;
+    const value = row[field];
+    const conversion = convert[i];
+    out[field] = value == null ? null : conversion ? conversion(value) : value;
   }
   return out;
 }
