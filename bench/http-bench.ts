@@ -3,7 +3,8 @@
 // server's RSS, with Node and PostgreSQL CPU per request, and Balcão ÷ baseline as the median of
 // alternating pairs. Everything it starts listens on loopback and is stopped by PID.
 // Env: BENCH_CUSTOMERS (default 1000000), BENCH_SECONDS per round (5), BENCH_PAIRS (3),
-// BENCH_CONNECTIONS (50), BENCH_DIR (where the loaded cluster is kept; reused when the size matches).
+// BENCH_CONNECTIONS (50), BENCH_DIR (where the loaded cluster is kept; reused when the size matches),
+// BENCH_ONLY (comma list: only the scenarios whose title contains one of these words run).
 import { type ChildProcess, spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,6 +21,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const dir = process.env.BENCH_DIR ?? path.join(os.tmpdir(), `balcao-bench-pg-${CUSTOMERS}`);
+const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 
 interface Server {
   base: string;
@@ -162,6 +164,10 @@ function summary(label: string, rounds: Round[]): Round {
 
 /** Alternating pairs (who goes first alternates too); the ratio is the median of the pairs' ratios. */
 async function paired(title: string, a: [string, Server, Target], b: [string, Server, Target], pgPids: () => number[]) {
+  if (ONLY && !ONLY.some((word) => title.includes(word))) {
+    const skipped: Round = { rps: 0, p50: 0, p99: 0, errors: 0, rss: 0, nodeCpuMs: 0, pgCpuMs: 0 };
+    return { a: skipped, b: skipped, ratio: Number.NaN };
+  }
   console.log(`\n${title}`);
   for (const [, server, target] of [a, b]) await load(server, target, 1, pgPids); // warm-up
   const ra: Round[] = [];

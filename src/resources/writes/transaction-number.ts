@@ -15,9 +15,11 @@ const bigint = (value: number) => sql<number>`cast(${String(value)} as bigint)`;
  * number back. The counter starts after the largest number already stored (imports), and
  * is moved past any number imported after it was created.
  */
+const counter = (trx: Db, tenant: Tenant) =>
+  updateScoped(trx, 'tenant_counters', tenant).where('name', '=', TRANSACTION_COUNTER).returning('value');
+
 export async function nextTransactionNumber(trx: Db, tenant: Tenant): Promise<string> {
-  const counter = () => updateScoped(trx, 'tenant_counters', tenant).where('name', '=', TRANSACTION_COUNTER).returning('value');
-  let value = (await counter().set({ value: sql`value + 1` }).executeTakeFirst())?.value as number | undefined;
+  let value = (await counter(trx, tenant).set({ value: sql`value + 1` }).executeTakeFirst())?.value as number | undefined;
   if (value === undefined) {
     // First sale of the tenant: seed from what is stored. A concurrent first sale conflicts on
     // the key, waits for this transaction, then takes the next value.
@@ -33,12 +35,46 @@ export async function nextTransactionNumber(trx: Db, tenant: Tenant): Promise<st
   if (await numberTaken(trx, tenant, value)) {
     const floor = bigint((await largestStoredNumber(trx, tenant)) + 1);
     value = (
-      await counter()
+      await counter(trx, tenant)
         .set({ value: sql`GREATEST(value, ${floor})` })
         .executeTakeFirst()
     )?.value as number;
   }
   return String(value);
+}
+
+/**
+ * Numbers a sale inserted without one, in one statement in the usual case: the counter moves on
+ * and the sale takes its value unless a stored sale has it already. Otherwise (the tenant's first
+ * sale, or a number an import took) `nextTransactionNumber` decides. The counter stays locked until
+ * the transaction ends, so call it as late as possible (WriteRules.lastValues).
+ */
+export async function numberSale(trx: Db, tenant: Tenant, saleId: string): Promise<string> {
+  const next = trx.with('next', (db) =>
+    updateScoped(db, 'tenant_counters', tenant).where('name', '=', TRANSACTION_COUNTER).set({ value: sql`value + 1` }).returning('value'),
+  );
+  const asText = sql<string>`cast("next"."value" as text)`;
+  const numbered = await updateScoped(next, 'transactions', tenant)
+    .from('next')
+    .set({ transaction_number: asText })
+    .where('transactions.id', '=', saleId)
+    .where(({ not, exists }) =>
+      not(exists(selectScoped(trx, 'transactions', tenant).select(sql`1`.as('taken')).where('transaction_number', '=', asText))),
+    )
+    .returning('transactions.transaction_number')
+    .executeTakeFirst();
+  if (numbered) return String(numbered.transaction_number);
+  // The counter's value was taken (by an import): past the largest stored number, as below.
+  const floor = bigint((await largestStoredNumber(trx, tenant)) + 1);
+  const bumped = (
+    await counter(trx, tenant)
+      .set({ value: sql`GREATEST(value, ${floor})` })
+      .executeTakeFirst()
+  )?.value;
+  // No counter yet: the tenant's first sale seeds it.
+  const value = bumped === undefined ? await nextTransactionNumber(trx, tenant) : String(bumped);
+  await updateScoped(trx, 'transactions', tenant).set({ transaction_number: value }).where('id', '=', saleId).execute();
+  return value;
 }
 
 /** The largest purely numeric transaction_number of the tenant (any transaction type), or 0. */
