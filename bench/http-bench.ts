@@ -83,7 +83,11 @@ async function startBalcao(databaseUrl: string, extra: { redisUrl?: string; work
   if (extra.logLevel) env.LOG_LEVEL = extra.logLevel;
   const args = [path.join(root, 'bin/balcao.js'), 'serve', '--json', ...(extra.workers ? ['--workers', String(extra.workers)] : [])];
   // Logs go to stderr with --json: drained here as a log shipper would read them.
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Each server runs in a session of its own (detached), as a service would. With the kernel's
+  // autogroup scheduling (on by default) a session shares one CPU share among its processes, so the
+  // servers would otherwise compete inside the benchmark's own share with autocannon, and two
+  // workers with each other.
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const line = await waitForLine(child, 'balcao serve');
   child.stderr?.resume();
   const pid = child.pid!;
@@ -94,6 +98,7 @@ async function startBare(databaseUrl: string, accountId: string): Promise<Server
   const child = spawn(process.execPath, [path.join(root, 'bench/bare-server.js')], {
     env: { ...process.env, DATABASE_URL: databaseUrl, ACCOUNT_ID: accountId },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   const port = await waitForLine(child, 'bare server');
   return { base: `http://127.0.0.1:${port}`, pids: () => [child.pid!], stop: () => stopChild(child) };
@@ -196,6 +201,14 @@ console.log(
 const pg = await startPostgres(dir);
 const redis = await startRedis();
 const servers: Server[] = [];
+// Detached servers do not get the terminal's Ctrl-C: stop them by PID, then leave.
+process.once('SIGINT', () => {
+  void Promise.all(servers.map((server) => server.stop())).finally(() => {
+    redis.stop();
+    pg.stop();
+    process.exit(130);
+  });
+});
 try {
   const data = await ensureDataset(pg.url, dir, CUSTOMERS);
   console.log(`dataset ready (loaded through importData in ${data.loadSeconds.toFixed(0)} s; kept in ${dir})`);
