@@ -50,29 +50,42 @@ export async function nextTransactionNumber(trx: Db, tenant: Tenant): Promise<st
  * the transaction ends, so call it as late as possible (WriteRules.lastValues).
  */
 export async function numberSale(trx: Db, tenant: Tenant, saleId: string): Promise<string> {
-  const next = trx.with('next', (db) =>
-    updateScoped(db, 'tenant_counters', tenant).where('name', '=', TRANSACTION_COUNTER).set({ value: sql`value + 1` }).returning('value'),
-  );
   const asText = sql<string>`cast("next"."value" as text)`;
-  const numbered = await updateScoped(next, 'transactions', tenant)
-    .from('next')
-    .set({ transaction_number: asText })
-    .where('transactions.id', '=', saleId)
-    .where(({ not, exists }) =>
-      not(exists(selectScoped(trx, 'transactions', tenant).select(sql`1`.as('taken')).where('transaction_number', '=', asText))),
+  // `value` says whether the counter existed (and this statement moved it), `number` whether the sale took it.
+  const result = await trx
+    .with('next', (db) =>
+      updateScoped(db, 'tenant_counters', tenant).where('name', '=', TRANSACTION_COUNTER).set({ value: sql`value + 1` }).returning('value'),
     )
-    .returning('transactions.transaction_number')
+    .with('numbered', (db) =>
+      updateScoped(db, 'transactions', tenant)
+        .from('next')
+        .set({ transaction_number: asText })
+        .where('transactions.id', '=', saleId)
+        .where(({ not, exists }) =>
+          not(exists(selectScoped(trx, 'transactions', tenant).select(sql`1`.as('taken')).where('transaction_number', '=', asText))),
+        )
+        .returning('transactions.transaction_number'),
+    )
+    .selectFrom('next')
+    .leftJoin('numbered', (join) => join.onTrue())
+    .select(['next.value', 'numbered.transaction_number'])
     .executeTakeFirst();
-  if (numbered) return String(numbered.transaction_number);
-  // The counter's value was taken (by an import): past the largest stored number, as below.
-  const floor = bigint((await largestStoredNumber(trx, tenant)) + 1);
-  const bumped = (
-    await counter(trx, tenant)
-      .set({ value: sql`GREATEST(value, ${floor})` })
-      .executeTakeFirst()
-  )?.value;
-  // No counter yet: the tenant's first sale seeds it.
-  const value = bumped === undefined ? await nextTransactionNumber(trx, tenant) : String(bumped);
+  if (result?.transaction_number != null) return String(result.transaction_number);
+  let value: string;
+  if (result) {
+    // This statement moved the counter to a number an import took: past the largest stored one, as below.
+    const floor = bigint((await largestStoredNumber(trx, tenant)) + 1);
+    value = String(
+      (
+        await counter(trx, tenant)
+          .set({ value: sql`GREATEST(value, ${floor})` })
+          .executeTakeFirstOrThrow()
+      ).value,
+    );
+  } else {
+    // No counter when the statement began (the tenant's first sale, or another's first sale not yet committed).
+    value = await nextTransactionNumber(trx, tenant);
+  }
   await updateScoped(trx, 'transactions', tenant).set({ transaction_number: value }).where('id', '=', saleId).execute();
   return value;
 }
