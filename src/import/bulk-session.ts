@@ -7,8 +7,8 @@ import type { DatabaseDriver } from '../infra/db/database.ts';
 
 export interface BulkSession {
   query<T = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<T[]>;
-  /** Loads rows given in COPY's text format (tab-separated, `\N` for null, one row per line). */
-  copyIn(table: string, columns: readonly string[], text: string): Promise<void>;
+  /** Loads rows given in COPY's text format as UTF-8 (tab-separated, `\N` for null, one row per line). */
+  copyIn(table: string, columns: readonly string[], text: Buffer): Promise<void>;
 }
 
 export const quoteIdentifier = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
@@ -47,7 +47,7 @@ export async function inBulkTransaction<T>(driver: DatabaseDriver, fn: (session:
     fn({
       query: async <R>(text: string, params: readonly unknown[] = []) => (await tx.query<R>(text, params as unknown[])).rows,
       copyIn: async (table, columns, text) => {
-        await tx.query(copyStatement(table, columns, `'/dev/blob'`), [], { blob: new Blob([text]) });
+        await tx.query(copyStatement(table, columns, `'/dev/blob'`), [], { blob: new Blob([text as Uint8Array<ArrayBuffer>]) });
       },
     }),
   );

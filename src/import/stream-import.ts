@@ -36,7 +36,7 @@ export interface StreamProgress {
 
 export const DEFAULT_MAX_ERRORS = 20;
 /** COPY text per statement: large enough that a COPY's own cost vanishes, small enough to stay constant memory. */
-const COPY_BATCH_CHARS = 4 << 20;
+const COPY_BATCH_BYTES = 2 << 20;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A child resource given as its own file: its table and the nested name it counts under. */
 const CHILD_FILES: Readonly<Record<string, { table: string; parentKey: string; nested: string }>> = {
@@ -60,9 +60,10 @@ interface CopyGroup {
   staged: boolean;
   columns: ColumnSpec[];
   names: string[];
-  /** COPY lines, joined when sent (one flat string rather than a long chain of concatenations). */
-  lines: string[];
-  chars: number;
+  /** COPY text as UTF-8, written line by line: off the JavaScript heap, so each line is short-lived garbage
+   *  and the heap stays small (a string batch made the heap, and the RSS, swing by hundreds of megabytes). */
+  text: Buffer;
+  bytes: number;
   /** Where each line comes from, to name the row the database refuses. */
   at: string[];
 }
@@ -269,10 +270,13 @@ class ImportRun {
       let line = this.tenantPrefix;
       for (const column of group.columns) line += `\t${copyValue(column, row[column.name])}`;
       line = group.staged ? `${line}\t${copyValue(SOURCE_COLUMN, at)}\n` : `${line}\n`;
-      group.lines.push(line);
-      group.chars += line.length;
+      // A UTF-16 unit is at most 3 UTF-8 bytes: grow when the line might not fit (a batch holds at least one line).
+      if (group.bytes + line.length * 3 > group.text.length) {
+        group.text = Buffer.concat([group.text.subarray(0, group.bytes)], group.bytes + line.length * 3 + COPY_BATCH_BYTES);
+      }
+      group.bytes += group.text.write(line, group.bytes);
       group.at.push(at);
-      if (group.chars >= COPY_BATCH_CHARS) full = group;
+      if (group.bytes >= COPY_BATCH_BYTES) full = group;
     }
     batch.rows = [];
     batch.at = [];
@@ -288,8 +292,8 @@ class ImportRun {
       staged,
       columns,
       names: ['team_id', 'mode', ...columns.map((c) => c.name), ...(staged ? ['import_at'] : [])],
-      lines: [],
-      chars: 0,
+      text: Buffer.allocUnsafe(COPY_BATCH_BYTES * 2),
+      bytes: 0,
       at: [],
     };
     this.groups.set(key, group);
@@ -298,16 +302,17 @@ class ImportRun {
 
   /** Sends a group's rows in one COPY while the next rows are read; the previous COPY must be in first. */
   private async flush(session: BulkSession, group: CopyGroup): Promise<void> {
-    const { lines, at } = group;
-    group.lines = [];
-    group.chars = 0;
+    const text = group.text.subarray(0, group.bytes);
+    const at = group.at;
+    group.text = Buffer.allocUnsafe(COPY_BATCH_BYTES * 2);
+    group.bytes = 0;
     group.at = [];
     if (at.length === 0 || this.issues.total > 0) return;
     await this.pending;
     if (this.issues.total > 0) return;
     this.pending = (async () => {
       try {
-        await session.copyIn(group.target, group.names, lines.join(''));
+        await session.copyIn(group.target, group.names, text);
         this.written += at.length;
         this.report();
       } catch (err) {
