@@ -22,9 +22,10 @@ export interface StopOptions {
 export function addLifecycle(app: FastifyInstance): Lifecycle {
   const lifecycle: Lifecycle = { stopping: false };
   app.decorate('lifecycle', lifecycle);
-  app.addHook('onSend', async (_request, reply, payload) => {
+  // Callback style, as the other per-request hooks: no promise per request for a flag check.
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (lifecycle.stopping) reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
   return lifecycle;
 }

@@ -41,15 +41,31 @@ export function registerMetrics(app: FastifyInstance, rateLimiter: RateLimiter, 
     help: 'Requests received and not yet answered.',
     registers: [registry],
   });
-  app.addHook('onRequest', async () => {
+  // prom-client hashes the labels on every call; the series a route writes are looked up once instead.
+  const counted = new Map<string, { inc(): void }>();
+  const timed = new Map<string, { observe(seconds: number): void }>();
+  app.addHook('onRequest', (_request, _reply, done) => {
     inFlight.inc();
+    done();
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     inFlight.dec();
     const operation = request.routeOptions.config.operationId ?? (request.is404 ? 'unmatched' : 'internal');
-    requests.inc({ operation, method: request.method, status: String(reply.statusCode) });
-    duration.observe({ operation }, reply.elapsedTime / 1000);
+    const series = `${operation} ${request.method} ${reply.statusCode}`;
+    let counter = counted.get(series);
+    if (!counter) {
+      counter = requests.labels({ operation, method: request.method, status: String(reply.statusCode) });
+      counted.set(series, counter);
+    }
+    counter.inc();
+    let timer = timed.get(operation);
+    if (!timer) {
+      timer = duration.labels({ operation });
+      timed.set(operation, timer);
+    }
+    timer.observe(reply.elapsedTime / 1000);
+    done();
   });
 
   app.get(

@@ -5,13 +5,14 @@
 // A nullable sort column is two index ranges in PostgreSQL's order (ASC: values then NULLs;
 // DESC: NULLs then values). A row comparison never matches NULL, so a cursor continues with up to
 // two *segments*, each one plain index range; the engine reads them in turn until the page is full.
-import { type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+import { type CompiledQuery, type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
 import { selectScoped, type TenantScope } from '../infra/db/tenancy.ts';
 import type { IncludeDescriptor, QueryableResource } from './contract.ts';
 import type { FieldKind } from '../schemas/common.ts';
 import type { FilterPlan, ListPlan, Scalar } from './plan.ts';
 import { rowMeta } from './row-meta.ts';
+import { statementCache } from './statement-cache.ts';
 import { SQL_TYPE } from './values.ts';
 
 export type Query = SelectQueryBuilder<any, any, any>;
@@ -124,4 +125,87 @@ export function compileInclude(db: Db, inc: IncludeDescriptor, parent: Record<st
   if (inc.cardinality === 'one') return q.where('id', '=', parent[inc.foreignKey]).limit(1);
   const ordered = inc.orderBy ? q.orderBy(inc.orderBy, 'asc') : q;
   return ordered.where(inc.foreignKey, '=', parent.id).orderBy('id', 'asc');
+}
+
+// The statements as the engines run them: through the statement cache, so a shape is built by the
+// functions above once and its text reused (src/query/statement-cache.ts). Each takes the values that
+// vary within a shape in one fixed order, and the same function puts them back into a plan.
+
+/** The plan and scope with every value that varies within a shape passed through `next`, in order:
+ *  the tenant, the filter values, the cursor's position. */
+function mapListValues(plan: ListPlan, scope: TenantScope, next: (value: unknown) => unknown): [ListPlan, TenantScope] {
+  const tenant = { teamId: next(scope.teamId) as string, mode: next(scope.mode) as string };
+  const filters = plan.filters.map((f): FilterPlan => {
+    switch (f.op) {
+      case 'is_null':
+        return f;
+      case 'in':
+      case 'nin':
+        return { ...f, values: f.values.map((v) => next(v) as Scalar) };
+      case 'ilike':
+        return { ...f, value: next(f.value) as string };
+      default:
+        return { ...f, value: next(f.value) as Scalar };
+    }
+  });
+  const after = plan.after && {
+    value: plan.after.value === null ? null : (next(plan.after.value) as string),
+    id: next(plan.after.id) as string,
+  };
+  return [{ ...plan, filters, after }, tenant];
+}
+
+/** What fixes a list's SQL text besides its resource; null for a shape not worth caching (timestamp
+ *  filters derive two parameters from each value). */
+function listShape(plan: ListPlan): string | null {
+  if (plan.filters.some((f) => f.kind === 'timestamp')) return null;
+  const filters = plan.filters.map(
+    (f) => `${f.field} ${f.op} ${f.op === 'is_null' ? f.value : f.op === 'in' || f.op === 'nin' ? f.values.length : ''}`,
+  );
+  const after = plan.after ? (plan.after.value === null ? 'after null' : 'after') : 'first';
+  return `${plan.fields.join(',')}|${plan.sort.token}|${filters.join('&')}|${after}`;
+}
+
+/** Segment `segment` of a list page (see compileList) limited to `limit` rows; undefined past the last. */
+export function listStatement(
+  db: Db,
+  d: QueryableResource,
+  plan: ListPlan,
+  scope: TenantScope,
+  segment: number,
+  limit: number,
+): CompiledQuery | undefined {
+  const values: unknown[] = [];
+  // As text, the way the builders above send every value.
+  mapListValues(plan, scope, (v) => values.push(typeof v === 'number' ? String(v) : v));
+  values.push(limit);
+  return statementCache(db).statement(d, listShape(plan), segment, values, (bound) => {
+    let i = 0;
+    const [p, s] = mapListValues(plan, scope, () => bound[i++]);
+    const rows = bound[i] as number;
+    return compileList(db, d, p, s).map((q) => q.limit(rows));
+  });
+}
+
+/** One record by id (see compileGet). */
+export function getStatement(
+  db: Db,
+  d: QueryableResource,
+  fields: readonly string[],
+  id: string,
+  scope: TenantScope,
+  extra: readonly string[],
+): CompiledQuery {
+  const shape = `${fields.join(',')}|${extra.join(',')}`;
+  return statementCache(db).statement(d, shape, 0, [scope.teamId, scope.mode, id], ([teamId, mode, key]) => [
+    compileGet(db, d, fields, key as string, { teamId: teamId as string, mode: mode as string }, extra),
+  ])!;
+}
+
+/** The related rows of an include (see compileInclude). */
+export function includeStatement(db: Db, inc: IncludeDescriptor, parent: Record<string, unknown>, scope: TenantScope): CompiledQuery {
+  const link = inc.cardinality === 'one' ? inc.foreignKey : 'id';
+  return statementCache(db).statement(inc, '', 0, [scope.teamId, scope.mode, parent[link]], ([teamId, mode, key]) => [
+    compileInclude(db, inc, { [link]: key }, { teamId: teamId as string, mode: mode as string }),
+  ])!;
 }

@@ -5,7 +5,7 @@ import type { Tenant } from '../domain/tenant.ts';
 import { errors } from '../errors/app-error.ts';
 import type { Db } from '../infra/db/database.ts';
 import { requireTenant } from '../infra/db/tenancy.ts';
-import { CURSOR_KEY, compileGet, compileInclude, compileList } from '../query/compile.ts';
+import { CURSOR_KEY, getStatement, includeStatement, listStatement } from '../query/compile.ts';
 import { encodeCursor } from '../query/cursor.ts';
 import { outputRow } from '../query/output.ts';
 import { parseItemQuery, parseQuery } from '../query/parse.ts';
@@ -32,10 +32,10 @@ export async function listRecords(
   const plan = planList(d, parseQuery(query));
   const rows: Row[] = [];
   // One row past the page says whether another page exists, exactly.
-  for (const segment of compileList(db, d, plan, scope)) {
-    const need = plan.limit + 1 - rows.length;
-    if (need <= 0) break;
-    rows.push(...((await segment.limit(need).execute()) as Row[]));
+  for (let segment = 0; rows.length <= plan.limit; segment++) {
+    const statement = listStatement(db, d, plan, scope, segment, plan.limit + 1 - rows.length);
+    if (!statement) break;
+    rows.push(...((await db.executeQuery(statement)).rows as Row[]));
   }
   const hasMore = rows.length > plan.limit;
   const page = hasMore ? rows.slice(0, plan.limit) : rows;
@@ -70,16 +70,22 @@ export async function getRecord(
   if (!isUuid(id)) throw errors.notFound();
   const includes = plan.includes.map((name) => [name, d.includes?.[name]] as const);
   const extra = includes.flatMap(([, inc]) => (inc?.cardinality === 'one' ? [inc.foreignKey] : []));
-  const row = (await compileGet(db, d, plan.fields, id, scope, extra).executeTakeFirst()) as Row | undefined;
+  const [row] = (await db.executeQuery(getStatement(db, d, plan.fields, id, scope, extra))).rows as (Row | undefined)[];
   if (!row) throw errors.notFound();
   const meta = descriptorMeta(d);
   const data = outputRow(row, plan.fields, meta);
-  for (const [name, inc] of includes) {
+  // The includes are independent reads: they go out together.
+  const related = await Promise.all(
+    includes.map(([, inc]) =>
+      !inc || (inc.cardinality === 'one' && row[inc.foreignKey] == null)
+        ? []
+        : db.executeQuery(includeStatement(db, inc, row, scope)).then((result) => result.rows as Row[]),
+    ),
+  );
+  for (const [i, [name, inc]] of includes.entries()) {
     if (!inc) continue;
     const itemMeta = rowMeta(inc.item);
-    const related =
-      inc.cardinality === 'one' && row[inc.foreignKey] == null ? [] : ((await compileInclude(db, inc, row, scope).execute()) as Row[]);
-    const items = related.map((r) => outputRow(r, itemMeta.fields, itemMeta));
+    const items = (related[i] as Row[]).map((r) => outputRow(r, itemMeta.fields, itemMeta));
     data[name] = inc.cardinality === 'one' ? (items[0] ?? null) : items;
   }
   return { data, sparse: plan.fields.length < meta.fields.length };

@@ -1,0 +1,132 @@
+// The statement cache must send exactly what building the query anew sends: for every resource and
+// a spread of shapes (projections, sorts, every filter operator, cursors on NOT NULL and nullable
+// columns), the cached statement of a second request, with other values, equals a fresh compile.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from 'kysely';
+import { compileGet, compileInclude, compileList, getStatement, includeStatement, listStatement } from '../src/query/compile.ts';
+import { encodeCursor } from '../src/query/cursor.ts';
+import { parseQuery } from '../src/query/parse.ts';
+import { planList } from '../src/query/plan.ts';
+import { customers } from '../src/resources/customers.ts';
+import type { ResourceDescriptor } from '../src/resources/descriptor.ts';
+import { expenses } from '../src/resources/expenses.ts';
+import { RESOURCES } from '../src/resources/registry.ts';
+import { sales } from '../src/resources/sales.ts';
+import { statementCache } from '../src/query/statement-cache.ts';
+
+const dialect = {
+  createAdapter: () => new PostgresAdapter(),
+  createDriver: () => new DummyDriver(),
+  createIntrospector: (k: Kysely<any>) => new PostgresIntrospector(k),
+  createQueryCompiler: () => new PostgresQueryCompiler(),
+};
+const ID_A = '0f8fad5b-d9cb-469f-a165-70867728950e';
+const ID_B = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
+const tenants = [
+  { teamId: '11111111-1111-4111-8111-111111111111', mode: 'live' },
+  { teamId: '22222222-2222-4222-8222-222222222222', mode: 'test' },
+];
+
+const plain = (c: { sql: string; parameters: readonly unknown[] }) => ({ sql: c.sql, parameters: [...c.parameters] });
+
+/** Asserts, for each tenant in turn (the first fills the cache), that every segment matches a fresh build. */
+function assertListMatches(db: Kysely<any>, d: ResourceDescriptor, queries: Record<string, string>[]) {
+  for (const [i, scope] of tenants.entries()) {
+    const plan = planList(d, parseQuery(queries[i] ?? queries[0]));
+    const fresh = compileList(db, d, plan, scope).map((q, segment) => plain(q.limit(7 - segment).compile()));
+    const cached = fresh.map((_, segment) => plain(listStatement(db, d, plan, scope, segment, 7 - segment)!));
+    assert.deepEqual(cached, fresh, `${d.name} ${JSON.stringify(queries[i] ?? queries[0])}`);
+    assert.equal(listStatement(db, d, plan, scope, fresh.length, 1), undefined);
+  }
+}
+
+describe('statement cache', () => {
+  const db = new Kysely<any>({ dialect });
+
+  test('first pages of every resource, whole and projected', () => {
+    for (const d of RESOURCES) {
+      assertListMatches(db, d, [{}]);
+      assertListMatches(db, d, [{ fields: 'id' }, { fields: 'id' }]);
+      assertListMatches(db, d, [{ limit: '5' }, { limit: '9' }]);
+    }
+  });
+
+  test('every filter operator, with values differing between the two requests', () => {
+    const pairs: [Record<string, string>, Record<string, string>][] = [
+      [{ 'filter[full_name][ilike]': 'Ana%' }, { 'filter[full_name][ilike]': 'Bia_%' }],
+      [{ 'filter[is_active][eq]': 'true' }, { 'filter[is_active][eq]': 'false' }],
+      [{ 'filter[email][neq]': 'a@b.c' }, { 'filter[email][neq]': 'x@y.z' }],
+      [{ 'filter[email][in]': 'a@b.c,d@e.f' }, { 'filter[email][in]': 'x@y.z,u@v.w' }],
+      [{ 'filter[email][nin]': 'a@b.c' }, { 'filter[email][nin]': 'x@y.z' }],
+      [{ 'filter[email][is_null]': 'true' }, { 'filter[email][is_null]': 'true' }],
+    ];
+    for (const [a, b] of pairs) assertListMatches(db, customers, [a, b]);
+    assertListMatches(db, sales, [{ 'filter[total_amount][gt]': '10' }, { 'filter[total_amount][gt]': '99.5' }]);
+    assertListMatches(db, sales, [{ 'filter[customer_id][eq]': ID_A }, { 'filter[customer_id][eq]': ID_B }]);
+  });
+
+  test('a different number of in-list values, or is_null true against false, is another shape', () => {
+    assertListMatches(db, customers, [{ 'filter[email][in]': 'a@b.c' }, { 'filter[email][in]': 'a@b.c,d@e.f,g@h.i' }]);
+    assertListMatches(db, customers, [{ 'filter[email][is_null]': 'true' }, { 'filter[email][is_null]': 'false' }]);
+  });
+
+  test('each shape is cached once; timestamp filters are built anew each time, and still match', () => {
+    const fresh = new Kysely<any>({ dialect });
+    assertListMatches(fresh, customers, [{ fields: 'id' }, { fields: 'id' }]);
+    assertListMatches(fresh, customers, [{ 'filter[full_name][ilike]': 'A%' }, { 'filter[full_name][ilike]': 'B%' }]);
+    assert.equal(statementCache(fresh).cachedShapes(customers), 2);
+    assertListMatches(fresh, customers, [
+      { 'filter[created_at][gte]': '2026-01-01T00:00:00.000Z' },
+      { 'filter[created_at][gte]': '2026-02-01T00:00:00.000Z' },
+    ]);
+    assert.equal(statementCache(fresh).cachedShapes(customers), 2);
+    assertListMatches(db, customers, [
+      { 'filter[created_at][gte]': '2026-01-01T00:00:00.000Z' },
+      { 'filter[created_at][gte]': '2026-02-01T00:00:00.000Z' },
+    ]);
+  });
+
+  test('cursors: NOT NULL and nullable sort columns, both directions, a null position', () => {
+    const c = (sort: string, value: string | null, id: string) => ({ sort, cursor: encodeCursor(sort, value, id) });
+    assertListMatches(db, customers, [
+      c('-created_at', '2026-01-01T10:00:00.123456Z', ID_A),
+      c('-created_at', '2025-03-01T10:00:00.000001Z', ID_B),
+    ]);
+    assertListMatches(db, customers, [c('full_name', 'Ana', ID_A), c('full_name', 'Zé', ID_B)]);
+    for (const sort of ['due_date', '-due_date']) {
+      assertListMatches(db, expenses, [c(sort, '2026-01-05', ID_A), c(sort, '2026-03-05', ID_B)]);
+      assertListMatches(db, expenses, [c(sort, null, ID_A), c(sort, null, ID_B)]);
+    }
+  });
+
+  test('get by id and includes', () => {
+    for (const [i, scope] of tenants.entries()) {
+      const id = i === 0 ? ID_A : ID_B;
+      const fields = ['id', 'status', 'total_amount'];
+      assert.deepEqual(
+        plain(getStatement(db, sales, fields, id, scope, [])),
+        plain(compileGet(db, sales, fields, id, scope, []).compile()),
+      );
+      for (const inc of [sales.includes!.items!, expenses.includes!.recurring!]) {
+        const parent = { id, [inc.foreignKey]: id };
+        assert.deepEqual(plain(includeStatement(db, inc, parent, scope)), plain(compileInclude(db, inc, parent, scope).compile()));
+      }
+    }
+  });
+
+  test('a handle with plugins is never served cached text (a plugin may rewrite every query)', () => {
+    let seen = 0;
+    const withPlugin = db.withPlugin({
+      transformQuery: ({ node }) => {
+        seen += 1;
+        return node;
+      },
+      transformResult: async ({ result }) => result,
+    });
+    const plan = planList(customers, parseQuery({}));
+    listStatement(withPlugin, customers, plan, tenants[0]!, 0, 3);
+    listStatement(withPlugin, customers, plan, tenants[1]!, 0, 3);
+    assert.equal(seen, 2);
+  });
+});
