@@ -196,4 +196,24 @@ describe('balcao import: streamed files', () => {
     );
     assert.equal(await customerCount(account.id), 0);
   });
+  test('CSV: a line number counts the line breaks inside quoted cells; broken quoting is refused by line', async () => {
+    const { account } = await s.createAccountWithKey();
+    const afterBreaks = folder({
+      'customers.csv': `full_name,notes,email\r\n"Ana","uma\r\nduas\r\ntrês",\r\nBruno,,sem-arroba\r\n`,
+    });
+    let err = await refusal(afterBreaks, account.id);
+    assert.equal(err.message, `${path.join(afterBreaks, 'customers.csv')}:5: customers.email: must be an e-mail address`);
+
+    const open = folder({ 'customers.csv': 'full_name,notes\nAna,ok\nBruno,"sem fim\n' });
+    err = await refusal(open, account.id);
+    assert.equal(err.message, `${path.join(open, 'customers.csv')}: not valid CSV (line 3: a quoted cell is not closed)`);
+
+    const stray = folder({ 'customers.csv': 'full_name,notes\nAna,meio"aspas\n' });
+    err = await refusal(stray, account.id);
+    assert.equal(
+      err.message,
+      `${path.join(stray, 'customers.csv')}: not valid CSV (line 2: a quote inside a cell that does not start with one)`,
+    );
+    assert.equal(await customerCount(account.id), 0);
+  });
 });
