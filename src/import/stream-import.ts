@@ -319,6 +319,9 @@ class ImportRun {
         this.refused(err, group.table, at);
       }
     })();
+    // Awaited by the next flush or at the end; marked handled meanwhile, so a lost connection
+    // during the next read surfaces there rather than as an unhandled rejection.
+    this.pending.catch(() => {});
   }
 
   /** Names the row behind a database refusal during COPY (its line in the COPY), and the id a unique key found taken. */
