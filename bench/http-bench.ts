@@ -3,7 +3,8 @@
 // server's RSS, with Node and PostgreSQL CPU per request, and Balcão ÷ baseline as the median of
 // alternating pairs. Everything it starts listens on loopback and is stopped by PID.
 // Env: BENCH_CUSTOMERS (default 1000000), BENCH_SECONDS per round (5), BENCH_PAIRS (3),
-// BENCH_CONNECTIONS (50), BENCH_DIR (where the loaded cluster is kept; reused when the size matches).
+// BENCH_CONNECTIONS (50), BENCH_DIR (where the loaded cluster is kept; reused when the size matches),
+// BENCH_ONLY (comma list: only the scenarios whose title contains one of these words run).
 import { type ChildProcess, spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,6 +21,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const dir = process.env.BENCH_DIR ?? path.join(os.tmpdir(), `balcao-bench-pg-${CUSTOMERS}`);
+const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 
 interface Server {
   base: string;
@@ -81,7 +83,11 @@ async function startBalcao(databaseUrl: string, extra: { redisUrl?: string; work
   if (extra.logLevel) env.LOG_LEVEL = extra.logLevel;
   const args = [path.join(root, 'bin/balcao.js'), 'serve', '--json', ...(extra.workers ? ['--workers', String(extra.workers)] : [])];
   // Logs go to stderr with --json: drained here as a log shipper would read them.
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Each server runs in a session of its own (detached), as a service would. With the kernel's
+  // autogroup scheduling (on by default) a session shares one CPU share among its processes, so the
+  // servers would otherwise compete inside the benchmark's own share with autocannon, and two
+  // workers with each other.
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const line = await waitForLine(child, 'balcao serve');
   child.stderr?.resume();
   const pid = child.pid!;
@@ -92,6 +98,7 @@ async function startBare(databaseUrl: string, accountId: string): Promise<Server
   const child = spawn(process.execPath, [path.join(root, 'bench/bare-server.js')], {
     env: { ...process.env, DATABASE_URL: databaseUrl, ACCOUNT_ID: accountId },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   const port = await waitForLine(child, 'bare server');
   return { base: `http://127.0.0.1:${port}`, pids: () => [child.pid!], stop: () => stopChild(child) };
@@ -162,6 +169,10 @@ function summary(label: string, rounds: Round[]): Round {
 
 /** Alternating pairs (who goes first alternates too); the ratio is the median of the pairs' ratios. */
 async function paired(title: string, a: [string, Server, Target], b: [string, Server, Target], pgPids: () => number[]) {
+  if (ONLY && !ONLY.some((word) => title.includes(word))) {
+    const skipped: Round = { rps: 0, p50: 0, p99: 0, errors: 0, rss: 0, nodeCpuMs: 0, pgCpuMs: 0 };
+    return { a: skipped, b: skipped, ratio: Number.NaN };
+  }
   console.log(`\n${title}`);
   for (const [, server, target] of [a, b]) await load(server, target, 1, pgPids); // warm-up
   const ra: Round[] = [];
@@ -190,6 +201,14 @@ console.log(
 const pg = await startPostgres(dir);
 const redis = await startRedis();
 const servers: Server[] = [];
+// Detached servers do not get the terminal's Ctrl-C: stop them by PID, then leave.
+process.once('SIGINT', () => {
+  void Promise.all(servers.map((server) => server.stop())).finally(() => {
+    redis.stop();
+    pg.stop();
+    process.exit(130);
+  });
+});
 try {
   const data = await ensureDataset(pg.url, dir, CUSTOMERS);
   console.log(`dataset ready (loaded through importData in ${data.loadSeconds.toFixed(0)} s; kept in ${dir})`);

@@ -14,6 +14,7 @@ import { addLifecycle } from './http/graceful-stop.ts';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts';
 import { registerHealthRoutes } from './http/health.ts';
 import { registerMetrics } from './http/metrics.ts';
+import { lazySerializers } from './http/lazy-serializers.ts';
 import { generateRequestId } from './http/request-id.ts';
 import { trackRoutes } from './http/route-table.ts';
 import { registerDocs } from './docs/register-docs.ts';
@@ -90,6 +91,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     frameworkErrors: createFrameworkErrors(config.errorsUrl),
     clientErrorHandler: createClientErrorHandler(config.errorsUrl),
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
   });
   // One validator for every route (before any registers): bodies are not coerced ("3" is not 3),
   // every refused field is reported and unnamed fields are dropped (DECISIONS B.7).

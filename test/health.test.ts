@@ -36,7 +36,11 @@ describe('metrics', () => {
       const text = await res.text();
       assert.match(text, /balcao_http_requests_total\{operation="me.get",method="GET",status="200"\} 1/);
       assert.match(text, /balcao_http_requests_total\{operation="me.get",method="GET",status="401"\} 1/);
+      assert.match(text, /# TYPE balcao_http_request_duration_seconds histogram/);
       assert.match(text, /balcao_http_request_duration_seconds_bucket\{le="[0-9.]+",operation="me.get"\}/);
+      assert.match(text, /balcao_http_request_duration_seconds_bucket\{le="\+Inf",operation="me.get"\} 2/);
+      assert.match(text, /balcao_http_request_duration_seconds_count\{operation="me.get"\} 2/);
+      assert.match(text, /balcao_http_requests_in_flight \d+/);
       assert.match(text, /balcao_rate_limit_store_healthy\{store="memory"\} 1/);
     } finally {
       await s.close();

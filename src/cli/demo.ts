@@ -7,7 +7,7 @@ import { seedDemoData } from '../demo/seed-demo-data.ts';
 import { MODULES } from '../domain/modules.ts';
 import type { FixedDb } from '../infra/db/fixed-tables.ts';
 import { commandContext, output } from './runtime.ts';
-import { openMigrated, startServing } from './serve.ts';
+import { loadServing, openMigrated, startServing } from './serve.ts';
 
 export function registerDemoCommand(program: Command): void {
   program
@@ -16,6 +16,7 @@ export function registerDemoCommand(program: Command): void {
     .option('--json', 'print one JSON object when listening (logs go to stderr)')
     .action(async (flags: { json?: boolean }) => {
       const { config } = commandContext();
+      loadServing();
       const database = await openMigrated(config, 'balcao demo');
       let account = await findDemoAccount(database.db);
       const created = !account;

@@ -2,13 +2,23 @@
 // With --json, stdout carries one JSON object once listening and the logs go to stderr.
 import cluster from 'node:cluster';
 import type { Command } from 'commander';
-import { buildApp } from '../app.ts';
+import type { buildApp } from '../app.ts';
 import { type Config, parseWorkerCount } from '../config.ts';
-import { onStopSignals, stopGracefully } from '../http/graceful-stop.ts';
-import { type Database, openDatabase } from '../infra/db/database.ts';
-import { migrate } from '../infra/db/migrate.ts';
+import type { Database } from '../infra/db/database.ts';
 import { logOutput } from './log-output.ts';
 import { commandContext, output } from './runtime.ts';
+
+/**
+ * The HTTP application's modules (Fastify, the routes, their schemas), loaded on demand. Start-up
+ * calls this before opening the database, so the modules load while PGlite compiles its
+ * WebAssembly on V8's background threads: the two waits overlap instead of adding up.
+ */
+export function loadServing() {
+  const loading = Promise.all([import('../app.ts'), import('../http/graceful-stop.ts')]);
+  // Awaited again by startServing, which reports a failure; this copy only starts the work.
+  loading.catch(() => {});
+  return loading;
+}
 
 export interface Listening {
   url: string;
@@ -19,6 +29,7 @@ export interface Listening {
 
 /** Serves over an open, migrated database; resolves once listening. Closes everything on a signal. */
 export async function startServing(config: Config, database: Database, json: boolean): Promise<Listening> {
+  const [{ buildApp }, { onStopSignals, stopGracefully }] = await loadServing();
   const app = await buildApp({
     config,
     database,
@@ -37,6 +48,7 @@ export async function startServing(config: Config, database: Database, json: boo
 }
 
 export async function openMigrated(config: Config, holder: string): Promise<Database> {
+  const [{ openDatabase }, { migrate }] = await Promise.all([import('../infra/db/database.ts'), import('../infra/db/migrate.ts')]);
   const database = await openDatabase(config, holder);
   try {
     await migrate(database.db);
@@ -60,10 +72,13 @@ export function registerServeCommand(program: Command): void {
         const { serveAsWorker, serveWithWorkers } = await import('./serve-workers.ts');
         if (cluster.isWorker) {
           // The primary has migrated: a worker only opens the database and serves.
+          loadServing();
+          const { openDatabase } = await import('../infra/db/database.ts');
           return serveAsWorker(async () => ({ ...(await startServing(config, await openDatabase(config, 'balcao serve'), true)) }));
         }
         return serveWithWorkers(config, workers, !!flags.json, async () => (await openMigrated(config, 'balcao serve')).close());
       }
+      loadServing();
       const database = await openMigrated(config, 'balcao serve');
       const listening = await startServing(config, database, !!flags.json);
       if (flags.json) output(true, listening, () => '');

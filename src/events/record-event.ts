@@ -30,7 +30,7 @@ function changedAttributes(before: Record<string, unknown>, after: Record<string
 export async function recordEvent(trx: Db, written: WrittenRecord, requestId: string | null): Promise<void> {
   const { descriptor: d, tenant } = written;
   if (!isEventResource(d.name)) return;
-  const object = (await getRecord(trx, d, tenant, written.id, {})).data;
+  const object = written.object ?? (await getRecord(trx, d, tenant, written.id, {})).data;
   const previous =
     written.action === 'updated' && written.before
       ? changedAttributes(outputRow(written.before, descriptorMeta(d).fields, descriptorMeta(d)), object)

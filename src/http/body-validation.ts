@@ -1,7 +1,7 @@
 // Validation of write bodies (DECISIONS B.7, B.8): one Ajv instance compiles the write schemas
 // (every error, no coercion, unknown fields dropped) and its errors become `errors[]` items
 // `{field: 'items[3].quantity', code, message}` with stable codes and pt-BR messages.
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 import type { FieldError } from '../errors/app-error.ts';
@@ -45,12 +45,15 @@ const acceptAll = () => true;
  */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   if (httpPart !== 'body') return acceptAll;
-  const validate = bodyAjv.compile(schema as object);
+  // Compiled on the route's first body, not at start-up: compiling every write schema is a large
+  // part of the time to listen, and a route never written to never pays for it.
+  let validate: ValidateFunction | undefined;
   const run = (data: unknown) => {
     if (data === null || data === undefined) {
       run.errors = [MISSING_BODY];
       return false;
     }
+    validate ??= bodyAjv.compile(schema as object);
     const ok = validate(data);
     run.errors = ok ? null : (validate.errors ?? []);
     return ok;

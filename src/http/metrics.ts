@@ -2,7 +2,8 @@
 // off the public edge): request counts and latencies by operation and status, and the health
 // of the rate-limit store (DECISIONS B.16 asks for its outages in readiness and metrics).
 import type { FastifyInstance } from 'fastify';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
+import { RequestStats } from './request-stats.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
 export function registerMetrics(app: FastifyInstance, rateLimiter: RateLimiter, options: { processMetrics?: boolean } = {}) {
@@ -10,19 +11,13 @@ export function registerMetrics(app: FastifyInstance, rateLimiter: RateLimiter, 
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'balcao_' });
 
-  const requests = new Counter({
-    name: 'balcao_http_requests_total',
-    help: 'HTTP requests answered, by operation, method and status.',
-    labelNames: ['operation', 'method', 'status'] as const,
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: 'balcao_http_request_duration_seconds',
-    help: 'Time to answer, by operation.',
-    labelNames: ['operation'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
+  const stats = new RequestStats();
+  // The registry only reads name, help, type and get() of a metric (Registry#getMetricsAsString).
+  for (const metric of [
+    stats.counter('balcao_http_requests_total', 'HTTP requests answered, by operation, method and status.'),
+    stats.histogram('balcao_http_request_duration_seconds', 'Time to answer, by operation.'),
+  ])
+    registry.registerMetric(metric as unknown as Metric);
   new Gauge({
     name: 'balcao_rate_limit_store_healthy',
     help: '1 when the rate-limit store answers; 0 while Redis is unreachable and per-instance counters stand in.',
@@ -36,35 +31,24 @@ export function registerMetrics(app: FastifyInstance, rateLimiter: RateLimiter, 
   });
 
   // What a graceful stop still has to finish; operators watch it drain.
-  const inFlight = new Gauge({
+  let inFlight = 0;
+  new Gauge({
     name: 'balcao_http_requests_in_flight',
     help: 'Requests received and not yet answered.',
     registers: [registry],
+    collect() {
+      this.set(inFlight);
+    },
   });
-  // prom-client hashes the labels on every call; the series a route writes are looked up once instead.
-  const counted = new Map<string, { inc(): void }>();
-  const timed = new Map<string, { observe(seconds: number): void }>();
   app.addHook('onRequest', (_request, _reply, done) => {
-    inFlight.inc();
+    inFlight += 1;
     done();
   });
 
   app.addHook('onResponse', (request, reply, done) => {
-    inFlight.dec();
+    inFlight -= 1;
     const operation = request.routeOptions.config.operationId ?? (request.is404 ? 'unmatched' : 'internal');
-    const series = `${operation} ${request.method} ${reply.statusCode}`;
-    let counter = counted.get(series);
-    if (!counter) {
-      counter = requests.labels({ operation, method: request.method, status: String(reply.statusCode) });
-      counted.set(series, counter);
-    }
-    counter.inc();
-    let timer = timed.get(operation);
-    if (!timer) {
-      timer = duration.labels({ operation });
-      timed.set(operation, timer);
-    }
-    timer.observe(reply.elapsedTime / 1000);
+    stats.record(operation, request.method, reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
 

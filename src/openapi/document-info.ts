@@ -10,7 +10,8 @@ export const API_TITLE = 'Balcão API';
 export const API_VERSION = '1.0.0';
 export const SECURITY_SCHEME = 'bearerAuth';
 
-const thousands = (n: number) => n.toLocaleString('en-US');
+// Not toLocaleString: its first call loads the ICU locale data, a quarter of a second at start-up.
+const thousands = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
 function planTable(): string {
   const rows = PLAN_CODES.map((code) => {

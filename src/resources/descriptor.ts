@@ -62,6 +62,12 @@ export interface WriteRules {
   toInsert?(ctx: WriteContext, body: Body): Promise<Row> | Row;
   /** Follow-up writes of a creation, in its transaction (sale items, first status-history entry). */
   afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<void>;
+  /**
+   * Values of a creation taken last, just before its transaction's extensions and commit, because
+   * taking them locks a row until commit (the sale's number locks the tenant's counter): the fewer
+   * statements after it, the less concurrent creations wait. Returns the fields it set, as answered.
+   */
+  lastValues?(ctx: WriteContext, row: Row): Promise<Row>;
   /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
   toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
   /** After a PATCH or DELETE changed the row, in its transaction (status history). */

@@ -3,6 +3,7 @@
 // its follow-ups in one transaction, the result read back through the read engine. A creation reads
 // its record back inside its transaction and hands it to the caller's finishers there (the idempotency
 // record stores the response): the write, its event and its stored response commit together or not at all.
+// A creation's statements are ordered so that the rows locked until commit are locked last (docs/performance.md).
 import type { FieldError } from '../errors/app-error.ts';
 import { errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
@@ -21,9 +22,10 @@ export interface WriteOptions {
   now?: () => number;
   /** Runs inside the creating transaction just before it commits (the idempotency claim marks itself). */
   beforeCommit?: (trx: Db) => Promise<void>;
-  /** Runs inside every write's transaction once the record is final (the change feed records its event). */
+  /** Runs inside every write's transaction once the record is final (the change feed records its event);
+   *  in a creation, last, after the finishers. */
   onWritten?: (trx: Db, written: WrittenRecord) => Promise<void>;
-  /** Run in order inside a creating transaction, after `onWritten`, with the record as answered; a throw rolls back. */
+  /** Run in order inside a creating transaction, before `onWritten`, with the record as answered; a throw rolls back. */
   finishers?: readonly InTransactionFinisher[];
 }
 
@@ -38,6 +40,8 @@ export interface WrittenRecord {
   action: 'created' | 'updated' | 'deleted';
   /** The stored row before an update or delete (all columns); null on creation. */
   before: Row | null;
+  /** On creation: the record as a read of it answers (without includes), so extensions need not read it again. */
+  object?: Row;
 }
 
 const notFoundReference = (field: string): FieldError => ({
@@ -121,11 +125,16 @@ export async function createRecord(
     const values = w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : { ...body };
     const row = (await insertScoped(trx, d.table, tenant, columnValues(d, values)).returningAll().executeTakeFirstOrThrow()) as Row;
     await w.rules?.afterInsert?.(ctx, row, body);
-    const written: WrittenRecord = { descriptor: d, tenant, id: String(row.id), action: 'created', before: null };
-    await options.onWritten?.(trx, written);
-    const record = await readBack(trx, d, tenant, written.id, w.createIncludes);
+    const record = await readBack(trx, d, tenant, String(row.id), w.createIncludes);
+    // Each statement from here on runs while the rows lastValues locked stay locked (and, from the
+    // event on, the tenant's event counter): they are kept few, and nothing is read back again.
+    if (w.rules?.lastValues) Object.assign(record, await w.rules.lastValues(ctx, row));
+    const object = { ...record };
+    for (const name of w.createIncludes ?? []) delete object[name];
+    const written: WrittenRecord = { descriptor: d, tenant, id: String(row.id), action: 'created', before: null, object };
     for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
     await options.beforeCommit?.(trx);
+    await options.onWritten?.(trx, written);
     return record;
   });
 }

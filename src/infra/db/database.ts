@@ -1,10 +1,11 @@
 // One query layer over both engines: Kysely with postgres.js (PostgreSQL) or PGlite (embedded).
 // Both drivers are set to return the same JS values: numeric → number, date/time → the
 // string PostgreSQL prints, timestamptz → Date, bigint → number.
-import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
+// Each engine's driver is loaded only when that engine is opened: a command run against PostgreSQL
+// never loads PGlite (nor the other way round), which keeps the CLI's start-up short.
+import type { PGlite } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
-import { PGliteDialect } from 'kysely-pglite-dialect';
-import postgres from 'postgres';
+import type postgres from 'postgres';
 import { type Config, DEFAULT_DB_POOL_SIZE, type DatabaseTimeouts } from '../../config.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import { PostgresJsDialect } from './postgres-dialect.ts';
@@ -46,7 +47,8 @@ export const DEFAULT_DB_TIMEOUTS: DatabaseTimeouts = Object.freeze({
   idleSeconds: 60,
 });
 
-function openPostgres(url: string, poolSize: number, timeouts: DatabaseTimeouts): Database {
+async function openPostgres(url: string, poolSize: number, timeouts: DatabaseTimeouts): Promise<Database> {
+  const { default: postgres } = await import('postgres');
   const connection: Record<string, string> = { TimeZone: 'UTC', application_name: 'balcao' };
   // Sent in the start-up packet, so every connection of the pool carries them. A transaction left
   // open by a stalled client is ended by the server rather than holding its locks.
@@ -95,6 +97,10 @@ async function openPglite(dataDir: string, holder: string): Promise<Database> {
   let lock: DataDirLock | undefined;
   if (!dataDir.startsWith('memory://')) lock = await acquireDataDirLock(dataDir, holder);
   try {
+    const [{ PGlite, types: pgliteTypes }, { PGliteDialect }] = await Promise.all([
+      import('@electric-sql/pglite'),
+      import('kysely-pglite-dialect'),
+    ]);
     const pg = await PGlite.create({
       dataDir: dataDir.startsWith('memory://') ? undefined : dataDir,
       parsers: {

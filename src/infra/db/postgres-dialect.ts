@@ -86,6 +86,8 @@ export class PostgresJsDialect implements Dialect {
 
 class PostgresJsConnection implements DatabaseConnection {
   private reserved: ReservedSql | undefined;
+  /** A transaction's BEGIN, sent but not yet awaited: it travels with the transaction's first statement. */
+  private begun: Promise<unknown> | undefined;
   constructor(
     private readonly sql: Sql,
     private readonly bounds: WaitBounds,
@@ -99,6 +101,17 @@ class PostgresJsConnection implements DatabaseConnection {
   release(): void {
     this.reserved?.release();
     this.reserved = undefined;
+    this.begun = undefined;
+  }
+
+  /** Sends BEGIN without waiting for its answer: the next statement follows it on the same connection,
+   *  so opening a transaction costs no round trip of its own. Its failure is the next statement's. */
+  begin(text: string): void {
+    const reserved = this.reserved;
+    if (!reserved) throw new Error('begin on a connection that is not reserved');
+    const begun = reserved.unsafe(text);
+    begun.catch(() => {}); // sends it now; a failure is reported with the next statement
+    this.begun = begun;
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
@@ -106,14 +119,23 @@ class PostgresJsConnection implements DatabaseConnection {
     const running = (this.reserved ?? this.sql).unsafe(query.sql, parameters, {
       prepare: parameters.length <= MAX_PREPARED_PARAMETERS,
     });
+    const begun = this.begun;
+    this.begun = undefined;
     // Inside a transaction the server's statement timeout bounds each query; a lone query also waits in the queue.
-    const result = this.reserved ? await running : await within(Promise.resolve(running), this.bounds.queryMs, 'query answer');
+    const result = this.reserved
+      ? begun
+        ? (await Promise.all([begun, running]))[1]
+        : await running
+      : await within(Promise.resolve(running), this.bounds.queryMs, 'query answer');
     const { command, count } = result;
     const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE';
     return { numAffectedRows: changed ? BigInt(count) : undefined, rows: Array.from(result) as R[] };
   }
 
   async *streamQuery<R>(query: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
+    const begun = this.begun;
+    this.begun = undefined;
+    if (begun) await begun;
     const cursor = (this.reserved ?? this.sql).unsafe(query.sql, [...query.parameters] as never[]).cursor(chunkSize);
     for await (const rows of cursor) yield { rows: rows as R[] };
   }
@@ -132,7 +154,7 @@ class PostgresJsDriver implements Driver {
     await connection.reserve();
     const level = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : '';
     const mode = settings.accessMode ? ` ${settings.accessMode}` : '';
-    await connection.executeQuery(raw(`start transaction${level}${mode}`));
+    connection.begin(`start transaction${level}${mode}`);
   }
   async commitTransaction(connection: PostgresJsConnection): Promise<void> {
     await connection.executeQuery(raw('commit'));

@@ -4,6 +4,7 @@
 import {
   type DeleteQueryBuilder,
   type InsertQueryBuilder,
+  type QueryCreator,
   type SelectQueryBuilder,
   type SqlBool,
   sql,
@@ -33,7 +34,7 @@ export function requireTenant<T extends TenantScope>(tenant: T | null, action: '
 /** Tenant first, then the fixed conditions as literals: a partial index predicate
  *  (`transaction_type IN ('sale', 'order')`, `deleted_at IS NULL`) is only usable when the
  *  planner sees constants, even under a generic prepared plan. */
-export function selectScoped(db: Db, table: string, scope: TenantScope, where?: FixedConditions): ScopedSelect {
+export function selectScoped(db: Db | QueryCreator<any>, table: string, scope: TenantScope, where?: FixedConditions): ScopedSelect {
   let q: ScopedSelect = db.selectFrom(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
   for (const [column, allowed] of Object.entries(where ?? {})) {
     q =
@@ -60,8 +61,9 @@ export function insertScoped(
   return db.insertInto(table).values(Array.isArray(rows) ? rows.map(owned) : owned(rows as Values));
 }
 
-/** An UPDATE that can only reach rows of the tenant; the caller adds `set` and its own conditions. */
-export function updateScoped(db: Db, table: string, scope: TenantScope): UpdateQueryBuilder<any, any, any, any> {
+/** An UPDATE that can only reach rows of the tenant; the caller adds `set` and its own conditions.
+ *  `db` may carry common table expressions (`db.with(…)`), each scoped the same way. */
+export function updateScoped(db: Db | QueryCreator<any>, table: string, scope: TenantScope): UpdateQueryBuilder<any, any, any, any> {
   return db.updateTable(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
 }
 

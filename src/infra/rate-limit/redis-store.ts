@@ -19,11 +19,16 @@
 // as one instance would. The window start is in the key and the expiry is relative to the caller's clock, so
 // an injected clock works against a real Redis. Instances derive windows from their own clocks: keep them on
 // NTP (a skew only matters for requests within that skew of a window boundary).
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
 import { counterKey, decide, type Decision, type Layer } from './layers.ts';
 import { MemoryRateLimitStore } from './memory-store.ts';
 import type { RateLimitStore } from './store.ts';
+
+/** The client library, loaded when a Redis store is made: a server without REDIS_URL never loads it
+ *  (it is as heavy to load as Fastify, on every start). */
+const loadRedisClient = (): typeof Redis => (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis;
 
 const CHARGE_SCRIPT = `
 local counts = {}
@@ -88,7 +93,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     const connectTimeout = options.connectTimeoutMs ?? 1_000;
     const maxReconnectDelay = options.maxReconnectDelayMs ?? 1_000;
     this.startupWaitMs = options.startupWaitMs ?? 5_000;
-    this.client = new Redis(options.url, {
+    this.client = new (loadRedisClient())(options.url, {
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,

@@ -10,7 +10,7 @@ import { saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
 import { insertScoped, selectScoped } from '../../infra/db/tenancy.ts';
-import { nextTransactionNumber } from './transaction-number.ts';
+import { numberSale } from './transaction-number.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
 export const CATALOG_TYPES = ['product', 'service', 'package'] as const;
@@ -104,13 +104,14 @@ function amountLimits(body: Body): FieldError[] {
 
 const numeric = (value: Dec | null) => (value === null ? null : toSqlNumeric(value));
 
-async function toInsert(ctx: WriteContext, body: Body): Promise<Row> {
+function toInsert(_ctx: WriteContext, body: Body): Row {
   const input = body as CreateSale;
   const amounts = saleAmounts(input.items, input.delivery_fee);
   return {
     customer_id: input.customer_id ?? null,
     transaction_type: input.transaction_type ?? 'sale',
-    transaction_number: await nextTransactionNumber(ctx.trx, ctx.tenant),
+    // Numbered last (lastValues): taking the number locks the tenant's counter until commit.
+    transaction_number: null,
     status: input.status ?? 'pending',
     sale_date: input.sale_date ?? sql`now()`,
     delivery_date: input.delivery_date ?? null,
@@ -199,6 +200,7 @@ export const saleWrite: WriteDescriptor = {
     check: (body, current) => (current ? [] : [...quantitiesAfterRounding(body), ...amountLimits(body)]),
     toInsert,
     afterInsert,
+    lastValues: async (ctx, row) => ({ transaction_number: await numberSale(ctx.trx, ctx.tenant, String(row.id)) }),
     toUpdate,
     afterChange,
   },

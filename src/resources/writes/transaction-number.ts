@@ -15,9 +15,11 @@ const bigint = (value: number) => sql<number>`cast(${String(value)} as bigint)`;
  * number back. The counter starts after the largest number already stored (imports), and
  * is moved past any number imported after it was created.
  */
+const counter = (trx: Db, tenant: Tenant) =>
+  updateScoped(trx, 'tenant_counters', tenant).where('name', '=', TRANSACTION_COUNTER).returning('value');
+
 export async function nextTransactionNumber(trx: Db, tenant: Tenant): Promise<string> {
-  const counter = () => updateScoped(trx, 'tenant_counters', tenant).where('name', '=', TRANSACTION_COUNTER).returning('value');
-  let value = (await counter().set({ value: sql`value + 1` }).executeTakeFirst())?.value as number | undefined;
+  let value = (await counter(trx, tenant).set({ value: sql`value + 1` }).executeTakeFirst())?.value as number | undefined;
   if (value === undefined) {
     // First sale of the tenant: seed from what is stored. A concurrent first sale conflicts on
     // the key, waits for this transaction, then takes the next value.
@@ -33,12 +35,59 @@ export async function nextTransactionNumber(trx: Db, tenant: Tenant): Promise<st
   if (await numberTaken(trx, tenant, value)) {
     const floor = bigint((await largestStoredNumber(trx, tenant)) + 1);
     value = (
-      await counter()
+      await counter(trx, tenant)
         .set({ value: sql`GREATEST(value, ${floor})` })
         .executeTakeFirst()
     )?.value as number;
   }
   return String(value);
+}
+
+/**
+ * Numbers a sale inserted without one, in one statement in the usual case: the counter moves on
+ * and the sale takes its value unless a stored sale has it already. Otherwise (the tenant's first
+ * sale, or a number an import took) `nextTransactionNumber` decides. The counter stays locked until
+ * the transaction ends, so call it as late as possible (WriteRules.lastValues).
+ */
+export async function numberSale(trx: Db, tenant: Tenant, saleId: string): Promise<string> {
+  const asText = sql<string>`cast("next"."value" as text)`;
+  // `value` says whether the counter existed (and this statement moved it), `number` whether the sale took it.
+  const result = await trx
+    .with('next', (db) =>
+      updateScoped(db, 'tenant_counters', tenant).where('name', '=', TRANSACTION_COUNTER).set({ value: sql`value + 1` }).returning('value'),
+    )
+    .with('numbered', (db) =>
+      updateScoped(db, 'transactions', tenant)
+        .from('next')
+        .set({ transaction_number: asText })
+        .where('transactions.id', '=', saleId)
+        .where(({ not, exists }) =>
+          not(exists(selectScoped(trx, 'transactions', tenant).select(sql`1`.as('taken')).where('transaction_number', '=', asText))),
+        )
+        .returning('transactions.transaction_number'),
+    )
+    .selectFrom('next')
+    .leftJoin('numbered', (join) => join.onTrue())
+    .select(['next.value', 'numbered.transaction_number'])
+    .executeTakeFirst();
+  if (result?.transaction_number != null) return String(result.transaction_number);
+  let value: string;
+  if (result) {
+    // This statement moved the counter to a number an import took: past the largest stored one, as below.
+    const floor = bigint((await largestStoredNumber(trx, tenant)) + 1);
+    value = String(
+      (
+        await counter(trx, tenant)
+          .set({ value: sql`GREATEST(value, ${floor})` })
+          .executeTakeFirstOrThrow()
+      ).value,
+    );
+  } else {
+    // No counter when the statement began (the tenant's first sale, or another's first sale not yet committed).
+    value = await nextTransactionNumber(trx, tenant);
+  }
+  await updateScoped(trx, 'transactions', tenant).set({ transaction_number: value }).where('id', '=', saleId).execute();
+  return value;
 }
 
 /** The largest purely numeric transaction_number of the tenant (any transaction type), or 0. */
