@@ -1,9 +1,12 @@
-// How fast `balcao import` loads customers beside a raw COPY of the same rows into the same
-// table (with its indexes), and how much memory it takes: each load runs in its own process on
-// its own fresh database, so its peak RSS is its own. Then sales with items and history.
-// Run alone: node --import tsx bench/import.ts [rows]   (default 100000; at most 2000000)
-// PostgreSQL when DATABASE_URL is set (fresh databases are created and dropped), else PGlite on disk.
-import { execFileSync, spawnSync } from 'node:child_process';
+// How fast the built `balcao import` (node bin/balcao.js) loads customers from one NDJSON file and
+// one CSV file beside a raw COPY of the same rows into the same table (with its indexes), and its
+// peak RSS: each load runs in its own process on its own fresh database. Then sales with items
+// and history. Part of `npm run bench` (BENCH_PART=import runs this part alone).
+//   node --import tsx bench/import.ts [rows]      rows: default BENCH_IMPORT_ROWS or 1000000 (at most 2000000)
+// The database: a throwaway PostgreSQL of its own (bench/throwaway-servers.ts); DATABASE_URL to use
+// an existing server instead (fresh databases are created and dropped); BENCH_IMPORT_ENGINE=pglite
+// for the embedded database on disk. BENCH_IMPORT_GZIP=1 adds a gzipped NDJSON load.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,12 +15,10 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { type Database, openDatabase } from '../src/infra/db/database.ts';
-import { migrate } from '../src/infra/db/migrate.ts';
-import { findSources } from '../src/import/sources.ts';
-import { importSources } from '../src/import/stream-import.ts';
+import { startPostgres } from './throwaway-servers.ts';
 
 const self = fileURLToPath(import.meta.url);
+const CLI = path.join(path.dirname(self), '..', 'bin', 'balcao.js');
 const CUSTOMER_FIELDS = ['id', 'full_name', 'email', 'phone', 'document', 'is_active', 'address_city', 'address_state', 'created_at'];
 
 const uuid = (prefix: string, n: number) => `${prefix}-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
@@ -81,58 +82,117 @@ async function writeLines(file: string, rows: number, line: (i: number) => strin
 const csvCell = (v: unknown) => (v === null ? '' : typeof v === 'string' && /[",\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : String(v));
 const copyCell = (v: unknown) => (v === null ? '\\N' : typeof v === 'boolean' ? (v ? 't' : 'f') : String(v));
 
-// ---- one load, in a child process: prints {seconds, rows, rssMb} ----
-async function freshDatabase(label: string): Promise<{ database: Database; drop: () => Promise<void> }> {
-  const adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `balcao-bench-${label}-`));
-    const database = await openDatabase({ databaseUrl: undefined, dataDir: dir }, 'bench import');
-    await migrate(database.db);
-    return { database, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
-  }
-  const name = `balcao_bench_${label}_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '' });
-  await migrate(database.db);
-  return {
-    database,
-    drop: async () => {
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    },
+// ---- the databases: each load on a fresh one ----
+interface Target {
+  /** The environment `balcao` reads (DATABASE_URL or BALCAO_DATA_DIR). */
+  env: Record<string, string>;
+  drop(): Promise<void>;
+}
+
+type Fresh = (label: string) => Promise<Target>;
+
+async function postgresTargets(adminUrl: string): Promise<Fresh> {
+  return async (label) => {
+    const name = `balcao_bench_${label}_${randomBytes(4).toString('hex')}`;
+    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+    const url = new URL(adminUrl);
+    url.pathname = `/${name}`;
+    return {
+      env: { DATABASE_URL: url.toString() },
+      drop: async () => {
+        await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await admin.end();
+      },
+    };
   };
 }
 
-async function runLoad(kind: string, file: string): Promise<void> {
-  const { database, drop } = await freshDatabase(kind.replace(/\W/g, ''));
-  try {
-    const account = await database.db
-      .insertInto('accounts')
-      .values({ name: 'Bench', plan_code: 'enterprise' })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    const teamId = String(account.id);
-    const started = performance.now();
-    let rows = 0;
-    if (kind === 'raw-copy') rows = await rawCopy(database, teamId, file);
-    else {
-      const result = await importSources(database, await findSources(file), { accountId: teamId, mode: 'live' });
-      rows = Object.values(result.counts).reduce((a, b) => a + (b ?? 0), 0) + Object.values(result.nested).reduce((a, b) => a + b, 0);
+function pgliteTargets(root: string): Fresh {
+  return async (label) => {
+    const dir = fs.mkdtempSync(path.join(root, `pglite-${label}-`));
+    return { env: { BALCAO_DATA_DIR: dir }, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+  };
+}
+
+function cli(env: Record<string, string>, args: string[]): string {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  if (r.status !== 0) throw new Error(`balcao ${args[0]} failed: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** A migrated fresh database with one account. */
+async function prepare(fresh: Fresh, label: string): Promise<{ target: Target; accountId: string }> {
+  const target = await fresh(label);
+  cli(target.env, ['migrate']);
+  const account = JSON.parse(cli(target.env, ['accounts', 'create', '--name', 'Bench', '--plan', 'enterprise', '--json']));
+  return { target, accountId: account.id };
+}
+
+interface Load {
+  seconds: number;
+  rows: number;
+  rssMb: number;
+}
+
+/** Runs a process to its end, sampling its peak RSS (VmHWM) from /proc. */
+async function timed(args: string[], env: Record<string, string>): Promise<{ seconds: number; rssMb: number; stdout: string }> {
+  const started = performance.now();
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c) => {
+    stdout += c;
+  });
+  child.stderr.on('data', (c) => {
+    stderr += c;
+  });
+  let peakKb = 0;
+  const sample = () => {
+    try {
+      const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      peakKb = Math.max(peakKb, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0));
+    } catch {
+      // exited
     }
-    const seconds = (performance.now() - started) / 1000;
-    process.stdout.write(`${JSON.stringify({ seconds, rows, rssMb: process.resourceUsage().maxRSS / 1024 })}\n`);
+  };
+  const sampler = setInterval(sample, 50);
+  const deadline = setTimeout(() => child.kill('SIGKILL'), 30 * 60_000);
+  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+  clearInterval(sampler);
+  clearTimeout(deadline);
+  if (code !== 0) throw new Error(`${args.join(' ')} failed (${code}): ${stderr}`);
+  return { seconds: (performance.now() - started) / 1000, rssMb: peakKb / 1024, stdout };
+}
+
+async function importLoad(fresh: Fresh, file: string): Promise<Load> {
+  const { target, accountId } = await prepare(fresh, 'import');
+  try {
+    const run = await timed([CLI, 'import', '--account', accountId, file, '--json'], target.env);
+    const result = JSON.parse(run.stdout) as { counts: Record<string, number>; nested: Record<string, number> };
+    const rows = [...Object.values(result.counts), ...Object.values(result.nested)].reduce((a, b) => a + b, 0);
+    return { seconds: run.seconds, rows, rssMb: run.rssMb };
   } finally {
-    await database.close();
-    await drop();
+    await target.drop();
   }
 }
 
-/** The baseline: the same customers, already in COPY's text format, copied straight into the table. */
-async function rawCopy(database: Database, teamId: string, file: string): Promise<number> {
+async function rawCopyLoad(fresh: Fresh, file: string): Promise<Load> {
+  const { target, accountId } = await prepare(fresh, 'copy');
+  try {
+    const run = await timed(['--import', 'tsx', self, '--raw-copy', accountId, file], target.env);
+    // The COPY's own time (connection to commit), without the process's start: the import is timed whole.
+    const { rows, seconds } = JSON.parse(run.stdout) as { rows: number; seconds: number };
+    return { seconds, rows, rssMb: run.rssMb };
+  } finally {
+    await target.drop();
+  }
+}
+
+/** The baseline, in its own process: the customers, already in COPY's text format, copied straight into the table. */
+async function rawCopy(teamId: string, file: string): Promise<void> {
   const columns = ['team_id', 'mode', ...CUSTOMER_FIELDS].join(', ');
+  const started = performance.now();
   let rows = 0;
   const lines = (async function* () {
     let rest = '';
@@ -145,35 +205,48 @@ async function rawCopy(database: Database, teamId: string, file: string): Promis
       yield body.replaceAll('TEAM', teamId);
     }
   })();
-  const driver = database.driver;
-  if (driver.engine === 'postgres') {
-    await driver.sql.begin(async (tx) => {
+  if (process.env.DATABASE_URL) {
+    const sql = postgres(process.env.DATABASE_URL, { max: 1, onnotice: () => {} });
+    await sql.begin(async (tx) => {
       await pipeline(Readable.from(lines), await tx.unsafe(`COPY customers (${columns}) FROM STDIN`).writable());
     });
+    await sql.end();
   } else {
-    await driver.pg.transaction(async (tx) => {
+    const { PGlite } = await import('@electric-sql/pglite');
+    const pg = await PGlite.create({ dataDir: process.env.BALCAO_DATA_DIR });
+    await pg.transaction(async (tx) => {
       for await (const body of lines) await tx.query(`COPY customers (${columns}) FROM '/dev/blob'`, [], { blob: new Blob([body]) });
     });
+    await pg.close();
   }
-  return rows;
+  process.stdout.write(`${JSON.stringify({ rows, seconds: (performance.now() - started) / 1000 })}\n`);
 }
 
 // ---- the bench: files, then each load in its own process ----
-function load(kind: string, file: string): { seconds: number; rows: number; rssMb: number } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', self, '--load', kind, file], {
-    encoding: 'utf8',
-    env: process.env,
-    timeout: 30 * 60_000,
-  });
-  if (r.status !== 0) throw new Error(`${kind} load failed: ${r.stderr}`);
-  return JSON.parse(r.stdout.trim().split('\n').at(-1) as string);
-}
-
 async function main(): Promise<void> {
-  const rows = Number(process.argv[2] ?? 100_000);
+  const rows = Number(process.argv[2] ?? process.env.BENCH_IMPORT_ROWS ?? 1_000_000);
   if (!Number.isInteger(rows) || rows < 100 || rows > 2_000_000) throw new Error('rows must be an integer between 100 and 2000000');
+  if (!fs.existsSync(path.join(path.dirname(CLI), '..', 'dist', 'cli', 'main.js'))) throw new Error('run `npm run build` first');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-bench-import-'));
+  const pglite = process.env.BENCH_IMPORT_ENGINE === 'pglite';
+  // The server's folder is its own (the postgres user owns it; the data files' folder is private to this process).
+  const serverDir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-bench-import-pg-'));
+  let stopServer = () => {};
   try {
+    let fresh: Fresh;
+    let engine: string;
+    if (pglite) {
+      fresh = pgliteTargets(dir);
+      engine = 'PGlite on disk';
+    } else if (process.env.DATABASE_URL) {
+      fresh = await postgresTargets(process.env.DATABASE_URL);
+      engine = 'PostgreSQL at DATABASE_URL';
+    } else {
+      const server = await startPostgres(serverDir);
+      stopServer = server.stop;
+      fresh = await postgresTargets(server.url);
+      engine = 'a throwaway PostgreSQL 15';
+    }
     const files = {
       copy: path.join(dir, 'customers.copy'),
       ndjson: path.join(dir, 'customers.ndjson'),
@@ -189,34 +262,47 @@ async function main(): Promise<void> {
       (i) => `${CUSTOMER_FIELDS.map((f) => csvCell(customer(i)[f])).join(',')}\n`,
       `${CUSTOMER_FIELDS.join(',')}\n`,
     );
-    execFileSync('sh', ['-c', `gzip -c "${files.ndjson}" > "${files.gz}"`]);
     const saleCount = Math.max(100, Math.floor(rows / 10));
     await writeLines(files.sales, saleCount, (i) => `${JSON.stringify(sale(i))}\n`);
 
-    const engine = process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite on disk';
     const mb = (file: string) => (fs.statSync(file).size / 1_048_576).toFixed(0);
     console.log(
-      `import of ${rows.toLocaleString('en')} customers (${mb(files.ndjson)} MiB NDJSON, ${mb(files.csv)} MiB CSV), ${engine}, each load on a fresh database`,
+      `import of ${rows.toLocaleString('en')} customers (${mb(files.ndjson)} MiB NDJSON, ${mb(files.csv)} MiB CSV) by the built CLI, ${engine}, each load in its own process on a fresh database`,
     );
-    const raw = load('raw-copy', files.copy);
-    const line = (label: string, r: { seconds: number; rows: number; rssMb: number }) =>
+    const rate = (r: Load) =>
+      Math.round(r.rows / r.seconds)
+        .toLocaleString('en')
+        .padStart(9);
+    const line = (label: string, r: Load, ratio: string) =>
       console.log(
-        `  ${label.padEnd(26)} ${r.seconds.toFixed(2).padStart(8)} s  ${Math.round(r.rows / r.seconds)
-          .toLocaleString('en')
-          .padStart(9)} rows/s  ${(raw.seconds / r.seconds).toFixed(2)}× raw COPY  peak RSS ${r.rssMb.toFixed(0)} MB`,
+        `  ${label.padEnd(28)} ${r.seconds.toFixed(2).padStart(8)} s  ${rate(r)} rows/s  ${ratio.padEnd(16)} peak RSS ${r.rssMb.toFixed(0)} MB`,
       );
-    line('raw COPY (baseline)', raw);
-    line('balcao import NDJSON', load('import', files.ndjson));
-    line('balcao import CSV', load('import', files.csv));
-    line('balcao import NDJSON .gz', load('import', files.gz));
-    const sales = load('import', files.sales);
+    // The baseline runs before and after the imports; each import is compared with their mean, as the machine's load drifts.
+    const before = await rawCopyLoad(fresh, files.copy);
+    line('raw COPY (before)', before, '');
+    const loads: [string, Load][] = [
+      ['balcao import NDJSON', await importLoad(fresh, files.ndjson)],
+      ['balcao import CSV', await importLoad(fresh, files.csv)],
+    ];
+    if (process.env.BENCH_IMPORT_GZIP === '1') {
+      execFileSync('sh', ['-c', `gzip -c "${files.ndjson}" > "${files.gz}"`]);
+      loads.push(['balcao import NDJSON .gz', await importLoad(fresh, files.gz)]);
+    }
+    const after = await rawCopyLoad(fresh, files.copy);
+    const baseline = (before.seconds + after.seconds) / 2;
+    for (const [label, load] of loads) line(label, load, `${(baseline / load.seconds).toFixed(2)}× raw COPY`);
+    line('raw COPY (after)', after, '');
+    const sales = await importLoad(fresh, files.sales);
     console.log(
-      `  sales with 2 items and 1 history entry: ${saleCount.toLocaleString('en')} sales, ${sales.rows.toLocaleString('en')} rows in ${sales.seconds.toFixed(2)} s (${Math.round(sales.rows / sales.seconds).toLocaleString('en')} rows/s), peak RSS ${sales.rssMb.toFixed(0)} MB`,
+      `  sales with 2 items and 1 history entry: ${saleCount.toLocaleString('en')} sales, ${sales.rows.toLocaleString('en')} rows in ${sales.seconds.toFixed(2)} s (${rate(sales).trim()} rows/s), peak RSS ${sales.rssMb.toFixed(0)} MB`,
     );
+    console.log('  (ratio: import speed ÷ raw COPY speed, the COPY timed before and after the imports; RSS sampled from /proc)');
   } finally {
+    stopServer();
     fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(serverDir, { recursive: true, force: true });
   }
 }
 
-if (process.argv[2] === '--load') await runLoad(process.argv[3] as string, process.argv[4] as string);
+if (process.argv[2] === '--raw-copy') await rawCopy(process.argv[3] as string, process.argv[4] as string);
 else await main();

@@ -169,4 +169,51 @@ describe('balcao import: streamed files', () => {
     );
     assert.equal(await customerCount(account.id), 1);
   });
+  // On PostgreSQL the second waits for the first's lock, then its COPY meets the first's rows (a
+  // refusal the driver reports after the COPY's end, which once left the import hanging).
+  test('two imports of the same ids at once: one is written, the other refused by name, neither hangs', { timeout: 60_000 }, async () => {
+    const [first, second] = [await s.createAccountWithKey(), await s.createAccountWithKey()];
+    const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ id: randomUUID(), full_name: `Par ${i}` }));
+    const both = folder({ 'customers.ndjson': `${lines.join('\n')}\n` });
+    const results = await Promise.allSettled([run(both, first.account.id), run(both, second.account.id)]);
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    assert.equal(refused.length, 1, 'exactly one of the two imports is refused');
+    assert.ok(refused[0]?.reason instanceof ImportError, String(refused[0]?.reason));
+    assert.equal(refused[0].reason.message, `${path.join(both, 'customers.ndjson')}:1: customers.id: a record with this id already exists`);
+    assert.deepEqual([await customerCount(first.account.id), await customerCount(second.account.id)].sort(), [0, 3000]);
+  });
+
+  test('a duplicate id at the end of a file is named by line, and nothing is written', async () => {
+    const { account } = await s.createAccountWithKey();
+    const ids = Array.from({ length: 3000 }, () => randomUUID());
+    const lines = ids.map((id, i) => JSON.stringify({ id, full_name: `Fim ${i}` }));
+    lines.push(JSON.stringify({ id: ids[10], full_name: 'Repetido' }));
+    const late = folder({ 'customers.ndjson': lines.join('\n') });
+    const err = await refusal(late, account.id);
+    assert.equal(
+      err.message,
+      `${path.join(late, 'customers.ndjson')}:3001: customers.id: duplicate id (an earlier record of the import has it)`,
+    );
+    assert.equal(await customerCount(account.id), 0);
+  });
+  test('CSV: a line number counts the line breaks inside quoted cells; broken quoting is refused by line', async () => {
+    const { account } = await s.createAccountWithKey();
+    const afterBreaks = folder({
+      'customers.csv': `full_name,notes,email\r\n"Ana","uma\r\nduas\r\ntrês",\r\nBruno,,sem-arroba\r\n`,
+    });
+    let err = await refusal(afterBreaks, account.id);
+    assert.equal(err.message, `${path.join(afterBreaks, 'customers.csv')}:5: customers.email: must be an e-mail address`);
+
+    const open = folder({ 'customers.csv': 'full_name,notes\nAna,ok\nBruno,"sem fim\n' });
+    err = await refusal(open, account.id);
+    assert.equal(err.message, `${path.join(open, 'customers.csv')}: not valid CSV (line 3: a quoted cell is not closed)`);
+
+    const stray = folder({ 'customers.csv': 'full_name,notes\nAna,meio"aspas\n' });
+    err = await refusal(stray, account.id);
+    assert.equal(
+      err.message,
+      `${path.join(stray, 'customers.csv')}: not valid CSV (line 2: a quote inside a cell that does not start with one)`,
+    );
+    assert.equal(await customerCount(account.id), 0);
+  });
 });

@@ -7,8 +7,8 @@ import type { DatabaseDriver } from '../infra/db/database.ts';
 
 export interface BulkSession {
   query<T = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<T[]>;
-  /** Loads rows given in COPY's text format (tab-separated, `\N` for null, one row per line). */
-  copyIn(table: string, columns: readonly string[], text: string): Promise<void>;
+  /** Loads rows given in COPY's text format as UTF-8 (tab-separated, `\N` for null, one row per line). */
+  copyIn(table: string, columns: readonly string[], text: Buffer): Promise<void>;
 }
 
 export const quoteIdentifier = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
@@ -16,25 +16,57 @@ export const quoteIdentifier = (identifier: string) => `"${identifier.replaceAll
 const copyStatement = (table: string, columns: readonly string[], from: string) =>
   `COPY ${quoteIdentifier(table)} (${columns.map(quoteIdentifier).join(', ')}) FROM ${from}`;
 
+/** Every import into one database takes this transaction-scoped lock first: imports run one after the other. */
+const IMPORT_LOCK = 'SELECT pg_advisory_xact_lock(hashtext($1)::bigint)';
+export const IMPORT_LOCK_NAME = 'balcao import';
+
 /** Runs `fn` in one transaction: committed when it returns, rolled back when it throws. */
 export async function inBulkTransaction<T>(driver: DatabaseDriver, fn: (session: BulkSession) => Promise<T>): Promise<T> {
   if (driver.engine === 'postgres') {
-    return (await driver.sql.begin(async (tx) =>
-      fn({
+    return (await driver.sql.begin(async (tx) => {
+      // The API's statement and idle bounds are for requests: one COPY of a large batch, or the wait
+      // for another import's lock, may take longer. A killed import still ends its transaction (the
+      // socket closes).
+      await tx.unsafe('SET LOCAL statement_timeout = 0');
+      await tx.unsafe('SET LOCAL idle_in_transaction_session_timeout = 0');
+      // Two imports of the same ids would wait on each other's rows; one after the other, the
+      // second finds the first's rows and names them.
+      await tx.unsafe(IMPORT_LOCK, [IMPORT_LOCK_NAME]);
+      return fn({
         query: async <R>(text: string, params: readonly unknown[] = []) => (await tx.unsafe(text, params as never[])) as unknown as R[],
         copyIn: async (table, columns, text) => {
-          const writable = await tx.unsafe(copyStatement(table, columns, 'STDIN')).writable();
-          await pipeline(Readable.from([text]), writable);
+          const query = tx.unsafe(copyStatement(table, columns, 'STDIN'));
+          const refused = settledOnRefusal(query as unknown as { reject: (err: unknown) => void });
+          const writable = await query.writable();
+          await Promise.race([pipeline(Readable.from([text]), writable), refused]);
         },
-      }),
-    )) as T;
+      });
+    })) as T;
   }
   return driver.pg.transaction(async (tx) =>
     fn({
       query: async <R>(text: string, params: readonly unknown[] = []) => (await tx.query<R>(text, params as unknown[])).rows,
       copyIn: async (table, columns, text) => {
-        await tx.query(copyStatement(table, columns, `'/dev/blob'`), [], { blob: new Blob([text]) });
+        await tx.query(copyStatement(table, columns, `'/dev/blob'`), [], { blob: new Blob([text as Uint8Array<ArrayBuffer>]) });
       },
     }),
   );
+}
+
+/**
+ * Rejects with the server's error when it refuses a COPY. postgres.js (3.4) resolves a COPY query
+ * with its stream, then reports a refusal through the query's `reject`, a no-op by then: when the
+ * refusal comes after the stream's end (a duplicate key in the last rows), the stream's `finish`
+ * never comes and the import would hang. Listening on `reject` settles it with the error.
+ */
+function settledOnRefusal(query: { reject: (err: unknown) => void }): Promise<never> {
+  const refused = new Promise<never>((_, reject) => {
+    const original = query.reject.bind(query);
+    query.reject = (err: unknown) => {
+      original(err);
+      reject(err);
+    };
+  });
+  refused.catch(() => {});
+  return refused;
 }

@@ -1,8 +1,11 @@
 // Values in COPY's text format: tab between columns, `\N` for null, backslash escapes.
 import type { ColumnSpec } from './column-spec.ts';
 
+const SPECIAL = /[\\\n\r\t]/;
 const escapeText = (value: string) =>
-  value.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t'));
+  !SPECIAL.test(value)
+    ? value
+    : value.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t'));
 
 const arrayLiteral = (items: readonly string[]) => `{${items.map((item) => `"${item.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}`;
 

@@ -1,9 +1,9 @@
 // Turns an import source into a stream of records, each tagged with its resource and where it
 // sits in the file (`file:line` or `resource[index]`), one record in memory at a time.
-import { parse as parseCsv } from 'csv-parse';
 import parser from 'stream-json/parser.js';
 import Assembler from 'stream-json/assembler.js';
-import type { TableSpec } from './column-spec.ts';
+import type { ColumnSpec, TableSpec } from './column-spec.ts';
+import { CsvSyntaxError, csvRecords } from './csv-records.ts';
 import { ImportError } from './import-error.ts';
 import { type ImportSource, openText } from './sources.ts';
 
@@ -152,77 +152,34 @@ const INTEGER = /^-?\d+$/;
 async function* readCsv(source: ImportSource, text: AsyncIterable<string>, specOf: SpecOf): AsyncGenerator<SourceRecord> {
   const resource = source.resource as string;
   const spec = specOf(resource);
-  // Plain arrays and the raw text only: csv-parse runs several times slower with a `cast` callback,
-  // `info` or `columns`. Line numbers and quoted empty cells are read from the raw text instead.
-  const csv = parseCsv({ bom: true, raw: true });
-  const feed = (async () => {
-    try {
-      for await (const chunk of text) if (!csv.write(chunk)) await new Promise((r) => csv.once('drain', r));
-      csv.end();
-    } catch (err) {
-      csv.destroy(err as Error);
-    }
-  })();
+  let header: string[] | undefined;
+  let columns: (ColumnSpec | undefined)[] = [];
   try {
-    let header: string[] | undefined;
-    let line = 1;
-    for await (const { record, raw } of csv as AsyncIterable<{ record: string[]; raw: string }>) {
+    for await (const { cells, line, quotedEmpty } of csvRecords(text)) {
       const at = `${source.file}:${line}`;
-      // The raw text ends with the record's newline, except for \r\n files (it ends with \r) and the last record.
-      line += countNewlines(raw) + (raw.endsWith('\n') ? 0 : 1);
       if (!header) {
-        header = record.map((name) => name.trim());
+        header = cells.map((name) => name.trim());
+        columns = header.map((field) => (field === 'sale_id' ? undefined : spec?.get(field)));
         continue;
       }
-      if (record.length !== header.length) {
-        throw ImportError.plain(`${at}: ${record.length} cells where the header has ${header.length}`);
+      if (cells.length !== header.length) {
+        throw ImportError.plain(`${at}: ${cells.length} cells where the header has ${header.length}`);
       }
       const problems: { field: string; message: string }[] = [];
       const typed: Record<string, unknown> = {};
-      const quotedEmpty = raw.includes('""') ? quotedEmptyCells(raw) : undefined;
       for (let index = 0; index < header.length; index++) {
         const field = header[index] as string;
-        const cell = record[index] as string;
-        const column = field === 'sale_id' ? undefined : spec?.get(field);
+        const cell = cells[index] as string;
+        const column = columns[index];
         if (cell === '') typed[field] = quotedEmpty?.has(index) ? '' : null;
         else typed[field] = column ? readCell(column.kind, cell, field, problems) : cell;
       }
       yield { resource, record: typed, at, path: resource, problems };
     }
   } catch (err) {
-    if (err instanceof ImportError) throw err;
-    throw ImportError.plain(`${source.file}: not valid CSV (${(err as Error).message.split('\n')[0]})`);
-  } finally {
-    await feed;
+    if (err instanceof CsvSyntaxError) throw ImportError.plain(`${source.file}: not valid CSV (${err.message})`);
+    throw err;
   }
-}
-
-function countNewlines(text: string): number {
-  let n = 0;
-  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
-  return n;
-}
-
-/** Positions of the cells written `""` in one raw CSV record. */
-function quotedEmptyCells(raw: string): Set<number> {
-  const found = new Set<number>();
-  let cell = 0;
-  let i = 0;
-  const line = raw.replace(/\r?\n$|\r$/, '');
-  while (i <= line.length) {
-    if (line[i] === '"') {
-      const start = i;
-      i++;
-      while (i < line.length && !(line[i] === '"' && line[i + 1] !== '"')) i += line[i] === '"' ? 2 : 1;
-      i++;
-      if (i - start === 2) found.add(cell);
-    } else {
-      while (i < line.length && line[i] !== ',') i++;
-    }
-    cell++;
-    i++;
-  }
-  return found;
 }
 
 /** A cell as its column's type; a cell that is not one is kept as text, and the column check names it. */

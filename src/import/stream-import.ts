@@ -1,6 +1,7 @@
 // `balcao import` at scale: reads the sources as streams, checks each record with the same rules
-// as `importData` (planRecord), and loads rows in batches through COPY inside one transaction.
-// Memory stays constant (one batch per table at a time); nothing is visible before the commit.
+// as `importData` (planRecord), and loads rows through COPY inside one transaction, each row
+// written as COPY text as soon as it is checked. Memory stays constant (a few megabytes of COPY
+// text per table at a time, sent while the next are read); nothing is visible before the commit.
 // Sale items and status history go through a temporary staging table first, so they may come
 // before their sale (a mixed NDJSON file) and their sale is checked to be in the account.
 import type { KeyMode } from '../domain/api-keys.ts';
@@ -8,7 +9,7 @@ import { TRANSACTION_COUNTER } from '../domain/numbering.ts';
 import type { Database } from '../infra/db/database.ts';
 import { type BulkSession, inBulkTransaction, quoteIdentifier } from './bulk-session.ts';
 import { type ColumnSpec, loadTableSpecs, type TableSpec } from './column-spec.ts';
-import { copyLine } from './copy-text.ts';
+import { copyValue } from './copy-text.ts';
 import type { ImportResult } from './import-data.ts';
 import { ImportError } from './import-error.ts';
 import { Issues, isoWithMicros, largerTransactionNumber, planRecord, type Row, type TableContext } from './plan-import.ts';
@@ -34,7 +35,8 @@ export interface StreamProgress {
 }
 
 export const DEFAULT_MAX_ERRORS = 20;
-const BATCH_ROWS = 2_000;
+/** COPY text per statement: large enough that a COPY's own cost vanishes, small enough to stay constant memory. */
+const COPY_BATCH_BYTES = 2 << 20;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A child resource given as its own file: its table and the nested name it counts under. */
 const CHILD_FILES: Readonly<Record<string, { table: string; parentKey: string; nested: string }>> = {
@@ -47,6 +49,22 @@ const SOURCE_COLUMN: ColumnSpec = { name: 'import_at', kind: 'text', notNull: fa
 
 interface Batch extends TableContext {
   /** Where each row of `rows` comes from, to name it when the database refuses it. */
+  at: string[];
+}
+
+/** Rows of one table carrying the same columns, as COPY text waiting to be sent. */
+interface CopyGroup {
+  table: string;
+  /** The table, or its staging table. */
+  target: string;
+  staged: boolean;
+  columns: ColumnSpec[];
+  names: string[];
+  /** COPY text as UTF-8, written line by line: off the JavaScript heap, so each line is short-lived garbage
+   *  and the heap stays small (a string batch made the heap, and the RSS, swing by hundreds of megabytes). */
+  text: Buffer;
+  bytes: number;
+  /** Where each line comes from, to name the row the database refuses. */
   at: string[];
 }
 
@@ -76,6 +94,9 @@ class ImportRun {
   private readonly issues: Issues;
   private readonly maxErrors: number;
   private readonly batches = new Map<string, Batch>();
+  private readonly groups = new Map<string, CopyGroup>();
+  /** The tenant columns every COPY line starts with. */
+  private readonly tenantPrefix: string;
   private readonly startMs = Date.now();
   private childSeq = 0;
   private maxTransactionNumber: bigint | null = null;
@@ -83,7 +104,7 @@ class ImportRun {
   private written = 0;
   private bytes = 0;
   private totalBytes = 0;
-  /** Ids already taken when their batch came (stored, or earlier in this import): named after the rollback. */
+  /** Ids a unique key found taken (stored, or earlier in this import): which of the two is told after the rollback. */
   private readonly duplicates: { table: string; id: string; at: string }[] = [];
 
   constructor(
@@ -94,6 +115,7 @@ class ImportRun {
   ) {
     this.maxErrors = Math.max(1, options.maxErrors ?? DEFAULT_MAX_ERRORS);
     this.issues = new Issues(this.maxErrors);
+    this.tenantPrefix = `${teamId}\t${mode}`;
     for (const table of IMPORT_TABLES) this.batches.set(table, { table, spec: specs.get(table) as TableSpec, rows: [], at: [] });
   }
 
@@ -111,7 +133,11 @@ class ImportRun {
       try {
         for await (const record of readRecords(source, specOf, (n) => this.addBytes(n))) {
           this.take(record);
-          for (const batch of this.batches.values()) if (batch.rows.length >= BATCH_ROWS) await this.flush(session, batch);
+          for (const batch of this.batches.values()) {
+            if (batch.rows.length === 0) continue;
+            const full = this.encode(batch);
+            if (full) await this.flush(session, full);
+          }
           if (this.issues.total >= this.maxErrors) break read;
         }
       } catch (err) {
@@ -120,7 +146,7 @@ class ImportRun {
         break;
       }
     }
-    for (const batch of this.batches.values()) await this.flush(session, batch);
+    for (const group of this.groups.values()) await this.flush(session, group);
     await this.pending;
     if (this.issues.total === 0) await this.moveStagedRows(session);
     if (this.issues.total > 0) throw new ImportError(this.issues.list, this.issues.total);
@@ -233,76 +259,96 @@ class ImportRun {
     batch.at.push(where);
   }
 
-  /** Sends a table's batch (one COPY per set of columns) while the next one is read; the previous must be in first. */
-  private async flush(session: BulkSession, batch: Batch): Promise<void> {
-    const rows = batch.rows;
-    const at = batch.at;
+  /** Writes checked rows as COPY text, by table and set of columns; returns a group that is full. */
+  private encode(batch: Batch): CopyGroup | undefined {
+    let full: CopyGroup | undefined;
+    for (const [index, row] of batch.rows.entries()) {
+      let key = batch.table;
+      for (const name in row) if (row[name] !== undefined) key += `,${name}`;
+      const group = this.groups.get(key) ?? this.newGroup(key, batch, row);
+      const at = batch.at[index] as string;
+      let line = this.tenantPrefix;
+      for (const column of group.columns) line += `\t${copyValue(column, row[column.name])}`;
+      line = group.staged ? `${line}\t${copyValue(SOURCE_COLUMN, at)}\n` : `${line}\n`;
+      // A UTF-16 unit is at most 3 UTF-8 bytes: grow when the line might not fit (a batch holds at least one line).
+      if (group.bytes + line.length * 3 > group.text.length) {
+        group.text = Buffer.concat([group.text.subarray(0, group.bytes)], group.bytes + line.length * 3 + COPY_BATCH_BYTES);
+      }
+      group.bytes += group.text.write(line, group.bytes);
+      group.at.push(at);
+      if (group.bytes >= COPY_BATCH_BYTES) full = group;
+    }
     batch.rows = [];
     batch.at = [];
-    if (rows.length === 0 || this.issues.total > 0) return;
+    return full;
+  }
+
+  private newGroup(key: string, batch: Batch, row: Row): CopyGroup {
+    const staged = STAGED_TABLES.has(batch.table);
+    const columns = [...batch.spec.values()].filter((c) => row[c.name] !== undefined);
+    const group: CopyGroup = {
+      table: batch.table,
+      target: staged ? staging(batch.table) : batch.table,
+      staged,
+      columns,
+      names: ['team_id', 'mode', ...columns.map((c) => c.name), ...(staged ? ['import_at'] : [])],
+      text: Buffer.allocUnsafe(COPY_BATCH_BYTES * 2),
+      bytes: 0,
+      at: [],
+    };
+    this.groups.set(key, group);
+    return group;
+  }
+
+  /** Sends a group's rows in one COPY while the next rows are read; the previous COPY must be in first. */
+  private async flush(session: BulkSession, group: CopyGroup): Promise<void> {
+    const text = group.text.subarray(0, group.bytes);
+    const at = group.at;
+    group.text = Buffer.allocUnsafe(COPY_BATCH_BYTES * 2);
+    group.bytes = 0;
+    group.at = [];
+    if (at.length === 0 || this.issues.total > 0) return;
     await this.pending;
     if (this.issues.total > 0) return;
-    const staged = STAGED_TABLES.has(batch.table);
-    const target = staged ? staging(batch.table) : batch.table;
-    const groups = groupByShape(rows);
     this.pending = (async () => {
       try {
-        // COPY must not meet a taken id: postgres.js never settles a COPY the server refuses after its end.
-        if (!staged && (await this.takenIds(session, batch.table, rows, at))) return;
-        for (const [shape, members] of groups) {
-          const columns = [...batch.spec.values()].filter((c) => shape.has(c.name));
-          const names = ['team_id', 'mode', ...columns.map((c) => c.name), ...(staged ? ['import_at'] : [])];
-          let text = '';
-          for (const index of members) {
-            const row = rows[index] as Row;
-            text += `${this.teamId}\t${this.mode}\t${copyLine(
-              columns,
-              columns.map((c) => row[c.name]),
-            ).slice(0, -1)}`;
-            text += staged ? `\t${copyLine([SOURCE_COLUMN], [at[index]])}` : '\n';
-          }
-          await session.copyIn(target, names, text);
-        }
-        this.written += rows.length;
+        await session.copyIn(group.target, group.names, text);
+        this.written += at.length;
         this.report();
       } catch (err) {
-        this.refused(err, batch.table, at);
+        this.refused(err, group.table, at);
       }
     })();
+    // Awaited by the next flush or at the end; marked handled meanwhile, so a lost connection
+    // during the next read surfaces there rather than as an unhandled rejection.
+    this.pending.catch(() => {});
   }
 
-  /** Names the rows of a batch whose id is already taken, in the table or earlier in the batch; true when there is one. */
-  private async takenIds(session: BulkSession, table: string, rows: readonly Row[], at: readonly string[]): Promise<boolean> {
-    const ids = rows.map((r) => r.id as string);
-    const taken = new Set(
-      (
-        await session.query<{ id: string }>(
-          `SELECT id::text AS id FROM ${quoteIdentifier(table)} WHERE id IN (SELECT value::uuid FROM json_array_elements_text($1::text::json))`,
-          [JSON.stringify(ids)],
-        )
-      ).map((r) => r.id),
-    );
-    const seen = new Set<string>();
-    for (const [index, id] of ids.entries()) {
-      if (taken.has(id) || seen.has(id)) {
-        this.duplicates.push({ table, id, at: at[index] as string });
-        this.issues.add(`${at[index]}.id`, 'duplicate id');
-      }
-      seen.add(id);
-    }
-    return this.duplicates.length > 0;
-  }
-
-  /** Names the batch behind a database refusal during COPY. */
+  /** Names the row behind a database refusal during COPY (its line in the COPY), and the id a unique key found taken. */
   private refused(err: unknown, table: string, at: readonly string[]): void {
-    const { code, message } = err as { code?: string; message?: string };
+    const { code, message, detail, where } = err as { code?: string; message?: string; detail?: string; where?: string };
     if (!code) throw err;
-    this.issues.add(`${at[0]} … ${at.at(-1)}`, `the database refused a row of ${table} (${message})`);
+    const line = Number(/COPY [^,]+, line (\d+)/.exec(where ?? '')?.[1]);
+    const row = Number.isInteger(line) && line >= 1 && line <= at.length ? (at[line - 1] as string) : `${at[0]} … ${at.at(-1)}`;
+    const taken = code === '23505' ? /^Key \(id\)=\(([^)]+)\)/.exec(detail ?? '')?.[1] : undefined;
+    if (taken) {
+      this.duplicates.push({ table, id: taken, at: row });
+      this.issues.add(`${row}.id`, 'duplicate id');
+    } else {
+      this.issues.add(row, `the database refused this ${table} row (${message})`);
+    }
   }
 
   /** Staged children join their table once every sale is in: each must name a sale of the account, with an id not yet used. */
   private async moveStagedRows(session: BulkSession): Promise<void> {
+    let analysedSales = false;
     for (const table of STAGED_TABLES) {
+      // Neither the staging table nor the sales just copied are in the planner's statistics: without
+      // them it scanned every sale for each staged row (minutes for 100 000 sales) instead of
+      // looking each one up by its key. ANALYZE counts this transaction's own rows.
+      await session.query(`ANALYZE ${staging(table)}`);
+      if (!analysedSales) await session.query('ANALYZE transactions');
+      analysedSales = true;
       const orphans = await session.query<{ import_at: string }>(
         `SELECT s.import_at FROM ${staging(table)} s
          WHERE NOT EXISTS (SELECT 1 FROM transactions p WHERE p.id = s.transaction_id AND p.team_id = $1::uuid AND p.mode = $2)
@@ -350,17 +396,4 @@ class ImportRun {
   private report(): void {
     this.options.onProgress?.({ rows: this.written, bytes: this.bytes, totalBytes: this.totalBytes });
   }
-}
-
-/** Row indexes grouped by the set of columns they carry (a column left out takes the table's DEFAULT). */
-function groupByShape(rows: readonly Row[]): Map<Set<string>, number[]> {
-  const byKey = new Map<string, { shape: Set<string>; members: number[] }>();
-  for (const [index, row] of rows.entries()) {
-    const names = Object.keys(row).filter((k) => row[k] !== undefined);
-    const key = names.join(',');
-    const group = byKey.get(key);
-    if (group) group.members.push(index);
-    else byKey.set(key, { shape: new Set(names), members: [index] });
-  }
-  return new Map([...byKey.values()].map((g) => [g.shape, g.members]));
 }

@@ -69,7 +69,26 @@ export function isTime(value: string): boolean {
 }
 
 export function isTimestamp(value: string): boolean {
-  return timestampMs(value) !== undefined;
+  return isCanonicalTimestamp(value) || timestampMs(value) !== undefined;
+}
+
+const DIGIT_AT = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22];
+const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const digit = (value: string, i: number) => value.charCodeAt(i) - 48;
+const pair = (value: string, i: number) => digit(value, i) * 10 + digit(value, i + 1);
+
+/** `2026-11-21T10:00:00.000Z`, as exports and JavaScript write them, checked without a regular expression:
+ *  the form almost every timestamp of a large import takes. Any other form goes through `timestampMs`. */
+function isCanonicalTimestamp(value: string): boolean {
+  if (value.length !== 24 || value[4] !== '-' || value[7] !== '-' || value[10] !== 'T' || value[13] !== ':') return false;
+  if (value[16] !== ':' || value[19] !== '.' || value[23] !== 'Z') return false;
+  for (const i of DIGIT_AT) if (digit(value, i) < 0 || digit(value, i) > 9) return false;
+  const year = pair(value, 0) * 100 + pair(value, 2);
+  const month = pair(value, 5);
+  const day = pair(value, 8);
+  if (year < 1 || month < 1 || month > 12 || day < 1 || day > (DAYS_IN_MONTH[month - 1] as number)) return false;
+  if (month === 2 && day === 29 && !((year % 4 === 0 && year % 100 !== 0) || year % 400 === 0)) return false;
+  return isClockTime(pair(value, 11), pair(value, 14), pair(value, 17));
 }
 
 /** Epoch milliseconds of an ISO 8601 timestamp, or undefined when it is not one. No zone means UTC, as the database session. */
