@@ -6,6 +6,7 @@
 // BENCH_CONNECTIONS (50), BENCH_DIR (where the loaded cluster is kept; reused when the size matches),
 // BENCH_ONLY (comma list: only the scenarios whose title contains one of these words run).
 import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +17,12 @@ import { ensureDataset } from './dataset.ts';
 import { childrenOf, cpuSeconds, rssMb, startPostgres, startRedis } from './throwaway-servers.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** The V8 flags of bin/balcao.js's `#!` line: `balcao serve` runs with them, so the benchmark does too. */
+const LAUNCHER_FLAGS =
+  fs
+    .readFileSync(path.join(root, 'bin/balcao.js'), 'utf8')
+    .split('\n')[0]!
+    .match(/--[\w-]+(?:=\S+)?/g) ?? [];
 const CUSTOMERS = Number(process.env.BENCH_CUSTOMERS ?? 1_000_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
@@ -81,7 +88,13 @@ async function startBalcao(databaseUrl: string, extra: { redisUrl?: string; work
   delete env.LOG_LEVEL; // the default level, as served
   if (extra.redisUrl) env.REDIS_URL = extra.redisUrl;
   if (extra.logLevel) env.LOG_LEVEL = extra.logLevel;
-  const args = [path.join(root, 'bin/balcao.js'), 'serve', '--json', ...(extra.workers ? ['--workers', String(extra.workers)] : [])];
+  const args = [
+    ...LAUNCHER_FLAGS,
+    path.join(root, 'bin/balcao.js'),
+    'serve',
+    '--json',
+    ...(extra.workers ? ['--workers', String(extra.workers)] : []),
+  ];
   // Logs go to stderr with --json: drained here as a log shipper would read them.
   // Each server runs in a session of its own (detached), as a service would. With the kernel's
   // autogroup scheduling (on by default) a session shares one CPU share among its processes, so the
