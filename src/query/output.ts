@@ -50,7 +50,8 @@ function compileOutput(fields: readonly string[], meta: RowMeta): Output {
 const outputs = new WeakMap<RowMeta, Map<string, Output>>();
 const MAX_PROJECTIONS = 500;
 
-function outputFor(fields: readonly string[], meta: RowMeta): Output {
+/** The output function of a projection: look it up once per page, then call it per row. */
+export function rowOutput(fields: readonly string[], meta: RowMeta): Output {
   let byProjection = outputs.get(meta);
   if (!byProjection) {
     byProjection = new Map();
@@ -67,5 +68,5 @@ function outputFor(fields: readonly string[], meta: RowMeta): Output {
 }
 
 export function outputRow(row: Record<string, unknown>, fields: readonly string[], meta: RowMeta): Record<string, unknown> {
-  return outputFor(fields, meta)(row);
+  return rowOutput(fields, meta)(row);
 }
