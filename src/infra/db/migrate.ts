@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import type { Db } from './database.ts';
 
-const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../migrations');
+const MIGRATIONS_DIR = migrationsDir(path.dirname(fileURLToPath(import.meta.url)));
 const LOCK_ID = 4_242_001;
 
 export async function migrate(db: Db): Promise<string[]> {
@@ -37,6 +37,15 @@ export async function migrate(db: Db): Promise<string[]> {
     }
   });
   return applied;
+}
+
+/** The package's migrations folder, found upwards from this module: it runs from src/, from dist/
+ *  (tsc's tree) and from a bundled chunk of dist/, each at its own depth. */
+function migrationsDir(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json')) && fs.existsSync(path.join(dir, 'migrations'))) return path.join(dir, 'migrations');
+    if (path.dirname(dir) === dir) throw new Error(`no migrations folder above ${from}`);
+  }
 }
 
 async function allApplied(db: Db, files: readonly string[]): Promise<boolean> {
