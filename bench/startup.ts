@@ -3,6 +3,9 @@
 // PostgreSQL (a throwaway cluster, or BENCH_DATABASE_URL); `balcao serve` on an existing embedded
 // data folder until /health/ready answers 200; then the first requests such a server answers
 // (each route compiles its validator and serializer on first use). Everything on loopback.
+// BENCH_BASELINE=<another built checkout> alternates its `serve` with this one's, run for run, and
+// prints each one's medians and the median of the paired ratios (this ÷ baseline): on a shared
+// machine only a side-by-side ratio means anything.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -67,10 +70,10 @@ function stop(child: ChildProcess): Promise<void> {
 }
 
 /** Starts `balcao serve` and polls readiness every 5 ms; resolves to the time to ready, and the first requests' times. */
-async function serveOnce(env: NodeJS.ProcessEnv, key: string) {
+async function serveOnce(env: NodeJS.ProcessEnv, key: string, serveBin = bin) {
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(process.execPath, [bin, 'serve', '--json'], {
+  const child = spawn(process.execPath, [serveBin, 'serve', '--json'], {
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'ignore'],
   });
@@ -142,29 +145,42 @@ try {
   const { key } = JSON.parse(
     balcao(['keys', 'create', '--account', account.id, '--name', 'start-up', '--scopes', '*:read', '--json'], embeddedEnv),
   ) as { key: string };
-  const served = [];
-  for (let i = 0; i < runs; i++) served.push(await serveOnce(embeddedEnv, key));
-  show(
-    'balcao serve, embedded, to /health/ready 200',
-    served.map((s) => s.ready),
-    1000,
-  );
-  show(
-    '  its CPU time (user + system) until then',
-    served.map((s) => s.readyCpu),
-  );
-  show(
-    '  then its first GET /v1/customers',
-    served.map((s) => s.firstList),
-  );
-  show(
-    '  and the second',
-    served.map((s) => s.secondList),
-  );
-  show(
-    '  then its first GET /v1/openapi.json',
-    served.map((s) => s.firstDocument),
-  );
+  const baselineBin = process.env.BENCH_BASELINE ? path.resolve(process.env.BENCH_BASELINE, 'bin/balcao.js') : undefined;
+  const served: Awaited<ReturnType<typeof serveOnce>>[] = [];
+  const baseline: typeof served = [];
+  for (let i = 0; i < runs; i++) {
+    if (baselineBin) baseline.push(await serveOnce(embeddedEnv, key, baselineBin));
+    served.push(await serveOnce(embeddedEnv, key));
+  }
+  const report = (label: string, results: typeof served) => {
+    show(
+      `${label}balcao serve, embedded, to /health/ready 200`,
+      results.map((s) => s.ready),
+      1000,
+    );
+    show(
+      `${label}  its CPU time (user + system) until then`,
+      results.map((s) => s.readyCpu),
+    );
+    show(
+      `${label}  then its first GET /v1/customers`,
+      results.map((s) => s.firstList),
+    );
+    show(
+      `${label}  and the second`,
+      results.map((s) => s.secondList),
+    );
+    show(
+      `${label}  then its first GET /v1/openapi.json`,
+      results.map((s) => s.firstDocument),
+    );
+  };
+  if (baselineBin) {
+    report('baseline: ', baseline);
+    report('this:     ', served);
+    const ratio = (pick: (s: (typeof served)[number]) => number) => median(served.map((s, i) => pick(s) / pick(baseline[i]!))).toFixed(2);
+    console.log(`this ÷ baseline, median of ${runs} pairs: ready ${ratio((s) => s.ready)}×, CPU until ready ${ratio((s) => s.readyCpu)}×`);
+  } else report('', served);
 } finally {
   fs.rmSync(work, { recursive: true, force: true });
 }
