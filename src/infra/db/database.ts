@@ -93,6 +93,13 @@ function waitBounds(timeouts: DatabaseTimeouts) {
   };
 }
 
+/**
+ * The embedded engine's buffer cache. PostgreSQL clears all of it at every start, inside
+ * WebAssembly on the main thread: at initdb's 128MB that was about 150 ms of each `balcao serve`
+ * or CLI command; 32MB costs a quarter of that and still holds a demo's or a test's data.
+ */
+const EMBEDDED_SHARED_BUFFERS = '32MB';
+
 async function openPglite(dataDir: string, holder: string): Promise<Database> {
   let lock: DataDirLock | undefined;
   if (!dataDir.startsWith('memory://')) lock = await acquireDataDirLock(dataDir, holder);
@@ -103,6 +110,7 @@ async function openPglite(dataDir: string, holder: string): Promise<Database> {
     ]);
     const pg = await PGlite.create({
       dataDir: dataDir.startsWith('memory://') ? undefined : dataDir,
+      startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`],
       parsers: {
         [pgliteTypes.INT8]: toNumber,
         [pgliteTypes.NUMERIC]: toNumber,
