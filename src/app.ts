@@ -7,7 +7,7 @@ import type { Config } from './config.ts';
 import type { Database } from './infra/db/database.ts';
 import { registerAccessLog } from './http/access-log.ts';
 import { createAuthenticateHook } from './http/authenticate.ts';
-import { validatorCompiler } from './http/body-validation.ts';
+import { bodyValidators } from './http/body-validation.ts';
 import { createErrorHandler } from './http/error-handler.ts';
 import { createClientErrorHandler, createFrameworkErrors } from './http/framework-errors.ts';
 import { addLifecycle } from './http/graceful-stop.ts';
@@ -91,11 +91,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     frameworkErrors: createFrameworkErrors(config.errorsUrl),
     clientErrorHandler: createClientErrorHandler(config.errorsUrl),
-    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
+    // One validator for every route: bodies are not coerced ("3" is not 3), every refused field is
+    // reported and unnamed fields are dropped (DECISIONS B.7). Given here, not by setValidatorCompiler,
+    // so that Fastify never loads its default Ajv compiler (and Ajv's JTD modules) at start-up.
+    schemaController: { compilersFactory: { buildValidator: bodyValidators, buildSerializer: lazySerializers } },
   });
-  // One validator for every route (before any registers): bodies are not coerced ("3" is not 3),
-  // every refused field is reported and unnamed fields are dropped (DECISIONS B.7).
-  app.setValidatorCompiler(validatorCompiler);
 
   const rateLimiter = deps.rateLimiter ?? createRateLimiter({ redisUrl: config.redisUrl, now: deps.now, logger: app.log });
   const keyCache = new KeyCache(database.db, { now: deps.now, ...deps.keyCache });

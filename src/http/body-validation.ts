@@ -2,7 +2,7 @@
 // (every error, no coercion, unknown fields dropped) and its errors become `errors[]` items
 // `{field: 'items[3].quantity', code, message}` with stable codes and pt-BR messages.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 import type { FieldError } from '../errors/app-error.ts';
 import { FORMATS } from '../schemas/formats.ts';
@@ -25,7 +25,8 @@ function createBodyAjv(): Ajv {
   return ajv;
 }
 
-const bodyAjv = createBodyAjv();
+/** Created with the first body validated: Ajv adds its meta-schemas when constructed. */
+let bodyAjv: Ajv | undefined;
 
 /** A body that is absent or JSON `null` is reported as one `body` / `required` error. */
 const MISSING_BODY: FastifySchemaValidationError = {
@@ -53,6 +54,7 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
       run.errors = [MISSING_BODY];
       return false;
     }
+    bodyAjv ??= createBodyAjv();
     validate ??= bodyAjv.compile(schema as object);
     const ok = validate(data);
     run.errors = ok ? null : (validate.errors ?? []);
@@ -209,3 +211,11 @@ export function mergeFieldErrors(...lists: readonly FieldError[][]): FieldError[
   }
   return out;
 }
+
+type ValidatorFactory = NonNullable<NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']>;
+
+/**
+ * The validator builder for Fastify's `schemaController` option: every route gets `validatorCompiler`.
+ * (Fastify's type names Ajv's compile signature; Fastify itself calls the result as a schema compiler.)
+ */
+export const bodyValidators = (() => validatorCompiler) as unknown as ValidatorFactory;
