@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { balcao, balcaoJson, type ScratchEnv, scratchEnv, startServe } from './helpers/cli.ts';
+import { balcao, balcaoJson, balcaoLoads, type ScratchEnv, scratchEnv, startServe } from './helpers/cli.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -24,6 +24,30 @@ describe('balcao CLI', () => {
     assert.deepEqual(first.applied, files);
     const again = await balcaoJson(['migrate'], env);
     assert.deepEqual(again.applied, []);
+  });
+
+  it('runs the bundled build, and a command loads only its own chunks', async () => {
+    const help = await balcaoLoads(['--help'], env);
+    assert.equal(help.code, 0);
+    for (const command of ['serve', 'migrate', 'accounts', 'keys', 'import', 'webhooks', 'export', 'demo'])
+      assert.match(help.stdout, new RegExp(`\\b${command}\\b`));
+    assert.ok(help.loaded.includes('dist/cli/main.js'), help.loaded.join('\n'));
+    // Everything comes from the bundle: no source file, no package module, no command's chunk.
+    assert.deepEqual(
+      help.loaded.filter((file) => !/^(bin|dist)\//.test(file)),
+      [],
+    );
+    assert.ok(help.loaded.length <= 12, help.loaded.join('\n'));
+
+    const listed = await balcaoLoads(['accounts', 'list', '--json'], env);
+    assert.equal(listed.code, 0, listed.stderr);
+    // The HTTP application (Fastify, the routes, their schemas) is one chunk, which only serving loads.
+    assert.deepEqual(
+      listed.loaded.filter((file) => /^dist\/chunks\/app-/.test(file) || file.startsWith('src/')),
+      [],
+    );
+    const embedded = listed.loaded.some((file) => file.includes('@electric-sql/pglite'));
+    assert.equal(embedded, env.DATABASE_URL === undefined, listed.loaded.join('\n'));
   });
 
   it('accounts create/update/list print the documented JSON, with effective rate limits', async () => {

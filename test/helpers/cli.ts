@@ -49,13 +49,29 @@ const childEnv = (env: Record<string, string>) => {
   return { ...rest, LOG_LEVEL: 'warn', ...env };
 };
 
-export function balcao(args: string[], env: Record<string, string>): Promise<CliResult> {
+export function balcao(args: string[], env: Record<string, string>, nodeArgs: string[] = []): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: childEnv(env), timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [...nodeArgs, BIN, ...args], { env: childEnv(env), timeout: 60_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** A module hook that names on stderr every file the command loads (`loaded <url>` lines). */
+const LOAD_HOOK =
+  "export async function load(url, context, next) { process.stderr.write('loaded ' + url + '\\n'); return next(url, context); }";
+const TRACE_LOADS = [
+  '--import',
+  `data:text/javascript,${encodeURIComponent(`import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(LOAD_HOOK)}`)});`)}`,
+];
+
+/** Runs the command and lists the files it loaded (paths relative to the repository), in load order. */
+export async function balcaoLoads(args: string[], env: Record<string, string>): Promise<CliResult & { loaded: string[] }> {
+  const result = await balcao(args, env, TRACE_LOADS);
+  const root = path.resolve(path.dirname(BIN), '..');
+  const loaded = [...result.stderr.matchAll(/^loaded file:\/\/(.*)$/gm)].map((m) => path.relative(root, m[1]!));
+  return { ...result, loaded };
 }
 
 export async function balcaoJson<T = any>(args: string[], env: Record<string, string>): Promise<T> {
