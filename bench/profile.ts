@@ -1,6 +1,7 @@
 // `npm run bench:profile`: a CPU profile of `balcao serve` under load (node --cpu-prof) on the
 // benchmark's throwaway PostgreSQL, summarized as the functions and packages with the most
-// self time. Env: BENCH_CUSTOMERS (default 50000), BENCH_SECONDS (10), BENCH_PATH (first page).
+// self time. Env: BENCH_CUSTOMERS (default 50000), BENCH_SECONDS (10), BENCH_PATH (first page);
+// BENCH_PATH=/v1/sales profiles `POST /v1/sales` (10 items, a fresh Idempotency-Key each) instead.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,14 +33,33 @@ try {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   const url = await new Promise<string>((resolve) => child.stdout.once('data', (d) => resolve(JSON.parse(String(d)).url)));
-  const headers = { authorization: `Bearer ${data.readKey}` };
-  await autocannon({ url: url + target, connections: 50, duration: 2, headers }); // warm-up
-  const result = await autocannon({ url: url + target, connections: 50, duration: SECONDS, headers });
+  const posting = target === '/v1/sales';
+  const headers = { authorization: `Bearer ${posting ? data.writeKey : data.readKey}`, 'content-type': 'application/json' };
+  const item = { catalog_type: 'product', catalog_item_id: '00000000-0000-4000-8000-000000000001', quantity: 2, unit_price: 10 };
+  let n = 0;
+  const load = posting
+    ? {
+        method: 'POST' as const,
+        body: JSON.stringify({ items: Array.from({ length: 10 }, () => item) }),
+        requests: [
+          {
+            setupRequest: (req: autocannon.Request) => ({
+              ...req,
+              headers: { ...req.headers, 'idempotency-key': `profile-${process.pid}-${n++}` },
+            }),
+          },
+        ],
+      }
+    : {};
+  await autocannon({ url: url + target, connections: 50, duration: 2, headers, ...load }); // warm-up
+  const result = await autocannon({ url: url + target, connections: 50, duration: SECONDS, headers, ...load });
   await new Promise<void>((resolve) => {
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });
-  console.log(`profile of GET ${target}: ${result.requests.total} requests in ${SECONDS} s (${result.requests.average.toFixed(0)} req/s)`);
+  console.log(
+    `profile of ${posting ? 'POST' : 'GET'} ${target}: ${result.requests.total} requests in ${SECONDS} s (${result.requests.average.toFixed(0)} req/s)`,
+  );
 
   const file = fs.readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'))!;
   const profile = JSON.parse(fs.readFileSync(path.join(profileDir, file), 'utf8')) as {

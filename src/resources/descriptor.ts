@@ -47,6 +47,9 @@ export interface WriteDescriptor {
   rules?: WriteRules;
 }
 
+/** Rows written for a creation's includes, by include name (all columns). */
+export type IncludedRows = Readonly<Record<string, readonly Row[]>>;
+
 /** What a rule sees: the open transaction, the tenant and the clock. */
 export interface WriteContext {
   trx: Db;
@@ -60,8 +63,12 @@ export interface WriteRules {
   check?(body: Body, current: Row | undefined): FieldError[];
   /** The columns of the new row, from the validated body (defaults, computed values). Default: the body. */
   toInsert?(ctx: WriteContext, body: Body): Promise<Row> | Row;
-  /** Follow-up writes of a creation, in its transaction (sale items, first status-history entry). */
-  afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<void>;
+  /**
+   * Follow-up writes of a creation, in its transaction (sale items, first status-history entry). It may
+   * return the stored rows (all columns, in the include's order) of `createIncludes` it wrote, by include
+   * name: the answer is then made from them and the inserted row, with no read back.
+   */
+  afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<IncludedRows | void>;
   /**
    * Values of a creation taken last, just before its transaction's extensions and commit, because
    * taking them locks a row until commit (the sale's number locks the tenant's counter): the fewer

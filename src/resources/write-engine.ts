@@ -13,7 +13,9 @@ import { insertScoped, lockScoped, requireTenant, selectScoped, updateScoped } f
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
 import { type RawBuilder, sql } from 'kysely';
-import type { Body, ResourceDescriptor, Row, WriteContext, WriteDescriptor } from './descriptor.ts';
+import { outputRow, rowOutput } from '../query/output.ts';
+import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
+import type { Body, IncludedRows, ResourceDescriptor, Row, WriteContext, WriteDescriptor } from './descriptor.ts';
 import { getRecord } from './read-engine.ts';
 
 export interface WriteOptions {
@@ -109,6 +111,21 @@ async function readBack(db: Db, d: ResourceDescriptor, tenant: Tenant, id: strin
   return (await getRecord(db, d, tenant, id, query)).data;
 }
 
+/** The created record as a read of it answers, made from the rows the creation stored (RETURNING):
+ *  undefined when an include the answer carries was not handed back, to be read instead. */
+function answerOf(d: ResourceDescriptor, w: WriteDescriptor, row: Row, included: IncludedRows | void): Row | undefined {
+  const meta = descriptorMeta(d);
+  const record = outputRow(row, meta.fields, meta);
+  for (const name of w.createIncludes ?? []) {
+    const inc = d.includes?.[name];
+    const rows = included?.[name];
+    if (!inc || inc.cardinality !== 'many' || !rows) return undefined;
+    const itemMeta = rowMeta(inc.item);
+    record[name] = rows.map(rowOutput(itemMeta.fields, itemMeta));
+  }
+  return record;
+}
+
 /** POST: 422 with every refused field, or the created record (with `createIncludes`). */
 export async function createRecord(
   db: Db,
@@ -124,8 +141,8 @@ export async function createRecord(
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const values = w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : { ...body };
     const row = (await insertScoped(trx, d.table, tenant, columnValues(d, values)).returningAll().executeTakeFirstOrThrow()) as Row;
-    await w.rules?.afterInsert?.(ctx, row, body);
-    const record = await readBack(trx, d, tenant, String(row.id), w.createIncludes);
+    const included = await w.rules?.afterInsert?.(ctx, row, body);
+    const record = answerOf(d, w, row, included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
     // Each statement from here on runs while the rows lastValues locked stay locked (and, from the
     // event on, the tenant's event counter): they are kept few, and nothing is read back again.
     if (w.rules?.lastValues) Object.assign(record, await w.rules.lastValues(ctx, row));

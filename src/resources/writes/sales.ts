@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money.ts';
 import { saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
-import type { Body, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
+import type { Body, IncludedRows, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
 import { insertScoped, selectScoped } from '../../infra/db/tenancy.ts';
 import { numberSale } from './transaction-number.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
@@ -139,7 +139,7 @@ async function appendHistory(ctx: WriteContext, transactionId: unknown, oldStatu
 }
 
 /** Items keep the body's order: each is created one microsecond after the previous one. */
-async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<void> {
+async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
   const input = body as CreateSale;
   const amounts = saleAmounts(input.items, input.delivery_fee);
   const rows = input.items.map((item: ItemInput, i) => {
@@ -159,9 +159,12 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<vo
       created_at: sql`now() + cast(${i} as integer) * interval '1 microsecond'`,
     };
   });
-  await insertScoped(ctx.trx, 'transaction_items', ctx.tenant, rows).execute();
+  const stored = (await insertScoped(ctx.trx, 'transaction_items', ctx.tenant, rows).returningAll().execute()) as Row[];
   // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
   await appendHistory(ctx, sale.id, null, sale.status);
+  // The include's order (created_at, then id) is the body's: RETURNING promises no order, the ids do.
+  const position = new Map<string, number>(rows.map((row, i) => [row.id, i]));
+  return { items: stored.sort((a, b) => (position.get(String(a.id)) ?? 0) - (position.get(String(b.id)) ?? 0)) };
 }
 
 /** The six PATCH fields; a delivery_fee change recomputes total_amount from the stored items. */
