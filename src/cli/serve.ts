@@ -27,8 +27,17 @@ export interface Listening {
   database: Database['engine'];
 }
 
-/** Serves over an open, migrated database; resolves once listening. Closes everything on a signal. */
-export async function startServing(config: Config, database: Database, json: boolean): Promise<Listening> {
+/**
+ * Serves `database` once `ready` (the database open and migrated) resolves; resolves once listening.
+ * The app is built before that wait, so building it overlaps the embedded engine's start.
+ * Closes everything on a signal.
+ */
+export async function startServing(
+  config: Config,
+  database: Database,
+  json: boolean,
+  ready: Promise<unknown> = Promise.resolve(),
+): Promise<Listening> {
   const [{ buildApp }, { onStopSignals, stopGracefully }] = await loadServing();
   const app = await buildApp({
     config,
@@ -36,6 +45,7 @@ export async function startServing(config: Config, database: Database, json: boo
     processMetrics: true,
     logger: await logOutput(config.logLevel, json),
   } as Parameters<typeof buildApp>[0]);
+  await ready;
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -79,8 +89,17 @@ export function registerServeCommand(program: Command): void {
         return serveWithWorkers(config, workers, !!flags.json, async () => (await openMigrated(config, 'balcao serve')).close());
       }
       loadServing();
-      const database = await openMigrated(config, 'balcao serve');
-      const listening = await startServing(config, database, !!flags.json);
-      if (flags.json) output(true, listening, () => '');
+      const [{ startDatabase }, { migrate }] = await Promise.all([import('../infra/db/database.ts'), import('../infra/db/migrate.ts')]);
+      const { database, open } = await startDatabase(config, 'balcao serve');
+      const migrated = open.then(() => migrate(database.db));
+      // Awaited by startServing before it listens; until then a failure must not count as unhandled.
+      migrated.catch(() => {});
+      try {
+        const listening = await startServing(config, database, !!flags.json, migrated);
+        if (flags.json) output(true, listening, () => '');
+      } catch (err) {
+        await database.close();
+        throw err;
+      }
     });
 }

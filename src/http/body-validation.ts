@@ -212,7 +212,9 @@ export function mergeFieldErrors(...lists: readonly FieldError[][]): FieldError[
   return out;
 }
 
-type ValidatorFactory = NonNullable<NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']>;
+type ValidatorFactory = NonNullable<
+  NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
+>;
 
 /**
  * The validator builder for Fastify's `schemaController` option: every route gets `validatorCompiler`.

@@ -3,11 +3,13 @@
 // string PostgreSQL prints, timestamptz → Date, bigint → number.
 // Each engine's driver is loaded only when that engine is opened: a command run against PostgreSQL
 // never loads PGlite (nor the other way round), which keeps the CLI's start-up short.
+import { readFile } from 'node:fs/promises';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
 import type postgres from 'postgres';
 import { type Config, DEFAULT_DB_POOL_SIZE, type DatabaseTimeouts } from '../../config.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
+import { deferredDialect } from './deferred-dialect.ts';
 import { PostgresJsDialect } from './postgres-dialect.ts';
 
 /** Rows of account-owned tables are dynamic (the resource engine is descriptor driven). */
@@ -34,9 +36,35 @@ export async function openDatabase(
   config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>>,
   holder = 'balcao',
 ): Promise<Database> {
-  if (config.databaseUrl)
-    return openPostgres(config.databaseUrl, config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE, config.dbTimeouts ?? DEFAULT_DB_TIMEOUTS);
-  return openPglite(config.dataDir, holder);
+  const { database, open } = await startDatabase(config, holder);
+  try {
+    await open;
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+  return database;
+}
+
+/**
+ * Starts opening the configured engine and returns at once: `database` can be handed out (its
+ * queries wait for the engine) while `open` settles. The embedded engine takes most of a second
+ * to start, which `balcao serve` spends building its app; a caller must await `open` (a failure
+ * to open is reported there) and close `database` either way.
+ */
+export async function startDatabase(
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>>,
+  holder = 'balcao',
+): Promise<{ database: Database; open: Promise<void> }> {
+  if (config.databaseUrl) {
+    const database = await openPostgres(
+      config.databaseUrl,
+      config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE,
+      config.dbTimeouts ?? DEFAULT_DB_TIMEOUTS,
+    );
+    return { database, open: Promise.resolve() };
+  }
+  return startPglite(config.dataDir, holder);
 }
 
 /** Every wait on PostgreSQL is bounded (docs/operations.md says why each figure); these are loadConfig's defaults. */
@@ -100,7 +128,7 @@ function waitBounds(timeouts: DatabaseTimeouts) {
  */
 const EMBEDDED_SHARED_BUFFERS = '32MB';
 
-async function openPglite(dataDir: string, holder: string): Promise<Database> {
+async function startPglite(dataDir: string, holder: string): Promise<{ database: Database; open: Promise<void> }> {
   let lock: DataDirLock | undefined;
   if (!dataDir.startsWith('memory://')) lock = await acquireDataDirLock(dataDir, holder);
   try {
@@ -108,26 +136,51 @@ async function openPglite(dataDir: string, holder: string): Promise<Database> {
       import('@electric-sql/pglite'),
       import('kysely-pglite-dialect'),
     ]);
-    const pg = await PGlite.create({
-      dataDir: dataDir.startsWith('memory://') ? undefined : dataDir,
-      startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`],
-      parsers: {
-        [pgliteTypes.INT8]: toNumber,
-        [pgliteTypes.NUMERIC]: toNumber,
-        [pgliteTypes.DATE]: asIs,
-        [OID.time]: asIs,
-      },
+    const opening = compileEngine().then((pgliteWasmModule) =>
+      PGlite.create({
+        dataDir: dataDir.startsWith('memory://') ? undefined : dataDir,
+        pgliteWasmModule,
+        startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`, '-c', 'TimeZone=UTC'],
+        parsers: {
+          [pgliteTypes.INT8]: toNumber,
+          [pgliteTypes.NUMERIC]: toNumber,
+          [pgliteTypes.DATE]: asIs,
+          [OID.time]: asIs,
+        },
+      }),
+    );
+    // Reported through `open`; these other uses of it must not make it an unhandled rejection.
+    opening.catch(() => {});
+    let pg: PGlite | undefined;
+    const open = opening.then((opened) => {
+      pg = opened;
     });
-    await pg.exec("SET TIME ZONE 'UTC'");
-    const db = new Kysely({ dialect: new PGliteDialect(pg) });
+    const db = new Kysely({
+      dialect: deferredDialect(
+        new PGliteDialect(undefined as unknown as PGlite),
+        opening.then((opened) => new PGliteDialect(opened)),
+      ),
+    });
     return {
-      db,
-      engine: 'pglite',
-      listen: (channel, onPayload) => pg.listen(channel, onPayload),
-      driver: { engine: 'pglite', pg },
-      close: async () => {
-        await db.destroy();
-        lock?.release();
+      open,
+      database: {
+        db,
+        engine: 'pglite',
+        listen: async (channel, onPayload) => (await opening).listen(channel, onPayload),
+        get driver(): DatabaseDriver {
+          if (!pg) throw new Error('the embedded database is not open yet');
+          return { engine: 'pglite', pg };
+        },
+        close: async () => {
+          try {
+            await db.destroy();
+            // Closed by Kysely's driver when a query ran; otherwise here, once it has finished opening.
+            const opened = await opening.catch(() => undefined);
+            if (opened && !opened.closed) await opened.close();
+          } finally {
+            lock?.release();
+          }
+        },
       },
     };
   } catch (err) {
@@ -135,3 +188,17 @@ async function openPglite(dataDir: string, holder: string): Promise<Database> {
     throw err;
   }
 }
+
+/**
+ * Reads PGlite's WebAssembly (beside its own module) and compiles it: V8 compiles it on background
+ * threads, so the main thread stays free for whatever the caller does meanwhile. PGlite would do
+ * the same, only after its other start-up steps on the main thread.
+ */
+function compileEngine(): Promise<WebAssembly.Module> {
+  // Once per process: tests and the import open many embedded databases.
+  compiledEngine ??= readFile(new URL('./pglite.wasm', import.meta.resolve('@electric-sql/pglite'))).then((bytes) =>
+    WebAssembly.compile(bytes),
+  );
+  return compiledEngine;
+}
+let compiledEngine: Promise<WebAssembly.Module> | undefined;
