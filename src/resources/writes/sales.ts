@@ -10,7 +10,7 @@ import { saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, IncludedRows, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
 import { insertScoped, selectScoped } from '../../infra/db/tenancy.ts';
-import { numberSale } from './transaction-number.ts';
+import { numberingStatement, numberOf } from './transaction-number.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
 export const CATALOG_TYPES = ['product', 'service', 'package'] as const;
@@ -110,7 +110,7 @@ function toInsert(_ctx: WriteContext, body: Body): Row {
   return {
     customer_id: input.customer_id ?? null,
     transaction_type: input.transaction_type ?? 'sale',
-    // Numbered last (lastValues): taking the number locks the tenant's counter until commit.
+    // Numbered last (settledLast): taking the number locks the tenant's counter until commit.
     transaction_number: null,
     status: input.status ?? 'pending',
     sale_date: input.sale_date ?? sql`now()`,
@@ -203,7 +203,10 @@ export const saleWrite: WriteDescriptor = {
     check: (body, current) => (current ? [] : [...quantitiesAfterRounding(body), ...amountLimits(body)]),
     toInsert,
     afterInsert,
-    lastValues: async (ctx, row) => ({ transaction_number: await numberSale(ctx.trx, ctx.tenant, String(row.id)) }),
+    settledLast: (ctx, row) => ({
+      statement: numberingStatement(ctx.trx, ctx.tenant, String(row.id)),
+      fields: { transaction_number: numberOf(ctx.trx, ctx.tenant, String(row.id)) },
+    }),
     toUpdate,
     afterChange,
   },
