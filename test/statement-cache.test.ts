@@ -14,6 +14,7 @@ import { expenses } from '../src/resources/expenses.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { sales } from '../src/resources/sales.ts';
 import { statementCache } from '../src/query/statement-cache.ts';
+import { numberingStatement } from '../src/resources/writes/transaction-number.ts';
 
 const dialect = {
   createAdapter: () => new PostgresAdapter(),
@@ -128,5 +129,17 @@ describe('statement cache', () => {
     listStatement(withPlugin, customers, plan, tenants[0]!, 0, 3);
     listStatement(withPlugin, customers, plan, tenants[1]!, 0, 3);
     assert.equal(seen, 2);
+  });
+
+  test("a sale's numbering statement, cached for every transaction's handle, equals a fresh build", () => {
+    // A handle with a plugin is never served cached text: it builds the statement anew each time.
+    const fresh = db.withPlugin({ transformQuery: ({ node }) => node, transformResult: async ({ result }) => result });
+    for (const [i, scope] of tenants.entries()) {
+      const tenant = scope as Parameters<typeof numberingStatement>[1];
+      const id = [ID_A, ID_B][i] as string;
+      const built = plain(numberingStatement(fresh, tenant, id));
+      assert.deepEqual(plain(numberingStatement(db, tenant, id)), built);
+      assert.ok(built.parameters.includes(scope.teamId) && built.parameters.includes(id));
+    }
   });
 });

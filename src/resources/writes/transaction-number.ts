@@ -5,6 +5,7 @@ import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/database.ts';
 import { insertScoped, selectScoped, updateScoped } from '../../infra/db/tenancy.ts';
+import { sharedStatementCache } from '../../query/statement-cache.ts';
 
 /**
  * One statement that numbers a sale inserted without a number, whatever the counter's state, so it can
@@ -20,6 +21,15 @@ import { insertScoped, selectScoped, updateScoped } from '../../infra/db/tenancy
  * Its one row is `transaction_number`.
  */
 export function numberingStatement(trx: Db, tenant: Tenant, saleId: string): CompiledQuery {
+  // One shape: built once, then only bound (src/query/statement-cache.ts).
+  return sharedStatementCache(trx).statement(NUMBERING, '', 0, [tenant.teamId, tenant.mode, saleId], ([teamId, mode, id]) => [
+    buildNumbering(trx, { teamId, mode } as Tenant, id as string),
+  ])!;
+}
+
+const NUMBERING = { statement: 'numbering' };
+
+function buildNumbering(trx: Db, tenant: Tenant, saleId: string) {
   const afterLargestStored = sql<number>`(${selectScoped(trx, 'transactions', tenant)
     .select(sql`coalesce(max(transaction_number::numeric), 0) + 1`.as('next'))
     .where(sql<boolean>`transaction_number ~ '^[0-9]{1,18}$'`)})`;
@@ -49,8 +59,7 @@ export function numberingStatement(trx: Db, tenant: Tenant, saleId: string): Com
         .returning('transactions.transaction_number'),
     )
     .selectFrom('numbered')
-    .select('numbered.transaction_number')
-    .compile();
+    .select('numbered.transaction_number');
 }
 
 /** The sale's number as a later statement of the numbering transaction reads it. */
