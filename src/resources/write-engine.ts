@@ -10,13 +10,14 @@ import type { Tenant } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
 import type { Db } from '../infra/db/database.ts';
 import { executeDeferred, type Placeholder, placeholder } from '../infra/db/deferred-statements.ts';
-import { insertScoped, lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
+import { lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import { outputRow, rowOutput } from '../query/output.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
 import type { Body, IncludedRows, ResourceDescriptor, Row, WriteContext, WriteDescriptor } from './descriptor.ts';
+import { insertStatement, isSqlFragment } from './insert-statement.ts';
 import { getRecord } from './read-engine.ts';
 
 export interface WriteOptions {
@@ -106,10 +107,6 @@ function columnValues(d: ResourceDescriptor, values: Row): Row {
   return out;
 }
 
-/** A SQL fragment (sql`now()`) given as a column value: written as SQL, never as JSON. */
-export const isSqlFragment = (value: unknown): value is RawBuilder<unknown> =>
-  typeof value === 'object' && value !== null && typeof (value as { toOperationNode?: unknown }).toOperationNode === 'function';
-
 async function readBack(db: Db, d: ResourceDescriptor, tenant: Tenant, id: string, include: readonly string[] = []): Promise<Row> {
   const query = include.length > 0 ? { include: include.join(',') } : {};
   return (await getRecord(db, d, tenant, id, query)).data;
@@ -144,7 +141,8 @@ export async function createRecord(
   const created = await db.transaction().execute(async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const values = w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : { ...body };
-    const row = (await insertScoped(trx, d.table, tenant, columnValues(d, values)).returningAll().executeTakeFirstOrThrow()) as Row;
+    const [row] = (await trx.executeQuery(insertStatement(trx, d.table, tenant, [columnValues(d, values)], true))).rows as Row[];
+    if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
     const included = await w.rules?.afterInsert?.(ctx, row, body);
     const record = answerOf(d, w, row, included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
     // From here on, statements go out deferred where they can, with the commit: the settling statement
