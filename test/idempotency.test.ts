@@ -155,6 +155,36 @@ describe('Idempotency-Key', () => {
     assert.equal((await s.request('GET', '/v1/customers', { key })).body.data.length, 1);
   });
 
+  it('never commits a write whose claim was taken over while it ran: 409, and nothing written', async () => {
+    const { key, accountId } = await writer(s);
+    // Stands for a request that stalled past the stale delay while a retry took its key over: the
+    // token changes in the middle of the sale's own transaction, after its rows are inserted.
+    await sql`
+      CREATE FUNCTION test_take_over_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        UPDATE idempotency_keys SET claim_token = gen_random_uuid() WHERE idempotency_key = 'taken-over-mid-write';
+        RETURN NULL;
+      END $$`.execute(s.db);
+    await sql`
+      CREATE TRIGGER test_take_over_claim AFTER INSERT ON transaction_status_history
+      FOR EACH ROW EXECUTE FUNCTION test_take_over_claim()`.execute(s.db);
+    try {
+      const res = await post(key, '/v1/sales', { items: [item()] }, 'taken-over-mid-write');
+      assert.equal(res.status, 409);
+      assert.match(res.body.type, /\/idempotency_conflict$/);
+      assert.equal(res.headers.get('retry-after'), '1');
+      assert.doesNotMatch(res.text, /division|22012|idempotency_keys/i);
+    } finally {
+      await sql`DROP TRIGGER test_take_over_claim ON transaction_status_history`.execute(s.db);
+      await sql`DROP FUNCTION test_take_over_claim()`.execute(s.db);
+    }
+    assert.equal(await countSales(accountId), 0);
+    // The write left nothing behind: the account's next sale is its first, numbered 1.
+    const next = await post(key, '/v1/sales', { items: [item()] }, 'after-take-over');
+    assert.equal(next.status, 201);
+    assert.equal(next.body.data.transaction_number, '1');
+  });
+
   it('stores 422 validation answers and replays them', async () => {
     const { key } = await writer(s);
     const first = await post(key, '/v1/sales', { items: [] }, 'bad-body');

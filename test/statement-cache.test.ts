@@ -3,7 +3,7 @@
 // columns), the cached statement of a second request, with other values, equals a fresh compile.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from 'kysely';
+import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, sql } from 'kysely';
 import { compileGet, compileInclude, compileList, getStatement, includeStatement, listStatement } from '../src/query/compile.ts';
 import { encodeCursor } from '../src/query/cursor.ts';
 import { parseQuery } from '../src/query/parse.ts';
@@ -14,6 +14,8 @@ import { expenses } from '../src/resources/expenses.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { sales } from '../src/resources/sales.ts';
 import { statementCache } from '../src/query/statement-cache.ts';
+import { constantSql, insertStatement } from '../src/resources/insert-statement.ts';
+import { numberingStatement } from '../src/resources/writes/transaction-number.ts';
 
 const dialect = {
   createAdapter: () => new PostgresAdapter(),
@@ -128,5 +130,41 @@ describe('statement cache', () => {
     listStatement(withPlugin, customers, plan, tenants[0]!, 0, 3);
     listStatement(withPlugin, customers, plan, tenants[1]!, 0, 3);
     assert.equal(seen, 2);
+  });
+
+  test("a sale's numbering statement, cached for every transaction's handle, equals a fresh build", () => {
+    // A handle with a plugin is never served cached text: it builds the statement anew each time.
+    const fresh = db.withPlugin({ transformQuery: ({ node }) => node, transformResult: async ({ result }) => result });
+    for (const [i, scope] of tenants.entries()) {
+      const tenant = scope as Parameters<typeof numberingStatement>[1];
+      const id = [ID_A, ID_B][i] as string;
+      const built = plain(numberingStatement(fresh, tenant, id));
+      assert.deepEqual(plain(numberingStatement(db, tenant, id)), built);
+      assert.ok(built.parameters.includes(scope.teamId) && built.parameters.includes(id));
+    }
+  });
+
+  test('inserts: cached per table, columns and constant fragments; equal to a fresh build with other values', () => {
+    const fresh = db.withPlugin({ transformQuery: ({ node }) => node, transformResult: async ({ result }) => result });
+    const now = constantSql(sql`now()`);
+    const later = constantSql(sql`now() + cast(${1} as integer) * interval '1 microsecond'`);
+    const rowsOf = (i: number) => [
+      { id: [ID_A, ID_B][i], quantity: String(i + 1), notes: i ? null : 'n', created_at: now },
+      { id: [ID_B, ID_A][i], quantity: String(i + 7), notes: 'm', created_at: later },
+    ];
+    for (const [i, scope] of tenants.entries()) {
+      for (const returning of [true, false]) {
+        const built = plain(insertStatement(fresh, 'transaction_items', scope, rowsOf(i), returning));
+        assert.deepEqual(plain(insertStatement(db, 'transaction_items', scope, rowsOf(i), returning)), built);
+        assert.equal(built.parameters.filter((p) => p === scope.teamId).length, 2, 'every row carries the tenant');
+      }
+    }
+    // A fragment made per call (it carries a request's value) is never part of a cached shape.
+    for (const value of ['{"a":1}', '{"b":2}']) {
+      const rows = [{ id: ID_A, data: sql`cast(${value} as jsonb)` }];
+      const built = plain(insertStatement(fresh, 'events', tenants[0]!, rows, true));
+      assert.deepEqual(plain(insertStatement(db, 'events', tenants[0]!, rows, true)), built);
+      assert.ok(built.parameters.includes(value));
+    }
   });
 });

@@ -87,7 +87,9 @@ function tenancyFault(
 ): string | null {
   const tables = [...sql.matchAll(/\b(?:from|into|update|join)\s+"([a-z_]+)"/g)].map((m) => m[1]!).filter((t) => owned.has(t));
   if (tables.length === 0) return null;
-  const insert = /^insert into "([a-z_]+)" \(([^)]*)\) values (.*?)(?: on conflict| returning|$)/.exec(sql);
+  // An insert (the statement, or one of its common table expressions) carries the tenant in its values;
+  // every other account-owned table it names (sub-selects, an update beside it) in a predicate.
+  const insert = /insert into "([a-z_]+)" \(([^)]*)\) values (.*?)(?: on conflict| returning|$)/.exec(sql);
   if (insert) {
     const columns = insert[2]!.split(',').map((c) => c.trim().replaceAll('"', ''));
     const [team, modeAt] = [columns.indexOf('team_id'), columns.indexOf('mode')];
@@ -95,10 +97,10 @@ function tenancyFault(
     for (const row of tuples(insert[3]!)) {
       if (param(parameters, row[team]) !== teamId || param(parameters, row[modeAt]) !== mode) return 'an inserted row of another tenant';
     }
-    return null;
   }
+  const predicated = insert ? tables.length - 1 : tables.length;
   const predicates = [...sql.matchAll(/"team_id" = (\$\d+) and "mode" = (\$\d+)/g)];
-  if (predicates.length < tables.length) return `${tables.length} account-owned tables, ${predicates.length} tenant predicates`;
+  if (predicates.length < predicated) return `${predicated} account-owned tables, ${predicates.length} tenant predicates`;
   for (const [, team, m] of predicates) {
     if (param(parameters, team) !== teamId || param(parameters, m) !== mode) return 'a predicate naming another tenant';
   }
@@ -227,6 +229,17 @@ describe('tenancy of every statement the engines send', () => {
         'live',
       ),
       'an inserted row of another tenant',
+    );
+    // An insert inside a common table expression: its values carry the tenant, the update beside it must too.
+    assert.equal(
+      tenancyFault(
+        'with "n" as (insert into "customers" ("team_id", "mode") values ($1, $2) returning "id") update "customers" set "notes" = $3 from "n" where "customers"."id" = $4',
+        ['t', 'live', 'x', 'i'],
+        owned,
+        't',
+        'live',
+      ),
+      '1 account-owned tables, 0 tenant predicates',
     );
     assert.equal(tenancyFault('select 1 from "api_keys" where "id" = $1', ['k'], owned, 't', 'live'), null);
   });

@@ -3,6 +3,7 @@
 // long polls and delivery workers once (and only if) the transaction commits.
 import { sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
+import { executeDeferred, settledText } from '../infra/db/deferred-statements.ts';
 import { outputRow } from '../query/output.ts';
 import { descriptorMeta } from '../query/row-meta.ts';
 import { getRecord } from '../resources/read-engine.ts';
@@ -42,7 +43,7 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
   // this tenant takes its time and id after this one is visible: a reader walking forward never
   // skips a late commit. The id is a UUIDv7: 48 bits of milliseconds, the version, 42 bits of the
   // tenant's event sequence (ordered within a millisecond too) around the variant, 32 random bits.
-  await sql`
+  const statement = sql`
     WITH seq AS (
       INSERT INTO tenant_counters (team_id, mode, name, value) VALUES (${tenant.teamId}, ${tenant.mode}, 'events', 1)
       ON CONFLICT (team_id, mode, name) DO UPDATE SET value = tenant_counters.value + 1
@@ -53,7 +54,7 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
           lpad(to_hex(cast(floor(extract(epoch from at) * 1000) as bigint)), 12, '0') || '7' ||
           lpad(to_hex((value >> 30) & 4095), 3, '0') || to_hex(8 | ((value >> 28) & 3)) ||
           lpad(to_hex(value & 268435455), 7, '0') || substr(md5(random()::text), 1, 8) as uuid),
-        ${tenant.teamId}, ${tenant.mode}, ${type}, ${d.name}, cast(cast(${data} as text) as json), ${requestId}, at
+        ${tenant.teamId}, ${tenant.mode}, ${type}, ${d.name}, cast(${settledText(data, written.placeholders)} as json), ${requestId}, at
       FROM seq
       RETURNING id
     ), deliveries AS (
@@ -65,7 +66,9 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
     )
     SELECT pg_notify(${EVENTS_CHANNEL}, ${tenantChannelKey(tenant.teamId, tenant.mode)}),
            CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN pg_notify(${DELIVERIES_CHANNEL}, '') END,
-           (SELECT count(*) FROM event) AS recorded`.execute(trx);
+           (SELECT count(*) FROM event) AS recorded`.compile(trx);
+  // Nothing reads its answer: it goes out with the commit (a failure still fails the write).
+  await executeDeferred(trx, statement);
 }
 
 /** The write engine's in-transaction extension for one request. */

@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, errors } from '../errors/app-error.ts';
 import type { IdempotencyStore } from '../infra/idempotency-store.ts';
 import type { Db } from '../infra/db/database.ts';
+import type { Placeholder } from '../infra/db/deferred-statements.ts';
 import { canonicalJson } from '../schemas/canonical-json.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -52,7 +53,7 @@ export interface IdempotencyHooks {
 
 type Row = Record<string, unknown>;
 /** An in-transaction finisher of the write engine (structurally: this layer does not import resources). */
-type StoreResponse = (trx: Db, written: { record: Row }) => Promise<void>;
+type StoreResponse = (trx: Db, written: { record: Row; placeholders?: readonly Placeholder[] }) => Promise<void>;
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -124,8 +125,7 @@ export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHook
       return async (trx, written) => {
         const body = respond(written.record);
         // Taken over while this request stalled: the other attempt owns the key, this one must not write.
-        if (!(await store.completeInTransaction(trx, claim.apiKeyId, claim.key, claim.token, status, body, JSON_CONTENT_TYPE)))
-          throw inProgress();
+        await store.completeInTransaction(trx, claim, { status, body, contentType: JSON_CONTENT_TYPE }, written.placeholders, inProgress);
         storedWithWrite.add(request);
       };
     },

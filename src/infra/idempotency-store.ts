@@ -7,6 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from './db/database.ts';
+import { executeDeferred, type Placeholder, settledText } from './db/deferred-statements.ts';
+
+/** SQLSTATE 22012, which only the claim check of `completeInTransaction` can raise in its statement. */
+const isDivisionByZero = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === '22012';
 
 export type ClaimResult =
   | { kind: 'claimed'; token: string }
@@ -92,23 +96,29 @@ export class IdempotencyStore {
   }
 
   /**
-   * Called inside the write's transaction: stores the response, which then commits with the write or not
-   * at all. Returns false when the claim was taken over meanwhile (this request then must not write).
+   * Called inside the write's transaction as its last step: stores the response (its placeholders
+   * replaced by their settled values), which then commits with the write or not at all. When the claim was taken over meanwhile, the statement fails (the division
+   * by the count of rows it stored), so the write cannot commit, and `takenOver()` is the failure thrown:
+   * it is a deferred statement (sent with the commit), whose result nobody reads in time.
    */
   async completeInTransaction(
     trx: Db,
-    apiKeyId: string,
-    key: string,
-    token: string,
-    status: number,
-    body: string,
-    contentType: string,
-  ): Promise<boolean> {
-    const result = await sql`
-      UPDATE idempotency_keys
-      SET committed = true, state = 'done', response_status = ${status}, response_body = ${body}, response_content_type = ${contentType}
-      WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND claim_token = ${token}`.execute(trx);
-    return Number(result.numAffectedRows ?? 0) > 0;
+    claim: { apiKeyId: string; key: string; token: string },
+    response: { status: number; body: string; contentType: string },
+    placeholders: readonly Placeholder[] | undefined,
+    takenOver: () => Error,
+  ): Promise<void> {
+    const query = sql`
+      WITH stored AS (
+        UPDATE idempotency_keys
+        SET committed = true, state = 'done', response_status = ${response.status},
+            response_body = ${settledText(response.body, placeholders)},
+            response_content_type = ${response.contentType}
+        WHERE api_key_id = ${claim.apiKeyId} AND idempotency_key = ${claim.key} AND claim_token = ${claim.token}
+        RETURNING 1
+      )
+      SELECT 1 / (SELECT count(*) FROM stored) AS held`.compile(trx);
+    await executeDeferred(trx, query, (err) => (isDivisionByZero(err) ? takenOver() : err));
   }
 
   /** Stores the response of the claiming request for replays. */

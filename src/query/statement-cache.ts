@@ -96,3 +96,13 @@ export function statementCache(db: Kysely<any>): StatementCache {
   }
   return cache;
 }
+
+const shared = { usable: new StatementCache(true), passThrough: new StatementCache(false) };
+
+/**
+ * One cache for every handle without plugins: for statements built on a transaction's handle, which is
+ * new in each transaction (the text depends only on the shape, and both engines compile alike).
+ */
+export function sharedStatementCache(db: Kysely<any>): StatementCache {
+  return db.getExecutor().plugins.length === 0 ? shared.usable : shared.passThrough;
+}

@@ -2,6 +2,7 @@
 // The query side of a descriptor is the query layer's contract (query/contract.ts); the write
 // side and the rules the write engine calls live here, beside it.
 import type { TObject } from '@sinclair/typebox';
+import type { CompiledQuery, Expression } from 'kysely';
 import type { ModuleName } from '../domain/modules.ts';
 import type { ScopeResource } from '../domain/scopes.ts';
 import type { Tenant } from '../domain/tenant.ts';
@@ -47,6 +48,14 @@ export interface WriteDescriptor {
   rules?: WriteRules;
 }
 
+/** A statement that sets some text fields of a new row, and how later statements read each field. */
+export interface SettledLast {
+  /** Answers one row with the fields it set. */
+  statement: CompiledQuery;
+  /** Each field as SQL reads it later in the same transaction. */
+  fields: Readonly<Record<string, Expression<string>>>;
+}
+
 /** Rows written for a creation's includes, by include name (all columns). */
 export type IncludedRows = Readonly<Record<string, readonly Row[]>>;
 
@@ -70,11 +79,11 @@ export interface WriteRules {
    */
   afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<IncludedRows | void>;
   /**
-   * Values of a creation taken last, just before its transaction's extensions and commit, because
-   * taking them locks a row until commit (the sale's number locks the tenant's counter): the fewer
-   * statements after it, the less concurrent creations wait. Returns the fields it set, as answered.
+   * Text fields of a creation settled by one statement sent with the commit, because settling them
+   * locks a row until commit (the sale's number locks the tenant's counter): sent together with the
+   * transaction's last steps, the lock is held while the server runs them, not across round trips.
    */
-  lastValues?(ctx: WriteContext, row: Row): Promise<Row>;
+  settledLast?(ctx: WriteContext, row: Row): SettledLast;
   /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
   toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
   /** After a PATCH or DELETE changed the row, in its transaction (status history). */

@@ -9,13 +9,15 @@ import { errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
 import type { Db } from '../infra/db/database.ts';
-import { insertScoped, lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
+import { executeDeferred, type Placeholder, placeholder } from '../infra/db/deferred-statements.ts';
+import { lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import { outputRow, rowOutput } from '../query/output.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
 import type { Body, IncludedRows, ResourceDescriptor, Row, WriteContext, WriteDescriptor } from './descriptor.ts';
+import { insertStatement, isSqlFragment } from './insert-statement.ts';
 import { getRecord } from './read-engine.ts';
 
 export interface WriteOptions {
@@ -44,6 +46,9 @@ export interface WrittenRecord {
   before: Row | null;
   /** On creation: the record as a read of it answers (without includes), so extensions need not read it again. */
   object?: Row;
+  /** On creation: fields of `object` (and the answered record) still holding a placeholder token, settled
+   *  by a deferred statement; a stored copy replaces them in SQL (settledText). */
+  placeholders?: readonly Placeholder[];
 }
 
 const notFoundReference = (field: string): FieldError => ({
@@ -102,10 +107,6 @@ function columnValues(d: ResourceDescriptor, values: Row): Row {
   return out;
 }
 
-/** A SQL fragment (sql`now()`) given as a column value: written as SQL, never as JSON. */
-export const isSqlFragment = (value: unknown): value is RawBuilder<unknown> =>
-  typeof value === 'object' && value !== null && typeof (value as { toOperationNode?: unknown }).toOperationNode === 'function';
-
 async function readBack(db: Db, d: ResourceDescriptor, tenant: Tenant, id: string, include: readonly string[] = []): Promise<Row> {
   const query = include.length > 0 ? { include: include.join(',') } : {};
   return (await getRecord(db, d, tenant, id, query)).data;
@@ -137,23 +138,40 @@ export async function createRecord(
   const w = writeOf(d);
   const tenant = requireTenant(tenantOrNull, 'write');
   await refuseInvalid(db, w, tenant, body, undefined, options);
-  return db.transaction().execute(async (trx) => {
+  const created = await db.transaction().execute(async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const values = w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : { ...body };
-    const row = (await insertScoped(trx, d.table, tenant, columnValues(d, values)).returningAll().executeTakeFirstOrThrow()) as Row;
+    const [row] = (await trx.executeQuery(insertStatement(trx, d.table, tenant, [columnValues(d, values)], true))).rows as Row[];
+    if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
     const included = await w.rules?.afterInsert?.(ctx, row, body);
     const record = answerOf(d, w, row, included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
-    // Each statement from here on runs while the rows lastValues locked stay locked (and, from the
-    // event on, the tenant's event counter): they are kept few, and nothing is read back again.
-    if (w.rules?.lastValues) Object.assign(record, await w.rules.lastValues(ctx, row));
+    // From here on, statements go out deferred where they can, with the commit: the settling statement
+    // locks rows until commit (the tenant's number counter, then its event counter). The record carries
+    // placeholders for the fields it settles; what stores a copy of the record replaces them in SQL.
+    const settling = w.rules?.settledLast?.(ctx, row);
+    const placeholders: Placeholder[] = [];
+    let settled: Promise<unknown[]> | undefined;
+    if (settling) {
+      settled = (await executeDeferred(trx, settling.statement)).rows;
+      for (const [field, value] of Object.entries(settling.fields)) {
+        const p = placeholder(value);
+        record[field] = p.token;
+        placeholders.push(p);
+      }
+    }
     const object = { ...record };
     for (const name of w.createIncludes ?? []) delete object[name];
-    const written: WrittenRecord = { descriptor: d, tenant, id: String(row.id), action: 'created', before: null, object };
+    const written: WrittenRecord = { descriptor: d, tenant, id: String(row.id), action: 'created', before: null, object, placeholders };
     for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
     await options.beforeCommit?.(trx);
     await options.onWritten?.(trx, written);
-    return record;
+    return { record, settled };
   });
+  if (!created.settled) return created.record;
+  // Answered before the commit was: the fields as stored.
+  const [values] = (await created.settled) as (Row | undefined)[];
+  if (!values) throw errors.internal(new Error(`${d.name}: the settling statement answered no row`));
+  return { ...created.record, ...values };
 }
 
 /** The row to change, locked for the rest of the transaction; 404 when the tenant has no such record. */

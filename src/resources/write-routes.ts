@@ -14,7 +14,8 @@ import { idParamsSchema } from '../query/schemas.ts';
 import { type TypedApp, typedRoutes } from '../http/typed-routes.ts';
 import { type ResourceDescriptor, type Row, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
 import { RESOURCES } from './registry.ts';
-import { createRecord, deleteRecord, isSqlFragment, updateRecord, type WriteOptions } from './write-engine.ts';
+import { isSqlFragment } from './insert-statement.ts';
+import { createRecord, deleteRecord, updateRecord, type WriteOptions } from './write-engine.ts';
 
 /** The resources that accept writes: those of the registry with a `write` section, in its order. */
 export const WRITABLE: readonly ResourceDescriptor[] = writableOf(RESOURCES);

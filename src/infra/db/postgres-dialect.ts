@@ -1,7 +1,8 @@
 // Kysely over postgres.js, tuned for the request path: every query runs as a named prepared
 // statement (parsed and planned once per connection, then only bound and executed), and a
 // connection is taken from the pool for the whole of a transaction only; a lone query uses
-// the pool directly instead of reserving a connection around it.
+// the pool directly instead of reserving a connection around it. Inside a transaction, BEGIN and
+// deferred statements (deferred-statements.ts) go out without waiting: they travel with the next one.
 // Every wait is bounded (docs/operations.md): postgres.js `reserve()` queues without a deadline and can
 // wait for ever after a server-side disconnect, and a lone query waits in the pool's queue without one;
 // past `acquireMs` / `queryMs` they fail with a timeout the HTTP layer answers as 503.
@@ -19,6 +20,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type { ReservedSql, Sql } from 'postgres';
+import { type DeferredStatement, deferredStatements } from './deferred-statements.ts';
 
 /**
  * Above this many parameters a query is a bulk load (import), whose text varies with its row
@@ -86,8 +88,9 @@ export class PostgresJsDialect implements Dialect {
 
 class PostgresJsConnection implements DatabaseConnection {
   private reserved: ReservedSql | undefined;
-  /** A transaction's BEGIN, sent but not yet awaited: it travels with the transaction's first statement. */
-  private begun: Promise<unknown> | undefined;
+  /** Statements of the transaction sent but not yet awaited (its BEGIN, deferred statements): their
+   *  answers are awaited with the next statement, whose result waits for theirs. */
+  private inFlight: Promise<unknown>[] = [];
   constructor(
     private readonly sql: Sql,
     private readonly bounds: WaitBounds,
@@ -101,17 +104,38 @@ class PostgresJsConnection implements DatabaseConnection {
   release(): void {
     this.reserved?.release();
     this.reserved = undefined;
-    this.begun = undefined;
+    this.inFlight = [];
+  }
+
+  /** Sends a statement of the transaction without waiting for its answer; a failure (through its
+   *  `meaning`) is reported by the next statement. */
+  private send(running: Promise<Iterable<unknown>>, deferred?: DeferredStatement): void {
+    const sent = running.then(
+      (rows) => deferred?.answered(Array.from(rows)),
+      (err: unknown) => {
+        if (!deferred) throw err;
+        deferred.failed(err);
+        throw deferred.meaning(err);
+      },
+    );
+    sent.catch(() => {}); // handled by the next statement, which awaits it
+    this.inFlight.push(sent);
   }
 
   /** Sends BEGIN without waiting for its answer: the next statement follows it on the same connection,
    *  so opening a transaction costs no round trip of its own. Its failure is the next statement's. */
   begin(text: string): void {
-    const reserved = this.reserved;
-    if (!reserved) throw new Error('begin on a connection that is not reserved');
-    const begun = reserved.unsafe(text);
-    begun.catch(() => {}); // sends it now; a failure is reported with the next statement
-    this.begun = begun;
+    if (!this.reserved) throw new Error('begin on a connection that is not reserved');
+    this.send(this.reserved.unsafe(text));
+  }
+
+  /** Ends the transaction whatever its statements in flight did: a rollback never fails for their failures. */
+  async rollback(): Promise<void> {
+    const inFlight = this.inFlight;
+    this.inFlight = [];
+    const running = this.reserved ? this.reserved.unsafe('rollback') : this.sql.unsafe('rollback');
+    await Promise.allSettled(inFlight);
+    await running;
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
@@ -119,23 +143,37 @@ class PostgresJsConnection implements DatabaseConnection {
     const running = (this.reserved ?? this.sql).unsafe(query.sql, parameters, {
       prepare: parameters.length <= MAX_PREPARED_PARAMETERS,
     });
-    const begun = this.begun;
-    this.begun = undefined;
+    const deferred = this.reserved ? deferredStatements.get(query) : undefined;
+    if (deferred) {
+      deferred.sent = true;
+      this.send(running, deferred);
+      return { rows: [] };
+    }
     // Inside a transaction the server's statement timeout bounds each query; a lone query also waits in the queue.
     const result = this.reserved
-      ? begun
-        ? (await Promise.all([begun, running]))[1]
-        : await running
+      ? await this.afterInFlight(running)
       : await within(Promise.resolve(running), this.bounds.queryMs, 'query answer');
     const { command, count } = result;
     const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE';
     return { numAffectedRows: changed ? BigInt(count) : undefined, rows: Array.from(result) as R[] };
   }
 
+  /** The answer of `running`, sent now, once the statements in flight before it have answered: the
+   *  first of them to fail is its failure (after one, the server refuses the rest of the transaction). */
+  private async afterInFlight<T>(running: PromiseLike<T>): Promise<T> {
+    const answer = Promise.resolve(running.then((value) => value));
+    const inFlight = this.inFlight;
+    if (inFlight.length === 0) return answer;
+    this.inFlight = [];
+    answer.catch(() => {}); // reported below, after the earlier failures
+    for (const sent of inFlight) await sent;
+    return answer;
+  }
+
   async *streamQuery<R>(query: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
-    const begun = this.begun;
-    this.begun = undefined;
-    if (begun) await begun;
+    const inFlight = this.inFlight;
+    this.inFlight = [];
+    await Promise.all(inFlight);
     const cursor = (this.reserved ?? this.sql).unsafe(query.sql, [...query.parameters] as never[]).cursor(chunkSize);
     for await (const rows of cursor) yield { rows: rows as R[] };
   }
@@ -160,7 +198,7 @@ class PostgresJsDriver implements Driver {
     await connection.executeQuery(raw('commit'));
   }
   async rollbackTransaction(connection: PostgresJsConnection): Promise<void> {
-    await connection.executeQuery(raw('rollback'));
+    await connection.rollback();
   }
   async savepoint(connection: PostgresJsConnection, name: string): Promise<void> {
     await connection.executeQuery(raw(`savepoint ${quoteIdent(name)}`));

@@ -4,13 +4,14 @@
 // appending history on a status change and recomputing the total on a delivery_fee change.
 import { randomUUID } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money.ts';
 import { saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, IncludedRows, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
-import { insertScoped, selectScoped } from '../../infra/db/tenancy.ts';
-import { numberSale } from './transaction-number.ts';
+import { selectScoped } from '../../infra/db/tenancy.ts';
+import { constantSql, insertStatement } from '../insert-statement.ts';
+import { numberingStatement, numberOf } from './transaction-number.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
 export const CATALOG_TYPES = ['product', 'service', 'package'] as const;
@@ -110,10 +111,10 @@ function toInsert(_ctx: WriteContext, body: Body): Row {
   return {
     customer_id: input.customer_id ?? null,
     transaction_type: input.transaction_type ?? 'sale',
-    // Numbered last (lastValues): taking the number locks the tenant's counter until commit.
+    // Numbered last (settledLast): taking the number locks the tenant's counter until commit.
     transaction_number: null,
     status: input.status ?? 'pending',
-    sale_date: input.sale_date ?? sql`now()`,
+    sale_date: input.sale_date ?? NOW,
     delivery_date: input.delivery_date ?? null,
     subtotal: numeric(amounts.subtotal),
     discount_amount: numeric(amounts.discount_amount),
@@ -130,13 +131,15 @@ function toInsert(_ctx: WriteContext, body: Body): Row {
 }
 
 async function appendHistory(ctx: WriteContext, transactionId: unknown, oldStatus: unknown, newStatus: unknown) {
-  await insertScoped(ctx.trx, 'transaction_status_history', ctx.tenant, {
-    transaction_id: transactionId,
-    old_status: oldStatus ?? null,
-    new_status: newStatus,
-    change_reason: null,
-  }).execute();
+  const entry = { transaction_id: transactionId, old_status: oldStatus ?? null, new_status: newStatus, change_reason: null };
+  await ctx.trx.executeQuery(insertStatement(ctx.trx, 'transaction_status_history', ctx.tenant, [entry], false));
 }
+
+const NOW = constantSql(sql`now()`);
+/** The creation time of a sale's item `i`: one microsecond after the previous item, so reads keep the body's order. */
+const itemTimes: RawBuilder<unknown>[] = [];
+const itemTime = (i: number): RawBuilder<unknown> =>
+  (itemTimes[i] ??= constantSql(sql`now() + cast(${i} as integer) * interval '1 microsecond'`));
 
 /** Items keep the body's order: each is created one microsecond after the previous one. */
 async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
@@ -156,10 +159,10 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<In
       subtotal: numeric(a.subtotal),
       total_amount: numeric(a.total_amount),
       notes: item.notes ?? null,
-      created_at: sql`now() + cast(${i} as integer) * interval '1 microsecond'`,
+      created_at: itemTime(i),
     };
   });
-  const stored = (await insertScoped(ctx.trx, 'transaction_items', ctx.tenant, rows).returningAll().execute()) as Row[];
+  const stored = (await ctx.trx.executeQuery(insertStatement(ctx.trx, 'transaction_items', ctx.tenant, rows, true))).rows as Row[];
   // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
   await appendHistory(ctx, sale.id, null, sale.status);
   // The include's order (created_at, then id) is the body's: RETURNING promises no order, the ids do.
@@ -203,7 +206,10 @@ export const saleWrite: WriteDescriptor = {
     check: (body, current) => (current ? [] : [...quantitiesAfterRounding(body), ...amountLimits(body)]),
     toInsert,
     afterInsert,
-    lastValues: async (ctx, row) => ({ transaction_number: await numberSale(ctx.trx, ctx.tenant, String(row.id)) }),
+    settledLast: (ctx, row) => ({
+      statement: numberingStatement(ctx.trx, ctx.tenant, String(row.id)),
+      fields: { transaction_number: numberOf(ctx.trx, ctx.tenant, String(row.id)) },
+    }),
     toUpdate,
     afterChange,
   },
