@@ -97,9 +97,10 @@ export class IdempotencyStore {
 
   /**
    * Called inside the write's transaction as its last step: stores the response (its placeholders
-   * replaced by their settled values), which then commits with the write or not at all. When the claim was taken over meanwhile, the statement fails (the division
-   * by the count of rows it stored), so the write cannot commit, and `takenOver()` is the failure thrown:
-   * it is a deferred statement (sent with the commit), whose result nobody reads in time.
+   * replaced by their settled values), which then commits with the write or not at all. When the
+   * claim was taken over meanwhile, the statement fails (the division by the count of rows it
+   * stored), so the write cannot commit, and `takenOver()` is the failure thrown: it is a deferred
+   * statement (sent with the commit), whose result nobody reads in time.
    */
   async completeInTransaction(
     trx: Db,

@@ -39,8 +39,8 @@ export async function migrate(db: Db): Promise<string[]> {
   return applied;
 }
 
-/** The package's migrations folder, found upwards from this module: it runs from src/, from dist/
- *  (tsc's tree) and from a bundled chunk of dist/, each at its own depth. */
+/** The package's migrations folder, found upwards from this module: it runs from src/ (tsx) and
+ *  from a bundled chunk of dist/, each at its own depth. */
 function migrationsDir(from: string): string {
   for (let dir = from; ; dir = path.dirname(dir)) {
     if (fs.existsSync(path.join(dir, 'package.json')) && fs.existsSync(path.join(dir, 'migrations'))) return path.join(dir, 'migrations');

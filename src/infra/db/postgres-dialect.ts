@@ -162,18 +162,21 @@ class PostgresJsConnection implements DatabaseConnection {
    *  first of them to fail is its failure (after one, the server refuses the rest of the transaction). */
   private async afterInFlight<T>(running: PromiseLike<T>): Promise<T> {
     const answer = Promise.resolve(running.then((value) => value));
-    const inFlight = this.inFlight;
-    if (inFlight.length === 0) return answer;
-    this.inFlight = [];
+    if (this.inFlight.length === 0) return answer;
     answer.catch(() => {}); // reported below, after the earlier failures
-    for (const sent of inFlight) await sent;
+    await this.drainInFlight();
     return answer;
   }
 
-  async *streamQuery<R>(query: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
+  /** Waits for the statements in flight, in the order sent: the first to fail is the failure reported. */
+  private async drainInFlight(): Promise<void> {
     const inFlight = this.inFlight;
     this.inFlight = [];
-    await Promise.all(inFlight);
+    for (const sent of inFlight) await sent;
+  }
+
+  async *streamQuery<R>(query: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
+    await this.drainInFlight();
     const cursor = (this.reserved ?? this.sql).unsafe(query.sql, [...query.parameters] as never[]).cursor(chunkSize);
     for await (const rows of cursor) yield { rows: rows as R[] };
   }
