@@ -6,7 +6,8 @@ import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
 import { SECURITY_SCHEME, securityScheme } from './document-info.ts';
 import { exampleOf } from './examples.ts';
 import { headerUse, RATE_LIMIT_HEADERS, REQUEST_PARAMETERS, RESPONSE_HEADERS } from './headers.ts';
-import { mapSubschemas, SchemaNamer } from './named-schemas.ts';
+import { SchemaNamer } from './named-schemas.ts';
+import { simplifyNullable } from '../schemas/nullable.ts';
 import { canonicalJson } from '../schemas/canonical-json.ts';
 import { ProblemResponses, problemCodesFor } from './problem-responses.ts';
 import { FieldErrorSchema, ProblemSchema } from './problem-schema.ts';
@@ -29,38 +30,6 @@ function stripPrivateKeys(node: unknown): void {
 }
 
 const SUCCESS_DESCRIPTIONS: Record<string, string> = { '200': 'OK.', '201': 'Created.', '204': 'No content.' };
-
-const isLiteral = (b: Json) =>
-  b.const !== undefined && typeof b.type === 'string' && Object.keys(b).every((k) => k === 'const' || k === 'type');
-
-/**
- * `anyOf: [{type: T, …}, {type: 'null'}]` (TypeBox's `Union([T, Null])`) → `{type: [T, 'null'], …}`:
- * the same set of values in the idiomatic OpenAPI 3.1 spelling, which renderers (Scalar) and
- * generators read as a plain nullable field. An `enum`/`const` gains `null` so null stays valid.
- */
-function simplifyNullable(schema: Json): Json {
-  mapSubschemas(schema, simplifyNullable);
-  const branches = schema.anyOf;
-  // A union of literals (TypeBox `Union([Literal('live'), Literal('test')])`) is an enum.
-  if (Array.isArray(branches) && branches.length > 1 && branches.every((b: Json) => isLiteral(b) && b.type === branches[0].type)) {
-    const { anyOf: _anyOf, ...outer } = schema;
-    return { ...outer, type: branches[0].type, enum: branches.map((b: Json) => b.const) };
-  }
-  if (!Array.isArray(branches) || branches.length !== 2) return schema;
-  const nullAt = branches.findIndex((b: Json) => b.type === 'null' && Object.keys(b).length === 1);
-  const other: Json = branches[1 - nullAt];
-  if (nullAt < 0 || typeof other?.type !== 'string' || other.$ref) return schema;
-  const { anyOf: _anyOf, ...outer } = schema;
-  if (Object.keys(outer).some((k) => k in other && !['description', 'examples', 'title'].includes(k))) return schema;
-  const merged: Json = { ...outer, ...other, type: [other.type, 'null'] };
-  if (outer.description) merged.description = outer.description;
-  if (merged.const !== undefined) {
-    merged.enum = [merged.const];
-    delete merged.const;
-  }
-  if (Array.isArray(merged.enum) && !merged.enum.includes(null)) merged.enum = [...merged.enum, null];
-  return merged;
-}
 
 const toJson = (schema: unknown): Json => JSON.parse(JSON.stringify(schema));
 
