@@ -335,8 +335,8 @@ describe('balcao import: importData', () => {
     assert.equal(customer.contract_id, internal.contract_id);
     assert.equal(customer.created_by, internal.created_by);
     assert.equal(customer.internal_notes, 'nota interna');
-    assert.equal(customer.created_at.toISOString(), '2025-01-02T03:04:05.678Z');
-    assert.equal(customer.updated_at.toISOString(), '2025-02-03T04:05:06.789Z');
+    assert.equal(customer.created_at, '2025-01-02T03:04:05.678Z');
+    assert.equal(customer.updated_at, '2025-02-03T04:05:06.789Z');
     assert.equal(customer.birth_date, '1991-02-28');
 
     for (const table of [
@@ -362,12 +362,12 @@ describe('balcao import: importData', () => {
       );
     }
     const sale = await s.db.selectFrom('transactions').selectAll().where('id', '=', ids.sale).executeTakeFirstOrThrow();
-    assert.equal(sale.sale_date.toISOString(), '2025-03-01T15:00:00.000Z', 'the offset of the file is honoured');
+    assert.equal(sale.sale_date, '2025-03-01T15:00:00.000Z', 'the offset of the file is honoured');
     assert.equal(sale.total_amount, 69.97);
     const supplier = await s.db.selectFrom('suppliers').selectAll().where('id', '=', ids.supplier).executeTakeFirstOrThrow();
     assert.equal(supplier.pix_keys.length, 2);
     assert.deepEqual(supplier.pix_keys[0], { type: 'cnpj', key: '11222333000181' });
-    assert.equal(supplier.created_at instanceof Date, true, 'created_at generated when absent');
+    assert.equal(typeof supplier.created_at, 'string', 'created_at generated when absent');
     const expense = await s.db.selectFrom('expenses').selectAll().where('id', '=', ids.expense).executeTakeFirstOrThrow();
     assert.deepEqual(expense.tags, ['fixa', 'aluguel']);
     assert.equal(expense.installment_number, 1);
@@ -376,7 +376,7 @@ describe('balcao import: importData', () => {
     const bank = await s.db.selectFrom('bank_accounts').selectAll().where('id', '=', ids.bank).executeTakeFirstOrThrow();
     assert.equal(bank.archived, false, 'null on a NOT NULL column with a default takes the default');
     const product = await s.db.selectFrom('catalog_items').selectAll().where('id', '=', ids.deletedProduct).executeTakeFirstOrThrow();
-    assert.equal(product.deleted_at.toISOString(), '2025-01-01T00:00:00.000Z');
+    assert.equal(product.deleted_at, '2025-01-01T00:00:00.000Z');
     assert.equal(product.unit, 'un', 'a column left out takes its default');
   });
 

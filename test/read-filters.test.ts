@@ -17,7 +17,8 @@ const customers = [randomUUID(), randomUUID(), randomUUID()];
 
 const get = (path: string) => s.request('GET', path, { key });
 const ids = (rows: Row[]) => rows.map((r) => r.id as string).sort();
-const ms = (v: unknown) => (v instanceof Date ? v.getTime() : null);
+// Both drivers read timestamptz as its ISO 8601 string.
+const ms = (v: unknown) => (typeof v === 'string' ? Date.parse(v) : null);
 
 async function idsOf(path: string): Promise<string[]> {
   const sep = path.includes('?') ? '&' : '?';

@@ -136,7 +136,7 @@ test('expense include=recurring is the recurrence object, null without one, abse
     next_generation_date: '2026-02-01',
     last_generated_expense_id: null,
     is_active: true,
-    created_at: (rec.created_at as Date).toISOString(),
+    created_at: rec.created_at as string,
   });
   assert.equal((await get(`/v1/expenses/${without.id}?include=recurring`)).body.data.recurring, null);
   assert.equal((await get(`/v1/expenses/${dangling.id}?include=recurring`)).body.data.recurring, null);

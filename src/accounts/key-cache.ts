@@ -137,7 +137,7 @@ export function toAuthEntry(key: KeyRow, account: AccountRow): AuthEntry {
       scopes: key.scopes,
       granted: expandScopes(key.scopes),
       allowedIps: key.allowed_ips,
-      expiresAt: key.expires_at,
+      expiresAt: key.expires_at === null ? null : new Date(key.expires_at),
       revoked: key.revoked_at !== null,
       accountId: account.id,
       accountName: account.name,

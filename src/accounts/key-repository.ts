@@ -31,10 +31,10 @@ export function toKeyView(row: KeyRow): KeyView {
     prefix: row.mode,
     last4: row.last4,
     scopes: row.scopes,
-    expires_at: row.expires_at ? row.expires_at.toISOString() : null,
+    expires_at: row.expires_at,
     allowed_ips: row.allowed_ips,
-    revoked_at: row.revoked_at ? row.revoked_at.toISOString() : null,
-    created_at: row.created_at.toISOString(),
+    revoked_at: row.revoked_at,
+    created_at: row.created_at,
   };
 }
 
@@ -60,7 +60,7 @@ export async function createKey(db: FixedDb, input: CreateKeyInput): Promise<{ r
       .select(sql<number>`count(*)`.as('active'))
       .where('account_id', '=', input.accountId)
       .where('revoked_at', 'is', null)
-      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date())]))
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date().toISOString())]))
       .executeTakeFirstOrThrow();
     const willBeActive = input.expiresAt === null || input.expiresAt > new Date();
     if (willBeActive && Number(active) >= limit) {

@@ -3,9 +3,12 @@
 // Converting here rather than in the serializer keeps `anyOf [date-time, null]` schemas honest.
 import type { RowMeta } from './row-meta.ts';
 
+/** Both drivers already give timestamptz as this string (infra/db/timestamp-text.ts): it passes as is. */
+const isIsoTimestamp = (value: string) => value.length === 24 && value.charCodeAt(23) === 90 && value.charCodeAt(10) === 84;
+
 function timestamp(value: unknown): unknown {
+  if (typeof value === 'string') return isIsoTimestamp(value) ? value : new Date(value).toISOString();
   if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'string') return new Date(value).toISOString();
   return value;
 }
 

@@ -1,6 +1,6 @@
 // One query layer over both engines: Kysely with postgres.js (PostgreSQL) or PGlite (embedded).
 // Both drivers are set to return the same JS values: numeric → number, date/time → the
-// string PostgreSQL prints, timestamptz → Date, bigint → number.
+// string PostgreSQL prints, timestamptz → its ISO 8601 string in UTC (timestamp-text.ts), bigint → number.
 // Each engine's driver is loaded only when that engine is opened: a command run against PostgreSQL
 // never loads PGlite (nor the other way round), which keeps the CLI's start-up short.
 import { readFile } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import { type Config, DEFAULT_DB_POOL_SIZE, type DatabaseTimeouts } from '../../
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import { deferredDialect } from './deferred-dialect.ts';
 import { PostgresJsDialect } from './postgres-dialect.ts';
+import { isoTimestamp } from './timestamp-text.ts';
 
 /** Rows of account-owned tables are dynamic (the resource engine is descriptor driven). */
 export type Db = Kysely<any>;
@@ -31,6 +32,7 @@ const OID = { int8: 20, numeric: 1700, date: 1082, time: 1083, timestamptz: 1184
 
 const toNumber = (v: string) => (v === null ? null : Number(v));
 const asIs = (v: string) => v;
+const timestampParameter = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
 
 export async function openDatabase(
   config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>>,
@@ -97,6 +99,8 @@ async function openPostgres(url: string, poolSize: number, timeouts: DatabaseTim
       bigint: { to: OID.int8, from: [OID.int8], serialize: String, parse: toNumber },
       numeric: { to: OID.numeric, from: [OID.numeric], serialize: String, parse: toNumber },
       date: { to: OID.date, from: [OID.date, OID.time], serialize: String, parse: asIs },
+      // Parameters keep the driver's own serializer: a Date or a date string, sent as toISOString().
+      timestamptz: { to: OID.timestamptz, from: [OID.timestamptz], serialize: timestampParameter, parse: isoTimestamp },
     },
   });
   const db = new Kysely({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts)) });
@@ -146,6 +150,7 @@ async function startPglite(dataDir: string, holder: string): Promise<{ database:
           [pgliteTypes.NUMERIC]: toNumber,
           [pgliteTypes.DATE]: asIs,
           [OID.time]: asIs,
+          [OID.timestamptz]: isoTimestamp,
         },
       }),
     );

@@ -6,6 +6,11 @@ import type { KeyMode } from '../../domain/api-keys.ts';
 import type { ModuleName } from '../../domain/modules.ts';
 import type { PlanCode } from '../../domain/plans.ts';
 
+/** A timestamptz column: read as its ISO 8601 string (timestamp-text.ts), written as a Date or a string. */
+type Timestamp = ColumnType<string, Date | string, Date | string>;
+type TimestampOrNull = ColumnType<string | null, Date | string | null, Date | string | null>;
+type GeneratedTimestamp = ColumnType<string, Date | string | undefined, Date | string>;
+
 /** A text[] column with a database default. */
 type TextArray<T extends string = string> = ColumnType<T[], T[] | undefined, T[]>;
 
@@ -21,8 +26,8 @@ export interface AccountsTable {
   requests_per_minute_write: number | null;
   requests_per_day_total: number | null;
   is_demo: Generated<boolean>;
-  created_at: Generated<Date>;
-  updated_at: Date | null;
+  created_at: GeneratedTimestamp;
+  updated_at: TimestampOrNull;
 }
 
 export interface ApiKeysTable {
@@ -34,9 +39,9 @@ export interface ApiKeysTable {
   last4: string;
   scopes: TextArray;
   allowed_ips: TextArray;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-  created_at: Generated<Date>;
+  expires_at: TimestampOrNull;
+  revoked_at: TimestampOrNull;
+  created_at: GeneratedTimestamp;
 }
 
 export interface IdempotencyKeysTable {
@@ -49,8 +54,8 @@ export interface IdempotencyKeysTable {
   response_content_type: string | null;
   claim_token: string | null;
   committed: Generated<boolean>;
-  created_at: Generated<Date>;
-  expires_at: Date;
+  created_at: GeneratedTimestamp;
+  expires_at: Timestamp;
 }
 
 export interface TenantCountersTable {

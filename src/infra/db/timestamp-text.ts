@@ -1,0 +1,23 @@
+// timestamptz as both drivers hand it over: the ISO 8601 string the API prints (UTC, milliseconds,
+// DECISIONS B.14), cut from the text PostgreSQL sends, instead of a Date the response then turns
+// back into that string. A list page carries two timestamps per row; building and printing those
+// Dates was the largest cost of ours in a list request's profile (docs/performance.md).
+
+/**
+ * `2026-11-22 10:11:12.123456+00` (the session's TimeZone is UTC) → `2026-11-22T10:11:12.123Z`.
+ * Digits past the millisecond are dropped, as `new Date(text)` drops them. Any other form (another
+ * offset, a year past 9999, BC) goes through Date; text that is no instant (`infinity`) stays as is.
+ */
+export function isoTimestamp(text: string): string {
+  const n = text.length;
+  if (n >= 22 && n <= 29 && text.charCodeAt(10) === 32 && text.charCodeAt(n - 3) === 43 && text.endsWith('+00')) {
+    if (n === 22) return `${text.slice(0, 10)}T${text.slice(11, 19)}.000Z`;
+    if (text.charCodeAt(19) === 46) {
+      const fraction = text.slice(20, n - 3);
+      const ms = fraction.length >= 3 ? fraction.slice(0, 3) : fraction.padEnd(3, '0');
+      return `${text.slice(0, 10)}T${text.slice(11, 19)}.${ms}Z`;
+    }
+  }
+  const date = new Date(text);
+  return Number.isNaN(date.getTime()) ? text : date.toISOString();
+}
