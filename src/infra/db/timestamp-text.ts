@@ -6,7 +6,7 @@
 /**
  * `2026-11-22 10:11:12.123456+00` (the session's TimeZone is UTC) → `2026-11-22T10:11:12.123Z`.
  * Digits past the millisecond are dropped, as `new Date(text)` drops them. Any other form (another
- * offset, a year past 9999, BC) goes through Date; text that is no instant (`infinity`) stays as is.
+ * offset, a year past 9999) goes through Date; text Date cannot read (`infinity`, BC) stays as is.
  */
 export function isoTimestamp(text: string): string {
   const n = text.length;
