@@ -1,15 +1,12 @@
 // Rows as they leave the database → plain JSON-ready objects holding exactly the requested fields:
 // timestamps become UTC ISO 8601 strings with milliseconds, times `HH:MM:SS` (DECISIONS B.14).
-// Converting here rather than in the serializer keeps `anyOf [date-time, null]` schemas honest.
+// Converting here, not in a serializer, gives responses, events and webhooks the same values.
 import type { RowMeta } from './row-meta.ts';
 
-/** Both drivers already give timestamptz as this string (infra/db/timestamp-text.ts): it passes as is. */
-const isIsoTimestamp = (value: string) => value.length === 24 && value.charCodeAt(23) === 90 && value.charCodeAt(10) === 84;
-
+/** Both drivers give timestamptz as the string the API prints (infra/db/timestamp-text.ts), which
+ *  passes as is (the generated output tests for an object first); a Date from elsewhere is printed. */
 function timestamp(value: unknown): unknown {
-  if (typeof value === 'string') return isIsoTimestamp(value) ? value : new Date(value).toISOString();
-  if (value instanceof Date) return value.toISOString();
-  return value;
+  return value instanceof Date ? value.toISOString() : value;
 }
 
 /** jsonb arrives parsed from PGlite but as text from postgres.js (as configured): read both alike. */
@@ -41,9 +38,11 @@ function compileOutput(fields: readonly string[], meta: RowMeta): Output {
   const converts: Convert[] = [];
   const entries = fields.map((field) => {
     const key = JSON.stringify(field);
-    const convert = CONVERT[meta.byName.get(field)?.kind ?? ''];
+    const kind = meta.byName.get(field)?.kind ?? '';
+    const convert = CONVERT[kind];
     if (!convert) return `${key}: r[${key}] ?? null`;
     converts.push(convert);
+    if (kind === 'timestamp') return `${key}: typeof r[${key}] === 'object' && r[${key}] !== null ? c[${converts.length - 1}](r[${key}]) : r[${key}] ?? null`;
     return `${key}: r[${key}] == null ? null : c[${converts.length - 1}](r[${key}])`;
   });
   return new Function('c', `return (r) => ({ ${entries.join(', ')} });`)(converts) as Output;
