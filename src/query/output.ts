@@ -42,7 +42,8 @@ function compileOutput(fields: readonly string[], meta: RowMeta): Output {
     const convert = CONVERT[kind];
     if (!convert) return `${key}: r[${key}] ?? null`;
     converts.push(convert);
-    if (kind === 'timestamp') return `${key}: typeof r[${key}] === 'object' && r[${key}] !== null ? c[${converts.length - 1}](r[${key}]) : r[${key}] ?? null`;
+    if (kind === 'timestamp')
+      return `${key}: typeof r[${key}] === 'object' && r[${key}] !== null ? c[${converts.length - 1}](r[${key}]) : r[${key}] ?? null`;
     return `${key}: r[${key}] == null ? null : c[${converts.length - 1}](r[${key}])`;
   });
   return new Function('c', `return (r) => ({ ${entries.join(', ')} });`)(converts) as Output;
