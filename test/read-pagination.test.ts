@@ -164,6 +164,10 @@ describe('page envelope', () => {
     assert.equal(typeof first.body.pagination.next_cursor, 'string');
     assert.match(first.body.pagination.next_cursor, /^[A-Za-z0-9_-]+$/);
     assert.deepEqual(Object.keys(first.body.meta), ['request_id']);
+    // Records carry exactly the resource's fields: the column read for the cursor never shows.
+    const fields = Object.keys((await request(`/v1/services/${first.body.data[0].id}`)).body.data);
+    for (const record of first.body.data) assert.deepEqual(Object.keys(record), fields);
+    assert.ok(!fields.some((f) => f.startsWith('__')));
     const second = await request(`/v1/services?limit=3&cursor=${first.body.pagination.next_cursor}`);
     assert.equal(second.body.data.length, 3);
     assert.deepEqual(second.body.pagination, { next_cursor: null, has_more: false, limit: 3 });

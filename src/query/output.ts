@@ -1,6 +1,7 @@
 // Rows as they leave the database → plain JSON-ready objects holding exactly the requested fields:
 // timestamps become UTC ISO 8601 strings with milliseconds, times `HH:MM:SS` (DECISIONS B.14).
 // Converting here, not in a serializer, gives responses, events and webhooks the same values.
+import type { FieldKind } from '../schemas/common.ts';
 import type { RowMeta } from './row-meta.ts';
 
 /** Both drivers give timestamptz as the string the API prints (infra/db/timestamp-text.ts), which
@@ -55,15 +56,37 @@ const MAX_PROJECTIONS = 500;
 
 /** The output function of a projection: look it up once per page, then call it per row. */
 export function rowOutput(fields: readonly string[], meta: RowMeta): Output {
+  return cachedOutput(fields, meta, false);
+}
+
+/**
+ * The output function for rows bound for a route's response serializer only. For a whole record
+ * whose fields need no converting (both drivers already give timestamps as the API prints them), the
+ * driver's row goes as it is: fast-json-stringify writes the schema's fields and ignores the rest (a
+ * cursor column), so copying each row into a new object only fed the garbage collector. Events,
+ * webhooks and exports keep rowOutput: they serialize every key of what they are given.
+ */
+export function responseRowOutput(fields: readonly string[], meta: RowMeta): Output {
+  return cachedOutput(fields, meta, true);
+}
+
+const passThrough: Output = (row) => row;
+const needsConverting = (kind: FieldKind | undefined) => kind !== undefined && kind !== 'timestamp' && CONVERT[kind] !== undefined;
+
+function cachedOutput(fields: readonly string[], meta: RowMeta, forResponse: boolean): Output {
   let byProjection = outputs.get(meta);
   if (!byProjection) {
     byProjection = new Map();
     outputs.set(meta, byProjection);
   }
-  const key = fields === meta.fields ? '' : fields.join(',');
+  const key = `${forResponse ? 'response:' : ''}${fields === meta.fields ? '' : fields.join(',')}`;
   let output = byProjection.get(key);
   if (!output) {
-    output = compileOutput(fields, meta);
+    // Only a whole projection: a sparse one's serializer writes every field present, and the row
+    // may hold fields read for the cursor or an include that the client did not ask for.
+    const asIs =
+      forResponse && fields.length === meta.fields.length && !fields.some((field) => needsConverting(meta.byName.get(field)?.kind));
+    output = asIs ? passThrough : compileOutput(fields, meta);
     if (byProjection.size >= MAX_PROJECTIONS) byProjection.clear();
     byProjection.set(key, output);
   }

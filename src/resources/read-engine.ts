@@ -7,7 +7,7 @@ import type { Db } from '../infra/db/database.ts';
 import { requireTenant } from '../infra/db/tenancy.ts';
 import { CURSOR_KEY, getStatement, includeStatement, listStatement } from '../query/compile.ts';
 import { encodeCursor } from '../query/cursor.ts';
-import { outputRow, rowOutput } from '../query/output.ts';
+import { responseRowOutput } from '../query/output.ts';
 import { parseItemQuery, parseQuery } from '../query/parse.ts';
 import { planItem, planList } from '../query/plan.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
@@ -51,7 +51,7 @@ export async function listRecords(
       : null;
   const meta = descriptorMeta(d);
   return {
-    data: page.map(rowOutput(plan.fields, meta)),
+    data: page.map(responseRowOutput(plan.fields, meta)),
     pagination: { next_cursor: nextCursor, has_more: hasMore, limit: plan.limit },
     sparse: plan.fields.length < meta.fields.length,
   };
@@ -73,7 +73,7 @@ export async function getRecord(
   const [row] = (await db.executeQuery(getStatement(db, d, plan.fields, id, scope, extra))).rows as (Row | undefined)[];
   if (!row) throw errors.notFound();
   const meta = descriptorMeta(d);
-  const data = outputRow(row, plan.fields, meta);
+  const data = responseRowOutput(plan.fields, meta)(row);
   // The includes are independent reads: they go out together.
   const related = await Promise.all(
     includes.map(([, inc]) =>
@@ -85,7 +85,7 @@ export async function getRecord(
   for (const [i, [name, inc]] of includes.entries()) {
     if (!inc) continue;
     const itemMeta = rowMeta(inc.item);
-    const items = (related[i] as Row[]).map(rowOutput(itemMeta.fields, itemMeta));
+    const items = (related[i] as Row[]).map(responseRowOutput(itemMeta.fields, itemMeta));
     data[name] = inc.cardinality === 'one' ? (items[0] ?? null) : items;
   }
   return { data, sparse: plan.fields.length < meta.fields.length };
