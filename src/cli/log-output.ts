@@ -2,19 +2,58 @@
 // terminal, JSON lines otherwise (for collectors), and JSON on stderr with --json, whose stdout
 // carries one object only.
 //
-// JSON lines are written asynchronously (sonic-boom, `sync: false`): under load the lines that
-// arrive while one write is in flight go out together in the next, instead of one blocking write
-// per request (the profile showed the synchronous writes at 5% of a list request's CPU). There is
-// no minimum batch, so a quiet server's lines still appear at once; pino flushes what is pending
-// when the process exits. A kill -9 can lose the lines of the last few milliseconds.
+// JSON lines are written asynchronously (sonic-boom, `sync: false`), and the lines of one turn of the
+// event loop leave in one write (TurnBatchedLines): under load a turn finishes several requests, and
+// a write per line was most of what the access log cost (docs/performance.md). There is no minimum
+// batch and no timer, so a quiet server's line appears at the end of the turn that wrote it; what is
+// pending is written synchronously when the process exits. A kill -9 can lose the lines of the last
+// few milliseconds.
 import type { FastifyServerOptions } from 'fastify';
 import pino from 'pino';
 
 export type LoggerOptions = Exclude<FastifyServerOptions['logger'], undefined | boolean>;
 
+type Destination = ReturnType<typeof pino.destination>;
+
+/** A pino stream that hands the lines written during one event-loop turn to `destination` together. */
+export class TurnBatchedLines {
+  private pending: string[] = [];
+  private scheduled = false;
+
+  constructor(private readonly destination: Destination) {
+    // pino flushes its own destination at exit; this one it does not know about.
+    process.once('exit', () => this.flushSync());
+  }
+
+  write(line: string): boolean {
+    this.pending.push(line);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
+    return true;
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const lines = this.pending;
+    if (lines.length === 0) return;
+    this.pending = [];
+    this.destination.write(lines.length === 1 ? (lines[0] as string) : lines.join(''));
+  };
+
+  flushSync(): void {
+    this.flush();
+    try {
+      this.destination.flushSync();
+    } catch {
+      // Not open yet, or closed: nothing can be written now.
+    }
+  }
+}
+
 export async function logOutput(level: string, json: boolean, terminal = process.stdout.isTTY === true): Promise<LoggerOptions> {
-  if (json) return { level, stream: pino.destination({ dest: 2, sync: false }) };
-  if (!terminal) return { level, stream: pino.destination({ dest: 1, sync: false }) };
+  if (json || !terminal) return { level, stream: new TurnBatchedLines(pino.destination({ dest: json ? 2 : 1, sync: false })) };
   // Loaded only for a terminal: a served process that logs JSON never pays for it.
   const { default: pretty } = await import('pino-pretty');
   return { level, stream: pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname', sync: true }) };

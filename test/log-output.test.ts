@@ -1,0 +1,49 @@
+// The served process's JSON logs: the lines of one event-loop turn reach the destination in one
+// write, in order; a later turn's lines in the next; and what is pending is written at once on exit
+// (flushSync). graceful-stop.test.ts shows the same on a real server: every access line of a
+// stopping server is on its output.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import pino from 'pino';
+import { TurnBatchedLines } from '../src/cli/log-output.ts';
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+test('the lines of one turn leave in one write, in order; the next turn writes again', async () => {
+  const writes: string[] = [];
+  const destination = { write: (text: string) => writes.push(text) > 0, flushSync: () => {} };
+  const lines = new TurnBatchedLines(destination as unknown as ReturnType<typeof pino.destination>);
+  lines.write('a\n');
+  lines.write('b\n');
+  lines.write('c\n');
+  assert.deepEqual(writes, [], 'nothing is written before the turn ends');
+  await turn();
+  assert.deepEqual(writes, ['a\nb\nc\n']);
+  lines.write('d\n');
+  await turn();
+  assert.deepEqual(writes, ['a\nb\nc\n', 'd\n']);
+  await turn();
+  assert.equal(writes.length, 2, 'an idle turn writes nothing');
+});
+
+test('flushSync writes what is pending before returning, through a real destination', async () => {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-log-')), 'out.log');
+  const destination = pino.destination({ dest: file, sync: false });
+  await new Promise((resolve) => destination.once('ready', resolve));
+  const logger = pino({ base: null, timestamp: false }, new TurnBatchedLines(destination));
+  logger.info({ op: 'customers.list' }, 'request');
+  logger.info({ op: 'customers.get' }, 'request');
+  (logger[pino.symbols.streamSym] as unknown as TurnBatchedLines).flushSync();
+  const written = fs
+    .readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    written.map((l) => l.op),
+    ['customers.list', 'customers.get'],
+  );
+});
