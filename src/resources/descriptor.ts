@@ -75,7 +75,9 @@ export interface WriteRules {
   /**
    * Follow-up writes of a creation, in its transaction (sale items, first status-history entry). It may
    * return the stored rows (all columns, in the include's order) of `createIncludes` it wrote, by include
-   * name: the answer is then made from them and the inserted row, with no read back.
+   * name: the answer is then made from them and the inserted row, with no read back. `row` holds the
+   * values sent, with the new id: the insert is still in flight, so follow-ups that need no answer
+   * (executeDeferred) travel with it, and the first statement awaited reports its failure.
    */
   afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<IncludedRows | void>;
   /**

@@ -13,7 +13,8 @@ import { executeDeferred, type Placeholder, placeholder } from '../infra/db/defe
 import { lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
+import { randomUUID } from 'node:crypto';
 import { outputRow, rowOutput } from '../query/output.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
 import type { Body, IncludedRows, ResourceDescriptor, Row, WriteContext, WriteDescriptor } from './descriptor.ts';
@@ -140,10 +141,20 @@ export async function createRecord(
   await refuseInvalid(db, w, tenant, body, undefined, options);
   const created = await db.transaction().execute(async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
-    const values = w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : { ...body };
-    const [row] = (await trx.executeQuery(insertStatement(trx, d.table, tenant, [columnValues(d, values)], true))).rows as Row[];
+    // The id is made here, not by the database, so the follow-up rows can name it before the insert answers.
+    const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
+    const insert = insertStatement(trx, d.table, tenant, [columnValues(d, values)], true);
+    let row: Row | undefined;
+    let included: IncludedRows | undefined;
+    if (w.rules?.afterInsert) {
+      // The insert and its follow-ups travel in one round trip: the insert is sent without waiting.
+      const inserted = await executeDeferred(trx, insert);
+      included = (await w.rules.afterInsert(ctx, values, body)) ?? undefined;
+      [row] = (await inserted.rows) as Row[];
+      // A failed insert answers no rows; the next statement reports its failure (the transaction is aborted).
+      if (!row) await trx.executeQuery(CompiledQuery.raw('select 1'));
+    } else [row] = (await trx.executeQuery(insert)).rows as Row[];
     if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
-    const included = await w.rules?.afterInsert?.(ctx, row, body);
     const record = answerOf(d, w, row, included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
     // From here on, statements go out deferred where they can, with the commit: the settling statement
     // locks rows until commit (the tenant's number counter, then its event counter). The record carries

@@ -9,6 +9,7 @@ import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money
 import { saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, IncludedRows, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
+import { executeDeferred } from '../../infra/db/deferred-statements.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
 import { constantSql, insertStatement } from '../insert-statement.ts';
 import { numberingStatement, numberOf } from './transaction-number.ts';
@@ -162,9 +163,11 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<In
       created_at: itemTime(i),
     };
   });
-  const stored = (await ctx.trx.executeQuery(insertStatement(ctx.trx, 'transaction_items', ctx.tenant, rows, true))).rows as Row[];
+  // Sent with the sale's insert; the history entry's answer, awaited, comes after theirs.
+  const items = await executeDeferred(ctx.trx, insertStatement(ctx.trx, 'transaction_items', ctx.tenant, rows, true));
   // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
   await appendHistory(ctx, sale.id, null, sale.status);
+  const stored = (await items.rows) as Row[];
   // The include's order (created_at, then id) is the body's: RETURNING promises no order, the ids do.
   const position = new Map<string, number>(rows.map((row, i) => [row.id, i]));
   return { items: stored.sort((a, b) => (position.get(String(a.id)) ?? 0) - (position.get(String(b.id)) ?? 0)) };
