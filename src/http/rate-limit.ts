@@ -49,7 +49,7 @@ const KIND_OF_WINDOW: Record<number, LayerKind> = { [SECOND_MS]: 'second', [MINU
 const MINUTE_LAYER = 1;
 
 /** Evaluated in this order (burst → minute → day); reads and writes have separate minute counters. */
-function keyLayers(limits: AuthContext['rateLimits'], access: 'read' | 'write'): Layer[] {
+function buildKeyLayers(limits: AuthContext['rateLimits'], access: 'read' | 'write'): Layer[] {
   return [
     { name: 'b', limit: limits.burst_per_second, windowMs: SECOND_MS },
     access === 'read'
@@ -57,6 +57,17 @@ function keyLayers(limits: AuthContext['rateLimits'], access: 'read' | 'write'):
       : { name: 'w', limit: limits.requests_per_minute_write, windowMs: MINUTE_MS },
     { name: 'd', limit: limits.requests_per_day_total, windowMs: DAY_MS },
   ];
+}
+
+/** A cached key's limits are one object for as long as it is cached: its layers are built once. */
+const layersByLimits = new WeakMap<AuthContext['rateLimits'], { read: Layer[]; write: Layer[] }>();
+function keyLayers(limits: AuthContext['rateLimits'], access: 'read' | 'write'): Layer[] {
+  let layers = layersByLimits.get(limits);
+  if (!layers) {
+    layers = { read: buildKeyLayers(limits, 'read'), write: buildKeyLayers(limits, 'write') };
+    layersByLimits.set(limits, layers);
+  }
+  return layers[access];
 }
 
 const ANONYMOUS_LAYERS: Layer[] = [{ name: 'a', limit: ANONYMOUS_PER_MINUTE, windowMs: MINUTE_MS }];
@@ -94,7 +105,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const keyPrefix = options.keyPrefix ?? 'balcao:rl:';
   const store: RateLimitStore = options.redisUrl
     ? new RedisRateLimitStore({ url: options.redisUrl, logger: options.logger, keyPrefix, now })
-    : new MemoryRateLimitStore(keyPrefix);
+    : new MemoryRateLimitStore();
   return createRateLimiterOver(store, now);
 }
 

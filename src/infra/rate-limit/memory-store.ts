@@ -1,35 +1,44 @@
 // In-process rate-limit counters: the store of a single instance, and the fallback while Redis is unreachable.
-import { counterKey, decide, windowStart, type Decision, type Layer } from './layers.ts';
+// Counters are kept per subject and layer, for the current window only: a request builds no key string
+// (the Redis store's keys name the window instead, see layers.ts).
+import { decide, windowStart, type Decision, type Layer } from './layers.ts';
 import type { RateLimitStore } from './store.ts';
 
 /** How often (in clock time) expired counters are dropped; bounds memory to about this much traffic plus a day of keys. */
 const SWEEP_EVERY_MS = 10_000;
 
 interface Counter {
-  count: number;
+  /** Start of the window counted; a request in another window starts the counter again. */
+  windowStart: number;
   expiresAt: number;
+  count: number;
 }
 
 export class MemoryRateLimitStore implements RateLimitStore {
   readonly kind = 'memory' as const;
-  private readonly counters = new Map<string, Counter>();
+  /** By subject, then by layer name. */
+  private readonly subjects = new Map<string, Map<string, Counter>>();
   private nextSweepAt = Number.NEGATIVE_INFINITY;
-
-  constructor(private readonly prefix = '') {}
 
   // Synchronous between reading and writing the counters, so it is atomic within the process.
   async charge(subject: string, layers: readonly Layer[], now: number): Promise<Decision> {
     if (now >= this.nextSweepAt) this.sweep(now);
-    const counts = layers.map((layer) => {
-      const key = counterKey(this.prefix, subject, layer, now);
-      let counter = this.counters.get(key);
-      if (!counter || counter.expiresAt <= now) {
-        counter = { count: 0, expiresAt: windowStart(now, layer.windowMs) + layer.windowMs };
-        this.counters.set(key, counter);
+    let counters = this.subjects.get(subject);
+    if (!counters) {
+      counters = new Map();
+      this.subjects.set(subject, counters);
+    }
+    const counts = new Array<number>(layers.length);
+    for (let i = 0; i < layers.length; i++) {
+      const layer = layers[i] as Layer;
+      const start = windowStart(now, layer.windowMs);
+      let counter = counters.get(layer.name);
+      if (!counter || counter.windowStart !== start) {
+        counter = { windowStart: start, expiresAt: start + layer.windowMs, count: 0 };
+        counters.set(layer.name, counter);
       }
-      counter.count += 1;
-      return counter.count;
-    });
+      counts[i] = ++counter.count;
+    }
     return decide(layers, counts, now);
   }
 
@@ -39,19 +48,24 @@ export class MemoryRateLimitStore implements RateLimitStore {
 
   /** Number of live counters (for tests of the housekeeping). */
   size(): number {
-    return this.counters.size;
+    let n = 0;
+    for (const counters of this.subjects.values()) n += counters.size;
+    return n;
   }
 
   clear(): void {
-    this.counters.clear();
+    this.subjects.clear();
   }
 
   async close(): Promise<void> {
-    this.counters.clear();
+    this.subjects.clear();
   }
 
   private sweep(now: number): void {
-    for (const [key, counter] of this.counters) if (counter.expiresAt <= now) this.counters.delete(key);
+    for (const [subject, counters] of this.subjects) {
+      for (const [name, counter] of counters) if (counter.expiresAt <= now) counters.delete(name);
+      if (counters.size === 0) this.subjects.delete(subject);
+    }
     this.nextSweepAt = now + SWEEP_EVERY_MS;
   }
 }

@@ -89,7 +89,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.now = options.now ?? Date.now;
     this.probeEveryMs = options.probeEveryMs ?? 1_000;
     this.commandTimeoutMs = options.commandTimeoutMs ?? 250;
-    this.fallback = new MemoryRateLimitStore(options.keyPrefix);
+    this.fallback = new MemoryRateLimitStore();
     const connectTimeout = options.connectTimeoutMs ?? 1_000;
     const maxReconnectDelay = options.maxReconnectDelayMs ?? 1_000;
     this.startupWaitMs = options.startupWaitMs ?? 5_000;

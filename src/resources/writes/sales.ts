@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
 import { type RawBuilder, sql } from 'kysely';
 import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money.ts';
-import { saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
+import { type SaleAmounts, saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, IncludedRows, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
 import { executeDeferred } from '../../infra/db/deferred-statements.ts';
@@ -106,9 +106,21 @@ function amountLimits(body: Body): FieldError[] {
 
 const numeric = (value: Dec | null) => (value === null ? null : toSqlNumeric(value));
 
+/** The amounts of a validated body, computed once for the sale's row and again for its items. */
+const computedAmounts = new WeakMap<Body, SaleAmounts>();
+function amountsOf(body: Body): SaleAmounts {
+  let amounts = computedAmounts.get(body);
+  if (!amounts) {
+    const input = body as CreateSale;
+    amounts = saleAmounts(input.items, input.delivery_fee);
+    computedAmounts.set(body, amounts);
+  }
+  return amounts;
+}
+
 function toInsert(_ctx: WriteContext, body: Body): Row {
   const input = body as CreateSale;
-  const amounts = saleAmounts(input.items, input.delivery_fee);
+  const amounts = amountsOf(body);
   return {
     customer_id: input.customer_id ?? null,
     transaction_type: input.transaction_type ?? 'sale',
@@ -145,7 +157,7 @@ const itemTime = (i: number): RawBuilder<unknown> =>
 /** Items keep the body's order: each is created one microsecond after the previous one. */
 async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
   const input = body as CreateSale;
-  const amounts = saleAmounts(input.items, input.delivery_fee);
+  const amounts = amountsOf(body);
   const rows = input.items.map((item: ItemInput, i) => {
     const a = amounts.items[i] as (typeof amounts.items)[number];
     return {
