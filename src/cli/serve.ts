@@ -4,6 +4,7 @@ import cluster from 'node:cluster';
 import type { Command } from 'commander';
 import type { buildApp } from '../app.ts';
 import { type Config, parseWorkerCount } from '../config.ts';
+import { compileEngine } from '../infra/db/pglite-engine.ts';
 import type { Database } from '../infra/db/database.ts';
 import { logOutput } from './log-output.ts';
 import { commandContext, output } from './runtime.ts';
@@ -88,6 +89,9 @@ export function registerServeCommand(program: Command): void {
         }
         return serveWithWorkers(config, workers, !!flags.json, async () => (await openMigrated(config, 'balcao serve')).close());
       }
+      // First the embedded engine's compile, which V8 runs on background threads, then the app's modules
+      // on the main thread: started after them, the compile used to finish after the app was built.
+      if (!config.databaseUrl) compileEngine().catch(() => {}); // a failure is reported by the open
       loadServing();
       const [{ startDatabase }, { migrate }] = await Promise.all([import('../infra/db/database.ts'), import('../infra/db/migrate.ts')]);
       const { database, open } = await startDatabase(config, 'balcao serve');

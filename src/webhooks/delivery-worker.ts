@@ -22,6 +22,12 @@ const LEASE_MARGIN_MS = 10_000;
 const IDLE_MS = 30_000;
 const DISABLE_AFTER_DAYS = 5;
 const RETENTION_EVERY_MS = 60 * 60 * 1000;
+/**
+ * The first cycle waits this long after listening: its queries (the first on those tables) would
+ * otherwise run before the first requests, which the embedded engine serves on the same thread.
+ * A NOTIFY of a new delivery runs a cycle at once whatever this says.
+ */
+const FIRST_CYCLE_AFTER_MS = 1000;
 /** How long a graceful stop lets attempts in flight finish before releasing them. */
 const STOP_GRACE_MS = 3000;
 
@@ -65,7 +71,7 @@ export class DeliveryWorker {
   async start(): Promise<void> {
     this.unlisten = await this.database.listen(DELIVERIES_CHANNEL, () => this.kick());
     this.retentionTimer = setInterval(() => void this.purgeExpired(), RETENTION_EVERY_MS).unref();
-    this.kick();
+    this.timer = setTimeout(() => this.kick(), FIRST_CYCLE_AFTER_MS).unref();
   }
 
   /** Stops claiming; lets attempts in flight finish for a moment, then aborts and releases them. */

@@ -3,13 +3,13 @@
 // string PostgreSQL prints, timestamptz → its ISO 8601 string in UTC (timestamp-text.ts), bigint → number.
 // Each engine's driver is loaded only when that engine is opened: a command run against PostgreSQL
 // never loads PGlite (nor the other way round), which keeps the CLI's start-up short.
-import { readFile } from 'node:fs/promises';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
 import type postgres from 'postgres';
 import { type Config, DEFAULT_DB_POOL_SIZE, type DatabaseTimeouts } from '../../config.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import { deferredDialect } from './deferred-dialect.ts';
+import { compileEngine } from './pglite-engine.ts';
 import { PostgresJsDialect } from './postgres-dialect.ts';
 import { isoTimestamp } from './timestamp-text.ts';
 
@@ -193,17 +193,3 @@ async function startPglite(dataDir: string, holder: string): Promise<{ database:
     throw err;
   }
 }
-
-/**
- * Reads PGlite's WebAssembly (beside its own module) and compiles it: V8 compiles it on background
- * threads, so the main thread stays free for whatever the caller does meanwhile. PGlite would do
- * the same, only after its other start-up steps on the main thread.
- */
-function compileEngine(): Promise<WebAssembly.Module> {
-  // Once per process: tests and the import open many embedded databases.
-  compiledEngine ??= readFile(new URL('./pglite.wasm', import.meta.resolve('@electric-sql/pglite'))).then((bytes) =>
-    WebAssembly.compile(bytes),
-  );
-  return compiledEngine;
-}
-let compiledEngine: Promise<WebAssembly.Module> | undefined;
