@@ -212,6 +212,43 @@ describe('Idempotency-Key', () => {
     assert.equal(retried.headers.get('idempotent-replay'), null);
   });
 
+  it('a sale whose insert or items the database refuses: 500 without internals, nothing written, the key free', async () => {
+    const { key, accountId } = await writer(s);
+    const countItems = async () =>
+      Number(
+        (
+          await s.db
+            .selectFrom('transaction_items')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('team_id', '=', accountId)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    // The sale's insert and its items' insert leave together, before either has answered: a refusal of
+    // either must still be the answer, and must leave neither behind.
+    await sql`ALTER TABLE transactions ADD CONSTRAINT test_refuse_sale CHECK (order_code IS DISTINCT FROM 'boom-sale')`.execute(s.db);
+    await sql`ALTER TABLE transaction_items ADD CONSTRAINT test_refuse_item CHECK (notes IS DISTINCT FROM 'boom-item')`.execute(s.db);
+    try {
+      const refusedSale = await post(key, '/v1/sales', { order_code: 'boom-sale', items: [item()] }, 'sale-refused');
+      assert.equal(refusedSale.status, 500);
+      assert.match(refusedSale.body.type, /\/internal_error$/);
+      const refusedItem = await post(key, '/v1/sales', { items: [item(), item({ notes: 'boom-item' })] }, 'item-refused');
+      assert.equal(refusedItem.status, 500);
+      for (const res of [refusedSale, refusedItem]) assert.doesNotMatch(res.text, /constraint|test_refuse|check|aborted/i);
+    } finally {
+      await sql`ALTER TABLE transactions DROP CONSTRAINT test_refuse_sale`.execute(s.db);
+      await sql`ALTER TABLE transaction_items DROP CONSTRAINT test_refuse_item`.execute(s.db);
+    }
+    assert.equal(await countSales(accountId), 0);
+    assert.equal(await countItems(), 0);
+    const retried = await post(key, '/v1/sales', { order_code: 'boom-sale', items: [item()] }, 'sale-refused');
+    assert.equal(retried.status, 201);
+    assert.equal(retried.headers.get('idempotent-replay'), null);
+    assert.equal(retried.body.data.transaction_number, '1');
+    assert.equal(retried.body.data.items.length, 1);
+    assert.equal(await countItems(), 1);
+  });
+
   it('treats a record older than 24 hours as absent', async () => {
     const { key, keyId } = await writer(s);
     const body = { full_name: 'Ana', phone: '1' };
