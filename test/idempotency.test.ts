@@ -20,16 +20,17 @@ describe('Idempotency-Key', () => {
 
   const post = (key: string, path: string, body: unknown, idem?: string) =>
     s.request('POST', path, { key, body, headers: idem === undefined ? {} : { [IK]: idem } });
-  const countSales = async (accountId: string) =>
+  const countRows = async (table: 'transactions' | 'transaction_items', accountId: string) =>
     Number(
       (
         await s.db
-          .selectFrom('transactions')
+          .selectFrom(table)
           .select((eb) => eb.fn.countAll().as('n'))
           .where('team_id', '=', accountId)
           .executeTakeFirstOrThrow()
       ).n,
     );
+  const countSales = (accountId: string) => countRows('transactions', accountId);
 
   it('replays the first response with the same status and body and Idempotent-Replay: true', async () => {
     const { key, accountId } = await writer(s);
@@ -214,16 +215,7 @@ describe('Idempotency-Key', () => {
 
   it('a sale whose insert or items the database refuses: 500 without internals, nothing written, the key free', async () => {
     const { key, accountId } = await writer(s);
-    const countItems = async () =>
-      Number(
-        (
-          await s.db
-            .selectFrom('transaction_items')
-            .select((eb) => eb.fn.countAll().as('n'))
-            .where('team_id', '=', accountId)
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
+    const countItems = () => countRows('transaction_items', accountId);
     // The sale's insert and its items' insert leave together, before either has answered: a refusal of
     // either must still be the answer, and must leave neither behind.
     await sql`ALTER TABLE transactions ADD CONSTRAINT test_refuse_sale CHECK (order_code IS DISTINCT FROM 'boom-sale')`.execute(s.db);
