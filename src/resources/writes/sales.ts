@@ -106,7 +106,7 @@ function amountLimits(body: Body): FieldError[] {
 
 const numeric = (value: Dec | null) => (value === null ? null : toSqlNumeric(value));
 
-/** The amounts of a validated body, computed once for the sale's row and again for its items. */
+/** The amounts of a validated body, computed once and used for both the sale's row and its items. */
 const computedAmounts = new WeakMap<Body, SaleAmounts>();
 function amountsOf(body: Body): SaleAmounts {
   let amounts = computedAmounts.get(body);
