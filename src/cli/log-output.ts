@@ -8,6 +8,7 @@
 // batch and no timer, so a quiet server's line appears at the end of the turn that wrote it; what is
 // pending is written synchronously when the process exits. A kill -9 can lose the lines of the last
 // few milliseconds.
+import fs from 'node:fs';
 import type { FastifyServerOptions } from 'fastify';
 import pino from 'pino';
 
@@ -42,10 +43,19 @@ export class TurnBatchedLines {
     this.destination.write(lines.length === 1 ? (lines[0] as string) : lines.join(''));
   };
 
+  /**
+   * Writes what sonic-boom holds, then the pending lines, before returning. The pending lines are
+   * written here with writeSync: handed to sonic-boom, they would start an asynchronous write, which
+   * its flushSync does not wait for. A batch of an earlier turn still in flight then (its write
+   * already started) may land after them.
+   */
   flushSync(): void {
-    this.flush();
+    const lines = this.pending.join('');
+    this.pending = [];
     try {
       this.destination.flushSync();
+      // sonic-boom's open file descriptor (set once ready; its typings leave it out).
+      if (lines) fs.writeSync((this.destination as unknown as { fd: number }).fd, lines);
     } catch {
       // Not open yet, or closed: nothing can be written now.
     }
