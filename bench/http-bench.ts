@@ -2,9 +2,11 @@
 // through the product's own import. For each scenario it prints req/s, p50, p99, errors and the
 // server's RSS, with Node and PostgreSQL CPU per request, and Balcão ÷ baseline as the median of
 // alternating pairs. Everything it starts listens on loopback and is stopped by PID.
-// Env: BENCH_CUSTOMERS (default 1000000), BENCH_SECONDS per round (5), BENCH_PAIRS (3),
+// Env: BENCH_CUSTOMERS (default 1000000), BENCH_SECONDS per round (3), BENCH_PAIRS (4),
+// BENCH_WARMUP (seconds of load on each freshly started server before its round: 8),
 // BENCH_CONNECTIONS (50), BENCH_DIR (where the loaded cluster is kept; reused when the size matches),
-// BENCH_ONLY (comma list: only the scenarios whose title contains one of these words run).
+// BENCH_ONLY (comma list: only the scenarios whose title contains one of these words run),
+// BENCH_LOADGEN (wrk or autocannon; wrk when it is installed), BENCH_WRK_THREADS (1).
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,6 +17,7 @@ import postgres from 'postgres';
 import { encodeCursor } from '../src/query/cursor.ts';
 import { ensureDataset } from './dataset.ts';
 import { childrenOf, cpuSeconds, rssMb, startPostgres, startRedis } from './throwaway-servers.ts';
+import { wrk, wrkInstalled } from './wrk.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** The V8 flags of bin/balcao.js's `#!` line: `balcao serve` runs with them, so the benchmark does too. */
@@ -24,11 +27,15 @@ const LAUNCHER_FLAGS =
     .split('\n')[0]!
     .match(/--[\w-]+(?:=\S+)?/g) ?? [];
 const CUSTOMERS = Number(process.env.BENCH_CUSTOMERS ?? 1_000_000);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? 8);
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 4);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const dir = process.env.BENCH_DIR ?? path.join(os.tmpdir(), `balcao-bench-pg-${CUSTOMERS}`);
 const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
+const LOADGEN = process.env.BENCH_LOADGEN ?? (wrkInstalled() ? 'wrk' : 'autocannon');
+const WRK_THREADS = Number(process.env.BENCH_WRK_THREADS ?? 1);
+if (LOADGEN !== 'wrk' && LOADGEN !== 'autocannon') throw new Error(`BENCH_LOADGEN must be wrk or autocannon, not ${LOADGEN}`);
 
 interface Server {
   base: string;
@@ -98,7 +105,7 @@ async function startBalcao(databaseUrl: string, extra: { redisUrl?: string; work
   // Logs go to stderr with --json: drained here as a log shipper would read them.
   // Each server runs in a session of its own (detached), as a service would. With the kernel's
   // autogroup scheduling (on by default) a session shares one CPU share among its processes, so the
-  // servers would otherwise compete inside the benchmark's own share with autocannon, and two
+  // servers would otherwise compete inside the benchmark's own share with the load generator, and two
   // workers with each other.
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const line = await waitForLine(child, 'balcao serve');
@@ -125,6 +132,35 @@ async function load(server: Server, target: Target, seconds: number, pgPids: () 
   const sampler = setInterval(() => {
     for (const pid of pids) rss = Math.max(rss, rssMb(pid));
   }, 250);
+  const { requests, ...figures } =
+    LOADGEN === 'wrk' ? await loadFromWrk(server, target, seconds) : await loadFromAutocannon(server, target, seconds);
+  clearInterval(sampler);
+  const total = requests || 1;
+  return {
+    ...figures,
+    rss,
+    nodeCpuMs: ((cpuSeconds(pids) - nodeBefore) * 1000) / total,
+    pgCpuMs: ((cpuSeconds(pgPids()) - pgBefore) * 1000) / total,
+  };
+}
+
+type LoadFigures = Pick<Round, 'rps' | 'p50' | 'p99' | 'errors'> & { requests: number };
+
+async function loadFromWrk(server: Server, target: Target, seconds: number): Promise<LoadFigures> {
+  const result = await wrk({
+    url: server.base + target.path,
+    connections: CONNECTIONS,
+    seconds,
+    threads: WRK_THREADS,
+    method: target.method ?? 'GET',
+    headers: { ...target.headers, ...(target.body ? { 'content-type': 'application/json' } : {}) },
+    body: target.body,
+    idempotent: target.idempotent,
+  });
+  return { requests: result.requests, rps: result.rps, p50: result.p50Ms, p99: result.p99Ms, errors: result.errors };
+}
+
+async function loadFromAutocannon(server: Server, target: Target, seconds: number): Promise<LoadFigures> {
   let n = 0;
   const result = await autocannon({
     url: server.base + target.path,
@@ -144,16 +180,12 @@ async function load(server: Server, target: Target, seconds: number, pgPids: () 
         ]
       : undefined,
   });
-  clearInterval(sampler);
-  const total = result.requests.total || 1;
   return {
+    requests: result.requests.total,
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.timeouts + result.non2xx,
-    rss,
-    nodeCpuMs: ((cpuSeconds(pids) - nodeBefore) * 1000) / total,
-    pgCpuMs: ((cpuSeconds(pgPids()) - pgBefore) * 1000) / total,
   };
 }
 
@@ -175,28 +207,62 @@ function summary(label: string, rounds: Round[]): Round {
     pgCpuMs: m((x) => x.pgCpuMs),
   };
   console.log(
-    `  ${label.padEnd(26)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${String(r.p50).padStart(4)} ms  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}  RSS ${r.rss.toFixed(0)} MB  CPU/req node ${r.nodeCpuMs.toFixed(2)} ms, PostgreSQL ${r.pgCpuMs.toFixed(2)} ms`,
+    `  ${label.padEnd(26)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(1).padStart(5)} ms  p99 ${r.p99.toFixed(1).padStart(6)} ms  errors ${r.errors}  RSS ${r.rss.toFixed(0)} MB  CPU/req node ${r.nodeCpuMs.toFixed(2)} ms, PostgreSQL ${r.pgCpuMs.toFixed(2)} ms`,
   );
   return r;
 }
 
-/** Alternating pairs (who goes first alternates too); the ratio is the median of the pairs' ratios. */
-async function paired(title: string, a: [string, Server, Target], b: [string, Server, Target], pgPids: () => number[]) {
+/** How to start one of the two servers of a scenario, and what to send it. */
+type Side = [label: string, start: () => Promise<Server>, target: Target];
+
+const running = new Set<Server>();
+
+async function launch(start: () => Promise<Server>): Promise<Server> {
+  const server = await start();
+  running.add(server);
+  return server;
+}
+
+async function halt(server: Server): Promise<void> {
+  await server.stop();
+  running.delete(server);
+}
+
+/**
+ * Alternating pairs; the ratio is the median of the pairs' ratios. Each pair runs on freshly started
+ * servers (the order of their start and of their rounds alternates too), each warmed up first.
+ * Long-lived servers measured their history as much as their code: two processes of the same
+ * build, loaded in turns, kept CPU costs per request 13–21% apart for a whole run (four runs of 6
+ * pairs), and the baseline's cost per request rose by a third over ten rounds of 3 s as its heap
+ * grew. The warm-up lets V8 optimize the hot paths and the lazy serializers compile: after 1–3 s,
+ * Balcão still spent 0.1–0.2 ms more per request than after 8.
+ */
+async function paired(title: string, a: Side, b: Side, pgPids: () => number[]) {
   if (ONLY && !ONLY.some((word) => title.includes(word))) {
     const skipped: Round = { rps: 0, p50: 0, p99: 0, errors: 0, rss: 0, nodeCpuMs: 0, pgCpuMs: 0 };
     return { a: skipped, b: skipped, ratio: Number.NaN };
   }
   console.log(`\n${title}`);
-  for (const [, server, target] of [a, b]) await load(server, target, 1, pgPids); // warm-up
   const ra: Round[] = [];
   const rb: Round[] = [];
   for (let i = 0; i < PAIRS; i++) {
-    if (i % 2 === 0) {
-      ra.push(await load(a[1], a[2], SECONDS, pgPids));
-      rb.push(await load(b[1], b[2], SECONDS, pgPids));
-    } else {
-      rb.push(await load(b[1], b[2], SECONDS, pgPids));
-      ra.push(await load(a[1], a[2], SECONDS, pgPids));
+    const order: [Side, Round[]][] =
+      i % 2 === 0
+        ? [
+            [a, ra],
+            [b, rb],
+          ]
+        : [
+            [b, rb],
+            [a, ra],
+          ];
+    const pair: Server[] = [];
+    try {
+      for (const [[, start]] of order) pair.push(await launch(start));
+      for (const [k, [[, , target]]] of order.entries()) await load(pair[k]!, target, WARMUP_SECONDS, pgPids); // warm-up
+      for (const [k, [[, , target], rounds]] of order.entries()) rounds.push(await load(pair[k]!, target, SECONDS, pgPids));
+    } finally {
+      for (const server of pair) await halt(server);
     }
   }
   const sa = summary(a[0], ra);
@@ -209,14 +275,13 @@ async function paired(title: string, a: [string, Server, Target], b: [string, Se
 
 const started = performance.now();
 console.log(
-  `bench: ${CUSTOMERS.toLocaleString('en')} customers, ${PAIRS} pairs of ${SECONDS} s rounds, ${CONNECTIONS} connections, ${os.cpus().length} CPUs`,
+  `bench: ${CUSTOMERS.toLocaleString('en')} customers, ${PAIRS} pairs of ${SECONDS} s rounds, ${CONNECTIONS} connections from ${LOADGEN === 'wrk' ? `wrk (${WRK_THREADS} thread${WRK_THREADS > 1 ? 's' : ''})` : 'autocannon'}, ${os.cpus().length} CPUs`,
 );
 const pg = await startPostgres(dir);
 const redis = await startRedis();
-const servers: Server[] = [];
 // Detached servers do not get the terminal's Ctrl-C: stop them by PID, then leave.
 process.once('SIGINT', () => {
-  void Promise.all(servers.map((server) => server.stop())).finally(() => {
+  void Promise.all([...running].map((server) => server.stop())).finally(() => {
     redis.stop();
     pg.stop();
     process.exit(130);
@@ -236,9 +301,8 @@ try {
   const cursor = encodeCursor('-created_at', deepRow!.v, deepRow!.id);
   const pgPids = () => pg.pids();
 
-  const balcao = await startBalcao(pg.url);
-  const bare = await startBare(pg.url, data.accountId);
-  servers.push(balcao, bare);
+  const balcao = () => startBalcao(pg.url);
+  const bare = () => startBare(pg.url, data.accountId);
   const read = { authorization: `Bearer ${data.readKey}` };
   const write = { authorization: `Bearer ${data.writeKey}` };
   const results: Record<string, Awaited<ReturnType<typeof paired>>> = {};
@@ -271,30 +335,22 @@ try {
     pgPids,
   );
   // What the request logs cost: the same server with logging at the default level and at warn.
-  const quiet = await startBalcao(pg.url, { logLevel: 'warn' });
-  servers.push(quiet);
   results.logs = await paired(
     'first page, logs at the default level against LOG_LEVEL=warn (the cost of the request logs)',
     ['balcao', balcao, { path: '/v1/customers?limit=20', headers: read }],
-    ['balcao, warn', quiet, { path: '/v1/customers?limit=20', headers: read }],
+    ['balcao, warn', () => startBalcao(pg.url, { logLevel: 'warn' }), { path: '/v1/customers?limit=20', headers: read }],
     pgPids,
   );
-  await quiet.stop();
-  await balcao.stop();
-
-  const withRedis = await startBalcao(pg.url, { redisUrl: redis.url });
-  servers.push(withRedis);
+  const withRedis = () => startBalcao(pg.url, { redisUrl: redis.url });
   results.redis = await paired(
     'first page, rate limits counted in Redis',
     ['balcao+redis', withRedis, { path: '/v1/customers?limit=20', headers: read }],
     ['bare', bare, { path: '/first' }],
     pgPids,
   );
-  const twoWorkers = await startBalcao(pg.url, { redisUrl: redis.url, workers: 2 });
-  servers.push(twoWorkers);
   results.workers = await paired(
     'first page, 2 workers against 1 (both with Redis)',
-    ['2 workers', twoWorkers, { path: '/v1/customers?limit=20', headers: read }],
+    ['2 workers', () => startBalcao(pg.url, { redisUrl: redis.url, workers: 2 }), { path: '/v1/customers?limit=20', headers: read }],
     ['1 worker', withRedis, { path: '/v1/customers?limit=20', headers: read }],
     pgPids,
   );
@@ -314,7 +370,7 @@ try {
   console.log(`  2 workers ÷ 1                  ${results.workers!.ratio.toFixed(2)}× (≥ 1.5: ${check(results.workers!.ratio >= 1.5)})`);
   console.log(`\nbench finished in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 } finally {
-  for (const server of servers) await server.stop();
+  for (const server of running) await server.stop();
   redis.stop();
   pg.stop();
 }
