@@ -230,11 +230,12 @@ async function halt(server: Server): Promise<void> {
 
 /**
  * Alternating pairs; the ratio is the median of the pairs' ratios. Each pair runs on freshly started
- * servers (the order of their start and of their rounds alternates too), each warmed up first.
+ * servers (the order of their start and of their rounds alternates too), each warmed up just before
+ * its round.
  * Long-lived servers measured their history as much as their code: two processes of the same
  * build, loaded in turns, kept CPU costs per request 13–21% apart for a whole run (four runs of 6
- * pairs), and the baseline's cost per request rose by a third over ten rounds of 3 s as its heap
- * grew. The warm-up lets V8 optimize the hot paths and the lazy serializers compile: after 1–3 s,
+ * pairs), and one baseline process's cost per request rose by a third over ten rounds of 3 s. The
+ * warm-up lets V8 optimize the hot paths and the lazy serializers compile: after 1–3 s,
  * Balcão still spent 0.1–0.2 ms more per request than after 8.
  */
 async function paired(title: string, a: Side, b: Side, pgPids: () => number[]) {
@@ -259,8 +260,12 @@ async function paired(title: string, a: Side, b: Side, pgPids: () => number[]) {
     const pair: Server[] = [];
     try {
       for (const [[, start]] of order) pair.push(await launch(start));
-      for (const [k, [[, , target]]] of order.entries()) await load(pair[k]!, target, WARMUP_SECONDS, pgPids); // warm-up
-      for (const [k, [[, , target], rounds]] of order.entries()) rounds.push(await load(pair[k]!, target, SECONDS, pgPids));
+      // Each round right after its own warm-up: a server left idle for seconds first (V8 shrinks
+      // an idle heap) would be measured while it grows back.
+      for (const [k, [[, , target], rounds]] of order.entries()) {
+        await load(pair[k]!, target, WARMUP_SECONDS, pgPids);
+        rounds.push(await load(pair[k]!, target, SECONDS, pgPids));
+      }
     } finally {
       for (const server of pair) await halt(server);
     }

@@ -29,8 +29,10 @@ test('the lines of one turn leave in one write, in order; the next turn writes a
   assert.equal(writes.length, 2, 'an idle turn writes nothing');
 });
 
-test('flushSync writes what is pending before returning, through a real destination', async () => {
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-log-')), 'out.log');
+test('flushSync writes what is pending before returning, through a real destination', async (t) => {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-log-'));
+  t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+  const file = path.join(folder, 'out.log');
   const destination = pino.destination({ dest: file, sync: false });
   await new Promise((resolve) => destination.once('ready', resolve));
   const lines = new TurnBatchedLines(destination);
@@ -38,6 +40,7 @@ test('flushSync writes what is pending before returning, through a real destinat
   logger.info({ op: 'customers.list' }, 'request');
   logger.info({ op: 'customers.get' }, 'request');
   lines.flushSync();
+  destination.destroy();
   const written = fs
     .readFileSync(file, 'utf8')
     .trim()
