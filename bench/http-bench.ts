@@ -260,8 +260,8 @@ async function paired(title: string, a: Side, b: Side, pgPids: () => number[]) {
     const pair: Server[] = [];
     try {
       for (const [[, start]] of order) pair.push(await launch(start));
-      // Each round right after its own warm-up: a server left idle for seconds first (V8 shrinks
-      // an idle heap) would be measured while it grows back.
+      // Each round right after its own warm-up, so neither is measured after sitting idle while the
+      // other warms up (V8 shrinks the heap of a process that has gone idle).
       for (const [k, [[, , target], rounds]] of order.entries()) {
         await load(pair[k]!, target, WARMUP_SECONDS, pgPids);
         rounds.push(await load(pair[k]!, target, SECONDS, pgPids));
