@@ -110,16 +110,26 @@ export async function startRedis(): Promise<ThrowawayRedis> {
     ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning'],
     { stdio: 'ignore' },
   );
+  // A missing binary is reported as an 'error' event; unhandled, it would kill the benchmark with
+  // a stack trace instead of saying what to install.
+  let spawnError: Error | undefined;
+  child.once('error', (error) => {
+    spawnError = error;
+  });
   const stop = () => {
     if (child.exitCode === null) child.kill('SIGTERM');
   };
   process.once('exit', stop);
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 100 && !spawnError; i++) {
     if (await canConnect(port)) return { url: `redis://127.0.0.1:${port}`, stop };
     await new Promise((r) => setTimeout(r, 50));
   }
   stop();
-  throw new Error('redis-server did not start (is it installed?)');
+  throw new Error(
+    spawnError
+      ? `redis-server could not be started (${spawnError.message}): install it (apt-get install redis-server)`
+      : 'redis-server did not start (is it installed?)',
+  );
 }
 
 const canConnect = (port: number) =>
