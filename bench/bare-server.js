@@ -116,10 +116,10 @@ const meJson = fastJson(row({ id: 's', name: 's', plan_code: 's' }));
 const CUSTOMER_COLUMNS = `"id", "full_name", "email", "phone", "document", "birth_date", "notes", "is_active", "gender", "address_country", "address_state", "address_city", "address_neighborhood", "address_street", "address_number", "address_complement", "address_zip_code", "accepts_communications", "valid_whatsapp", "profile_photo_url", "whatsapp_photo", "created_at", "updated_at"`;
 const CURSOR_VALUE = `to_char("created_at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "__cursor_value"`;
 const LIST = {
-  first: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 order by "created_at" desc, "id" desc limit $3`,
-  deep: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 and ("created_at", "id") < (cast($3 as timestamptz), cast($4 as uuid)) order by "created_at" desc, "id" desc limit $5`,
-  ilike: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 and "full_name" ilike $3 order by "created_at" desc, "id" desc limit $4`,
-  sort: `select ${CUSTOMER_COLUMNS} from "customers" where "team_id" = $1 and "mode" = $2 order by "full_name" asc, "id" asc limit $3`,
+  first: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 order by "created_at" desc, "id" desc limit 21`,
+  deep: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 and ("created_at", "id") < (cast($3 as timestamptz), cast($4 as uuid)) order by "created_at" desc, "id" desc limit 21`,
+  ilike: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 and "full_name" ilike $3 order by "created_at" desc, "id" desc limit 21`,
+  sort: `select ${CUSTOMER_COLUMNS} from "customers" where "team_id" = $1 and "mode" = $2 order by "full_name" asc, "id" asc limit 21`,
 };
 const SALE = `select "id", "customer_id", "transaction_type", "transaction_number", "status", "sale_date", "delivery_date", "subtotal", "discount_amount", "discount_percentage", "tax_amount", "total_amount", "notes", "payment_method", "payment_status", "delivery_fee", "order_code", "is_active", "created_at", "updated_at" from "transactions" where "team_id" = $1 and "mode" = $2 and "transaction_type" in ('sale', 'order') and "id" = $3`;
 const ITEMS = `select "id", "catalog_type", "catalog_item_id", "quantity", "unit_price", "discount_amount", "discount_percentage", "subtotal", "total_amount", "notes", "created_at" from "transaction_items" where "team_id" = $1 and "mode" = $2 and "transaction_id" = $3 order by "created_at" asc, "id" asc`;
@@ -134,7 +134,7 @@ const cursorOf = (last) =>
   Buffer.from(JSON.stringify({ sort: '-created_at', value: last.__cursor_value, id: last.id }), 'utf8').toString('base64url');
 
 async function list(name, params) {
-  const rows = await sql.unsafe(LIST[name], [team, 'live', ...params, 21], PREPARED);
+  const rows = await sql.unsafe(LIST[name], [team, 'live', ...params], PREPARED);
   const hasMore = rows.length > 20;
   const page = hasMore ? rows.slice(0, 20) : [...rows];
   return listJson({ data: page, pagination: { next_cursor: hasMore ? cursorOf(page[19]) : null, has_more: hasMore, limit: 20 } });

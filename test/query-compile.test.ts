@@ -139,7 +139,7 @@ describe('compiled item queries', () => {
       /from "transaction_items" where "team_id" = \$1 and "mode" = \$2 and "transaction_id" = \$3 order by "created_at" asc, "id" asc$/,
     );
     const recurring = compileInclude(db, expenses.includes!.recurring!, { id: ID, recurring_expense_id: 'r' }, scope).compile();
-    assert.match(recurring.sql, /from "recurring_expenses" where "team_id" = \$1 and "mode" = \$2 and "id" = \$3 limit \$4$/);
-    assert.deepEqual([...recurring.parameters], ['team', 'live', 'r', 1]);
+    assert.match(recurring.sql, /from "recurring_expenses" where "team_id" = \$1 and "mode" = \$2 and "id" = \$3 limit 1$/);
+    assert.deepEqual([...recurring.parameters], ['team', 'live', 'r']);
   });
 });

@@ -67,7 +67,7 @@ export async function listEvents(db: Db, tenant: Tenant, resources: readonly str
     for (const segment of compileList(db, d, plan, tenant)) {
       const need = plan.limit + 1 - rows.length;
       if (need <= 0) break;
-      rows.push(...((await segment.where('created_at', '>', retentionCutoff()).limit(need).execute()) as Row[]));
+      rows.push(...((await segment.where('created_at', '>', retentionCutoff()).limit(sql.lit(need)).execute()) as Row[]));
     }
   }
   const hasMore = rows.length > plan.limit;

@@ -122,7 +122,7 @@ export function compileGet(
 /** The related rows of an include: children of the parent in order, or the one referenced row. */
 export function compileInclude(db: Db, inc: IncludeDescriptor, parent: Record<string, unknown>, scope: TenantScope): Query {
   const q = selectColumns(selectScoped(db, inc.table, scope), rowMeta(inc.item).fields);
-  if (inc.cardinality === 'one') return q.where('id', '=', parent[inc.foreignKey]).limit(1);
+  if (inc.cardinality === 'one') return q.where('id', '=', parent[inc.foreignKey]).limit(sql.lit(1));
   const ordered = inc.orderBy ? q.orderBy(inc.orderBy, 'asc') : q;
   return ordered.where(inc.foreignKey, '=', parent.id).orderBy('id', 'asc');
 }
@@ -166,7 +166,15 @@ function listShape(plan: ListPlan): string | null {
   return `${plan.fields.join(',')}|${plan.sort.token}|${filters.join('&')}|${after}`;
 }
 
-/** Segment `segment` of a list page (see compileList) limited to `limit` rows; undefined past the last. */
+/**
+ * Segment `segment` of a list page (see compileList) limited to `limit` rows; undefined past the last.
+ *
+ * The row limit is written into the text (`limit 21`), not sent as a parameter. With `limit $n`,
+ * PostgreSQL costs a prepared statement's generic plan as if it read 10% of the table, so it plans
+ * every execution again (a custom plan); with the number in the text, it keeps one generic plan per
+ * connection wherever that plan costs no more than the custom ones (docs/performance.md, "Fifth
+ * round"). A limit is an integer of 1..101, so a shape has at most that many texts.
+ */
 export function listStatement(
   db: Db,
   d: QueryableResource,
@@ -178,11 +186,11 @@ export function listStatement(
   const values: unknown[] = [];
   // As text, the way the builders above send every value.
   mapListValues(plan, scope, (v) => values.push(typeof v === 'number' ? String(v) : v));
-  values.push(limit);
-  return statementCache(db).statement(d, listShape(plan), segment, values, (bound) => {
+  const shape = listShape(plan);
+  const rows = sql.lit(Math.trunc(limit));
+  return statementCache(db).statement(d, shape === null ? null : `${shape}|${limit}`, segment, values, (bound) => {
     let i = 0;
     const [p, s] = mapListValues(plan, scope, () => bound[i++]);
-    const rows = bound[i] as number;
     return compileList(db, d, p, s).map((q) => q.limit(rows));
   });
 }

@@ -45,7 +45,7 @@ export async function listAttempts(
     ])
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
-    .limit(limit + 1);
+    .limit(sql.lit(limit + 1));
   if (after) q = q.where(sql`(created_at, id) < (cast(${after.value} as timestamptz), cast(${after.id} as uuid))` as never);
   const rows = (await q.execute()) as Row[];
   const hasMore = rows.length > limit;
