@@ -10,7 +10,7 @@ import { startTestServer, type TestServer } from './helpers/harness.ts';
 
 const problemType = (code: string) => `http://balcao.test/errors/${code}`;
 
-function assertProblem(s: TestServer, res: { status: number; headers: Headers; body: any }, status: number, code: string) {
+function assertProblem(res: { status: number; headers: Headers; body: any }, status: number, code: string) {
   assert.equal(res.status, status, JSON.stringify(res.body));
   assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
   assert.equal(res.body.type, problemType(code));
@@ -83,19 +83,19 @@ describe('authentication', () => {
   ] as const) {
     it(`answers 401 invalid_token for a ${name} Authorization header`, async () => {
       const res = await s.request('GET', '/v1/me', { headers: header === undefined ? {} : { authorization: header } });
-      assertProblem(s, res, 401, 'invalid_token');
+      assertProblem(res, 401, 'invalid_token');
       assert.equal(res.headers.get('x-ratelimit-limit'), null, 'anonymous responses carry no key rate-limit headers');
     });
   }
 
   it('answers 401 invalid_token for a well-formed key that does not exist', async () => {
     const res = await s.request('GET', '/v1/me', { key: generateApiKey('balcao', 'live').key });
-    assertProblem(s, res, 401, 'invalid_token');
+    assertProblem(res, 401, 'invalid_token');
   });
 
   it('answers 401 invalid_token for a key of another brand', async () => {
     const res = await s.request('GET', '/v1/me', { key: generateApiKey('other', 'live').key });
-    assertProblem(s, res, 401, 'invalid_token');
+    assertProblem(res, 401, 'invalid_token');
   });
 
   it('accepts the Bearer scheme case-insensitively', async () => {
@@ -108,13 +108,13 @@ describe('authentication', () => {
     const account = await s.createAccount();
     const { id, key } = await s.createKey(account.id, { expiresAt: new Date(Date.now() - 60_000) });
     await revokeKey(s.db, id);
-    assertProblem(s, await s.request('GET', '/v1/me', { key }), 401, 'token_revoked');
+    assertProblem(await s.request('GET', '/v1/me', { key }), 401, 'token_revoked');
   });
 
   it('answers 401 token_expired for a key past its expiration, and accepts one not yet expired', async () => {
     const account = await s.createAccount();
     const expired = await s.createKey(account.id, { expiresAt: new Date(Date.now() - 1000) });
-    assertProblem(s, await s.request('GET', '/v1/me', { key: expired.key }), 401, 'token_expired');
+    assertProblem(await s.request('GET', '/v1/me', { key: expired.key }), 401, 'token_expired');
     const account2 = await s.createAccount();
     const later = await s.createKey(account2.id, { expiresAt: new Date(Date.now() + 3_600_000) });
     assert.equal((await s.request('GET', '/v1/me', { key: later.key })).status, 200);
@@ -122,7 +122,7 @@ describe('authentication', () => {
 
   it('answers 403 api_disabled when the account has the API disabled, even on /v1/me', async () => {
     const { key } = await s.createAccountWithKey({ apiEnabled: false });
-    assertProblem(s, await s.request('GET', '/v1/me', { key }), 403, 'api_disabled');
+    assertProblem(await s.request('GET', '/v1/me', { key }), 403, 'api_disabled');
   });
 
   it('sees a revoked key and a disabled account within 5 seconds although the key was cached', async () => {
@@ -130,13 +130,13 @@ describe('authentication', () => {
     assert.equal((await s.request('GET', '/v1/me', { key })).status, 200);
     await revokeKey(s.db, keyId);
     offset += 5_000;
-    assertProblem(s, await s.request('GET', '/v1/me', { key }), 401, 'token_revoked');
+    assertProblem(await s.request('GET', '/v1/me', { key }), 401, 'token_revoked');
 
     const other = await s.createAccountWithKey();
     assert.equal((await s.request('GET', '/v1/me', { key: other.key })).status, 200);
     await updateAccount(s.db, other.account.id, { api_enabled: false });
     offset += 5_000;
-    assertProblem(s, await s.request('GET', '/v1/me', { key: other.key }), 403, 'api_disabled');
+    assertProblem(await s.request('GET', '/v1/me', { key: other.key }), 403, 'api_disabled');
     assert.ok(account.id);
   });
 });
@@ -159,19 +159,19 @@ describe('IP allow-lists over HTTP', () => {
     const range = await s.createAccountWithKey({ allowedIps: ['10.0.0.0/8', '127.0.0.0/24'] });
     assert.equal((await s.request('GET', '/v1/me', { key: range.key })).status, 200);
     const outside = await s.createAccountWithKey({ allowedIps: ['10.0.0.0/8', '2001:db8::/32'] });
-    assertProblem(s, await s.request('GET', '/v1/me', { key: outside.key }), 403, 'ip_not_allowed');
+    assertProblem(await s.request('GET', '/v1/me', { key: outside.key }), 403, 'ip_not_allowed');
   });
 
   it('ignores X-Forwarded-For unless the proxy is trusted (BALCAO_TRUST_PROXY)', async () => {
     const a = await s.createAccountWithKey({ allowedIps: ['203.0.113.0/24'] });
     const spoofed = await s.request('GET', '/v1/me', { key: a.key, headers: { 'x-forwarded-for': '203.0.113.9' } });
-    assertProblem(s, spoofed, 403, 'ip_not_allowed');
+    assertProblem(spoofed, 403, 'ip_not_allowed');
 
     const b = await proxied.createAccountWithKey({ allowedIps: ['203.0.113.0/24'] });
     const forwarded = await proxied.request('GET', '/v1/me', { key: b.key, headers: { 'x-forwarded-for': '203.0.113.9' } });
     assert.equal(forwarded.status, 200);
     const elsewhere = await proxied.request('GET', '/v1/me', { key: b.key, headers: { 'x-forwarded-for': '198.51.100.1' } });
-    assertProblem(proxied, elsewhere, 403, 'ip_not_allowed');
+    assertProblem(elsewhere, 403, 'ip_not_allowed');
   });
 });
 
@@ -184,7 +184,7 @@ describe('the guard: scopes, modules and read-only plans', () => {
 
   it('refuses a read without the resource scope (403 insufficient_scope) and accepts it with it', async () => {
     const none = await s.createAccountWithKey({ scopes: ['sales:read'] });
-    assertProblem(s, await s.request('GET', '/v1/customers', { key: none.key }), 403, 'insufficient_scope');
+    assertProblem(await s.request('GET', '/v1/customers', { key: none.key }), 403, 'insufficient_scope');
     const ok = await s.createAccountWithKey({ scopes: ['customers:read'] });
     assert.equal((await s.request('GET', '/v1/customers', { key: ok.key })).status, 200);
   });
@@ -192,14 +192,13 @@ describe('the guard: scopes, modules and read-only plans', () => {
   it('grants the read with <resource>:write, every read with *:read, and everything with *:write', async () => {
     const write = await s.createAccountWithKey({ scopes: ['customers:write'] });
     assert.equal((await s.request('GET', '/v1/customers', { key: write.key })).status, 200);
-    assertProblem(s, await s.request('GET', '/v1/sales', { key: write.key }), 403, 'insufficient_scope');
+    assertProblem(await s.request('GET', '/v1/sales', { key: write.key }), 403, 'insufficient_scope');
 
     const readAll = await s.createAccountWithKey({ scopes: ['*:read'] });
     for (const path of ['/v1/customers', '/v1/sales', '/v1/bank-accounts', '/v1/deals/stages']) {
       assert.equal((await s.request('GET', path, { key: readAll.key })).status, 200, path);
     }
     assertProblem(
-      s,
       await s.request('POST', '/v1/customers', { key: readAll.key, body: { full_name: 'Ana', email: 'ana@example.com' } }),
       403,
       'insufficient_scope',
@@ -216,26 +215,25 @@ describe('the guard: scopes, modules and read-only plans', () => {
   it('refuses a resource whose module is not on the contract (403 module_not_enabled)', async () => {
     const { key } = await s.createAccountWithKey({ modules: ['vendas'], scopes: ['*:read'] });
     const res = await s.request('GET', '/v1/customers', { key });
-    assertProblem(s, res, 403, 'module_not_enabled');
+    assertProblem(res, 403, 'module_not_enabled');
     assert.match(res.body.detail, /clientes/);
     assert.equal((await s.request('GET', '/v1/sales', { key })).status, 200);
   });
 
   it('checks the scope before the module', async () => {
     const { key } = await s.createAccountWithKey({ modules: [], scopes: ['sales:read'] });
-    assertProblem(s, await s.request('GET', '/v1/customers', { key }), 403, 'insufficient_scope');
+    assertProblem(await s.request('GET', '/v1/customers', { key }), 403, 'insufficient_scope');
   });
 
   it('checks the API switch before the scope', async () => {
     const { key } = await s.createAccountWithKey({ apiEnabled: false, scopes: [] });
-    assertProblem(s, await s.request('GET', '/v1/customers', { key }), 403, 'api_disabled');
+    assertProblem(await s.request('GET', '/v1/customers', { key }), 403, 'api_disabled');
   });
 
   it('refuses writes on a read-only plan with insufficient_scope, and allows its reads', async () => {
     const { key } = await s.createAccountWithKey({ readOnly: true, scopes: ['*:write'] });
     assert.equal((await s.request('GET', '/v1/customers', { key })).status, 200);
     assertProblem(
-      s,
       await s.request('POST', '/v1/customers', { key, body: { full_name: 'Ana', email: 'ana@example.com' } }),
       403,
       'insufficient_scope',

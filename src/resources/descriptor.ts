@@ -79,7 +79,7 @@ export interface WriteRules {
    * values sent, with the new id: the insert is still in flight, so follow-ups that need no answer
    * (executeDeferred) travel with it, and the first statement awaited reports its failure.
    */
-  afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<IncludedRows | void>;
+  afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<IncludedRows | undefined>;
   /**
    * Text fields of a creation settled by one statement sent with the commit, because settling them
    * locks a row until commit (the sale's number locks the tenant's counter): sent together with the

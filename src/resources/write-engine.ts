@@ -115,13 +115,13 @@ async function readBack(db: Db, d: ResourceDescriptor, tenant: Tenant, id: strin
 
 /** The created record as a read of it answers, made from the rows the creation stored (RETURNING):
  *  undefined when an include the answer carries was not handed back, to be read instead. */
-function answerOf(d: ResourceDescriptor, w: WriteDescriptor, row: Row, included: IncludedRows | void): Row | undefined {
+function answerOf(d: ResourceDescriptor, w: WriteDescriptor, row: Row, included: IncludedRows | undefined): Row | undefined {
   const meta = descriptorMeta(d);
   const record = outputRow(row, meta.fields, meta);
   for (const name of w.createIncludes ?? []) {
     const inc = d.includes?.[name];
     const rows = included?.[name];
-    if (!inc || inc.cardinality !== 'many' || !rows) return undefined;
+    if (inc?.cardinality !== 'many' || !rows) return undefined;
     const itemMeta = rowMeta(inc.item);
     record[name] = rows.map(rowOutput(itemMeta.fields, itemMeta));
   }

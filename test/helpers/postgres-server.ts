@@ -3,7 +3,7 @@
 // process ends for any reason, the pipe closes and the server is stopped, so no run leaves one behind.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
+import { freePort } from './free-port.ts';
 import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
@@ -95,15 +95,4 @@ async function waitUntilAccepting(url: string): Promise<void> {
       await sql.end({ timeout: 1 });
     }
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }

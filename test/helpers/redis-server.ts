@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { Redis } from 'ioredis';
+import { freePort } from './free-port.ts';
 
 export interface TestRedis {
   url: string;
@@ -74,17 +75,6 @@ async function deleteKeys(url: string, prefixes: string[]): Promise<void> {
   } finally {
     client.disconnect();
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Polls until the server answers PING (bounded: 100 attempts, 50 ms apart). */
