@@ -117,7 +117,7 @@ const CUSTOMER_COLUMNS = `"id", "full_name", "email", "phone", "document", "birt
 const CURSOR_VALUE = `to_char("created_at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "__cursor_value"`;
 const LIST = {
   first: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 order by "created_at" desc, "id" desc limit 21`,
-  deep: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 and ("created_at", "id") < (cast($3 as timestamptz), cast($4 as uuid)) order by "created_at" desc, "id" desc limit 21`,
+  deep: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 and ("created_at", "id") < ((select cast($3 as timestamptz)), (select cast($4 as uuid))) order by "created_at" desc, "id" desc limit 21`,
   ilike: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 and "full_name" ilike $3 order by "created_at" desc, "id" desc limit 21`,
   sort: `select ${CUSTOMER_COLUMNS} from "customers" where "team_id" = $1 and "mode" = $2 order by "full_name" asc, "id" asc limit 21`,
 };

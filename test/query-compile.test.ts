@@ -99,7 +99,7 @@ describe('compiled list queries', () => {
     assert.equal(rest.length, 0);
     assert.match(
       one!.sql,
-      /and \("created_at", "id"\) < \(cast\(\$3::text as timestamptz\), cast\(\$4::text as uuid\)\) order by "created_at" desc, "id" desc limit \$5$/,
+      /and \("created_at", "id"\) < \(\(select cast\(\$3::text as timestamptz\)\), \(select cast\(\$4::text as uuid\)\)\) order by "created_at" desc, "id" desc limit \$5$/,
     );
     assert.deepEqual(one!.parameters, ['team', 'live', '2026-01-01T10:00:00.123456Z', ID, 3]);
   });
@@ -110,18 +110,18 @@ describe('compiled list queries', () => {
         c.sql.replace(/^.* where "team_id" = \$1 and "mode" = \$2 and /, ''),
       );
     assert.deepEqual(seg('due_date', '2026-01-05'), [
-      '("due_date", "id") > (cast($3::text as date), cast($4::text as uuid)) order by "due_date" asc, "id" asc limit $5',
+      '("due_date", "id") > ((select cast($3::text as date)), (select cast($4::text as uuid))) order by "due_date" asc, "id" asc limit $5',
       '"due_date" is null order by "due_date" asc, "id" asc limit $3',
     ]);
     assert.deepEqual(seg('due_date', null), [
-      '"id" > cast($3::text as uuid) and "due_date" is null order by "due_date" asc, "id" asc limit $4',
+      '"id" > (select cast($3::text as uuid)) and "due_date" is null order by "due_date" asc, "id" asc limit $4',
     ]);
     assert.deepEqual(seg('-due_date', null), [
-      '"id" < cast($3::text as uuid) and "due_date" is null order by "due_date" desc, "id" desc limit $4',
+      '"id" < (select cast($3::text as uuid)) and "due_date" is null order by "due_date" desc, "id" desc limit $4',
       '"due_date" is not null order by "due_date" desc, "id" desc limit $3',
     ]);
     assert.deepEqual(seg('-due_date', '2026-01-05'), [
-      '("due_date", "id") < (cast($3::text as date), cast($4::text as uuid)) order by "due_date" desc, "id" desc limit $5',
+      '("due_date", "id") < ((select cast($3::text as date)), (select cast($4::text as uuid))) order by "due_date" desc, "id" desc limit $5',
     ]);
   });
 });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
-import { compileList } from '../src/query/compile.ts';
+import { compileList, listStatement } from '../src/query/compile.ts';
 import { encodeCursor } from '../src/query/cursor.ts';
 import { parseQuery } from '../src/query/parse.ts';
 import { planList } from '../src/query/plan.ts';
@@ -133,6 +133,28 @@ test('a deep page by -created_at is the same single index range scan as page 1',
   const scan = deep[0]!.find((n) => n['Index Name'] === 'customers_created')!;
   assert.match(scan['Index Cond'], /ROW\(created_at, id\) < ROW\(/, 'the cursor is an index condition, not a filter');
   assert.equal(scan['Scan Direction'], 'Backward');
+});
+
+test("a deep page statement settles on one generic plan: the cursor is kept out of the planner's sight", async () => {
+  // PostgreSQL plans a prepared statement at each call while its custom plans look cheaper than
+  // the generic one; a cursor value the planner could see made them so (docs/performance.md).
+  const plan = planList(
+    customers,
+    parseQuery({ limit: String(LIMIT), cursor: await cursorAt(customers, 'customers', '-created_at', 3000) }),
+  );
+  const statement = listStatement(s.db, customers, plan, scope, 0, LIMIT + 1)!;
+  const args = sql.join(statement.parameters.map((v) => sql.lit(String(v))));
+  const counts = await s.db.transaction().execute(async (trx) => {
+    await trx.executeQuery(CompiledQuery.raw(`prepare deep_page as ${statement.sql}`));
+    const pages: number[] = [];
+    for (let call = 0; call < 8; call++) pages.push((await sql`execute deep_page(${args})`.execute(trx)).rows.length);
+    const row = await sql<{ generic_plans: number | string; custom_plans: number | string }>`
+      select generic_plans, custom_plans from pg_prepared_statements where name = 'deep_page'`.execute(trx);
+    await sql`deallocate deep_page`.execute(trx);
+    return { pages, generic: Number(row.rows[0]!.generic_plans), custom: Number(row.rows[0]!.custom_plans) };
+  });
+  assert.deepEqual(counts.pages, Array(8).fill(LIMIT + 1));
+  assert.ok(counts.generic >= 3, `generic plans ${counts.generic}, custom ${counts.custom}`);
 });
 
 test('a nullable sort column paginates as index ranges on both sides of the NULL boundary', async () => {
