@@ -4,6 +4,7 @@
 // and modes, two instances delivering each event once, and the SSRF refusals.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { isPublicAddress } from '../src/webhooks/address-safety.ts';
 import { openTestDatabase, startTestServer, type TestServer } from './helpers/harness.ts';
@@ -108,6 +109,23 @@ describe('webhooks', () => {
         [...page.body.data, ...rest.body.data].map((a: any) => a.attempt_number),
         [3, 2, 1],
       );
+      // The cursor keeps microseconds: attempts within one millisecond still page one by one.
+      for (const a of rows) {
+        await s.db
+          .updateTable('webhook_attempts')
+          .set({ created_at: sql`cast(${`2026-01-01T00:00:00.000${a.attempt_number}00Z`}::text as timestamptz)` })
+          .where('id', '=', a.id)
+          .execute();
+      }
+      const seen: number[] = [];
+      let cursor = '';
+      for (let page = 0; page < 4; page++) {
+        const res = await s.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries?limit=1${cursor}`, { key });
+        seen.push(...res.body.data.map((a: any) => a.attempt_number));
+        if (!res.body.pagination.has_more) break;
+        cursor = `&cursor=${res.body.pagination.next_cursor}`;
+      }
+      assert.deepEqual(seen, [3, 2, 1]);
     } finally {
       await receiver.close();
     }

@@ -25,6 +25,15 @@ export const CURSOR_KEY = '__cursor_value';
 const cast = (value: string, kind: FieldKind): RawBuilder<unknown> => sql`cast(${value}::text as ${sql.raw(SQL_TYPE[kind])})`;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
+/**
+ * A cursor's value as the bound of a keyset range: sent as text (a timestamp keeps its
+ * microseconds; postgres.js would round a typed one to milliseconds) and read through a scalar
+ * subquery (an InitPlan), still the bound of one index range but out of the planner's sight, so a
+ * prepared page statement settles on one generic plan instead of being planned at each call for
+ * values that never change its shape (docs/performance.md, "Sixth round").
+ */
+export const cursorBound = (value: string, kind: FieldKind): RawBuilder<unknown> => sql`(select ${cast(value, kind)})`;
+
 function comparison(col: RawBuilder<unknown>, op: string, value: Scalar, kind: FieldKind): RawBuilder<SqlBool> {
   if (kind !== 'timestamp') return sql<SqlBool>`${col} ${sql.raw(op)} ${cast(String(value), kind)}`;
   // Responses show milliseconds while PostgreSQL stores microseconds: a timestamp value means its
@@ -98,16 +107,12 @@ export function compileList(db: Db, d: QueryableResource, plan: ListPlan, scope:
 
   if (!after) return [values(q)];
   const op = sql.raw(sort.desc ? '<' : '>');
-  // The cursor's values go in as scalar subqueries (InitPlans): still the bounds of one index
-  // range, but out of the planner's sight, so a prepared page statement settles on one generic
-  // plan instead of being planned at each call for values that never change its shape
-  // (docs/performance.md, "Sixth round").
-  const id = sql`(select ${cast(after.id, 'uuid')})`;
+  const id = cursorBound(after.id, 'uuid');
   if (after.value === null) {
     const rest = nulls(q.where(sql<SqlBool>`${sql.ref('id')} ${op} ${id}`));
     return sort.desc ? [rest, values(notNull(q))] : [rest];
   }
-  const rest = values(q.where(sql<SqlBool>`(${col}, ${sql.ref('id')}) ${op} ((select ${cast(after.value, sort.kind)}), ${id})`));
+  const rest = values(q.where(sql<SqlBool>`(${col}, ${sql.ref('id')}) ${op} (${cursorBound(after.value, sort.kind)}, ${id})`));
   return sort.nullable && !sort.desc ? [rest, nulls(q)] : [rest];
 }
 

@@ -5,6 +5,7 @@ import type { Tenant } from '../domain/tenant.ts';
 import type { Pagination } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
 import { selectScoped } from '../infra/db/tenancy.ts';
+import { cursorBound } from '../query/compile.ts';
 import { decodeCursor, encodeCursor } from '../query/cursor.ts';
 import { outputRow } from '../query/output.ts';
 import { planLimit } from '../query/plan.ts';
@@ -46,7 +47,9 @@ export async function listAttempts(
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(sql.lit(limit + 1));
-  if (after) q = q.where(sql`(created_at, id) < (cast(${after.value} as timestamptz), cast(${after.id} as uuid))` as never);
+  if (after) {
+    q = q.where(sql`(created_at, id) < (${cursorBound(String(after.value), 'timestamp')}, ${cursorBound(after.id, 'uuid')})` as never);
+  }
   const rows = (await q.execute()) as Row[];
   const hasMore = rows.length > limit;
   const page = hasMore ? rows.slice(0, limit) : rows;
