@@ -196,11 +196,11 @@ export function listStatement(
   // As text, the way the builders above send every value.
   mapListValues(plan, scope, (v) => values.push(typeof v === 'number' ? String(v) : v));
   const shape = listShape(plan);
-  const rows = sql.lit(Math.trunc(limit));
-  return statementCache(db).statement(d, shape === null ? null : `${shape}|${limit}`, segment, values, (bound) => {
+  const rows = Math.trunc(limit);
+  return statementCache(db).statement(d, shape === null ? null : `${shape}|${rows}`, segment, values, (bound) => {
     let i = 0;
     const [p, s] = mapListValues(plan, scope, () => bound[i++]);
-    return compileList(db, d, p, s).map((q) => q.limit(rows));
+    return compileList(db, d, p, s).map((q) => q.limit(sql.lit(rows)));
   });
 }
 
