@@ -24,6 +24,11 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   /** PostgreSQL connections per process (BALCAO_DB_POOL_SIZE). */
   readonly dbPoolSize: number;
+  /** BALCAO_DB_PREPARE (default true): false sends no named prepared statements and no timeouts in the
+   *  start-up packet, for a transaction-pooling PgBouncer (docs/deployment.md). */
+  readonly dbPrepare: boolean;
+  /** BALCAO_LISTEN_DATABASE_URL: a direct (session) connection for LISTEN; unset: DATABASE_URL. */
+  readonly listenDatabaseUrl: string | undefined;
   /** Processes `balcao serve` runs (BALCAO_WORKERS); more than one needs PostgreSQL. */
   readonly workers: number;
   /** Seconds between webhook delivery attempts (BALCAO_WEBHOOK_RETRY_SCHEDULE). */
@@ -81,6 +86,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisStartupWaitMs: milliseconds(env, 'BALCAO_REDIS_STARTUP_WAIT_MS', 5_000),
     shutdownTimeoutMs: milliseconds(env, 'BALCAO_SHUTDOWN_TIMEOUT_MS', 25_000),
     dbPoolSize,
+    dbPrepare: parseBoolean('BALCAO_DB_PREPARE', env.BALCAO_DB_PREPARE, true),
+    listenDatabaseUrl: env.BALCAO_LISTEN_DATABASE_URL || undefined,
     workers,
     webhookRetrySchedule: parseSeconds('BALCAO_WEBHOOK_RETRY_SCHEDULE', env.BALCAO_WEBHOOK_RETRY_SCHEDULE, DEFAULT_RETRY_SCHEDULE),
     webhookAllowPrivate: env.BALCAO_WEBHOOK_ALLOW_PRIVATE === '1',
@@ -96,6 +103,15 @@ function milliseconds(env: NodeJS.ProcessEnv, name: string, fallback: number, ze
   if (!Number.isInteger(value) || value < (zeroAllowed ? 0 : 1))
     throw new Error(`${name} must be a whole number${zeroAllowed ? '' : ' above 0'}, got "${raw}"`);
   return value;
+}
+
+/** true/false (also 1/0, yes/no, on/off) from the environment, or the default when unset. */
+function parseBoolean(name: string, raw: string | undefined, fallback: boolean): boolean {
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = raw.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(value)) return true;
+  if (['false', '0', 'no', 'off'].includes(value)) return false;
+  throw new Error(`${name} must be true or false, got "${raw}"`);
 }
 
 /** A worker count from BALCAO_WORKERS or `serve --workers`: 1 to 64. */

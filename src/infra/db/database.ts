@@ -35,7 +35,7 @@ const asIs = (v: string) => v;
 const timestampParameter = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
 
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>>,
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts' | 'dbPrepare' | 'listenDatabaseUrl'>>,
   holder = 'balcao',
 ): Promise<Database> {
   const { database, open } = await startDatabase(config, holder);
@@ -55,7 +55,7 @@ export async function openDatabase(
  * to open is reported there) and close `database` either way.
  */
 export async function startDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>>,
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts' | 'dbPrepare' | 'listenDatabaseUrl'>>,
   holder = 'balcao',
 ): Promise<{ database: Database; open: Promise<void> }> {
   if (config.databaseUrl) {
@@ -63,6 +63,7 @@ export async function startDatabase(
       config.databaseUrl,
       config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE,
       config.dbTimeouts ?? DEFAULT_DB_TIMEOUTS,
+      { prepare: config.dbPrepare ?? true, listenUrl: config.listenDatabaseUrl },
     );
     return { database, open: Promise.resolve() };
   }
@@ -77,17 +78,22 @@ export const DEFAULT_DB_TIMEOUTS: DatabaseTimeouts = Object.freeze({
   idleSeconds: 60,
 });
 
-async function openPostgres(url: string, poolSize: number, timeouts: DatabaseTimeouts): Promise<Database> {
+async function openPostgres(
+  url: string,
+  poolSize: number,
+  timeouts: DatabaseTimeouts,
+  pooling: { prepare: boolean; listenUrl?: string | undefined } = { prepare: true },
+): Promise<Database> {
   const { default: postgres } = await import('postgres');
   const connection: Record<string, string> = { TimeZone: 'UTC', application_name: 'balcao' };
-  // Sent in the start-up packet, so every connection of the pool carries them. A transaction left
-  // open by a stalled client is ended by the server rather than holding its locks.
-  if (timeouts.statementMs > 0) {
-    connection.statement_timeout = String(timeouts.statementMs);
-    connection.idle_in_transaction_session_timeout = String(Math.max(timeouts.statementMs * 2, 10_000));
-  }
-  const sql = postgres(url, {
-    max: poolSize,
+  // Direct (the default): sent in the start-up packet, so every connection of the pool carries them at
+  // no cost per query. A transaction left open by a stalled client is ended by the server rather than
+  // holding its locks. Behind a transaction-pooling PgBouncer (BALCAO_DB_PREPARE=false) the start-up
+  // packet may carry neither (PgBouncer refuses them): every transaction sets them with SET LOCAL in its
+  // BEGIN's message instead, and lone statements take the role's or database's setting (docs/decisions.md).
+  const sessionTimeouts = timeoutSettings(timeouts);
+  if (pooling.prepare) Object.assign(connection, sessionTimeouts);
+  const options = {
     onnotice: () => {},
     connection,
     connect_timeout: timeouts.connectMs / 1000,
@@ -102,18 +108,47 @@ async function openPostgres(url: string, poolSize: number, timeouts: DatabaseTim
       // Parameters keep the driver's own serializer: a Date or a date string, sent as toISOString().
       timestamptz: { to: OID.timestamptz, from: [OID.timestamptz], serialize: timestampParameter, parse: isoTimestamp },
     },
-  });
-  const db = new Kysely({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts)) });
+  };
+  const sql = postgres(url, { ...options, max: poolSize, prepare: pooling.prepare });
+  const transactionSettings = pooling.prepare ? '' : setLocal(sessionTimeouts);
+  const db = new Kysely({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts), transactionSettings) });
+  // LISTEN needs a session of its own, which a transaction-pooling PgBouncer does not keep: with
+  // BALCAO_LISTEN_DATABASE_URL the listener connects there (straight to PostgreSQL) instead.
+  const listenUrl = pooling.listenUrl && pooling.listenUrl !== url ? pooling.listenUrl : undefined;
+  let listener: postgres.Sql | undefined;
   return {
     db,
     engine: 'postgres',
     async listen(channel, onPayload) {
-      const { unlisten } = await sql.listen(channel, onPayload);
+      if (listenUrl) listener ??= postgres(listenUrl, { ...options, connection: { ...connection, ...sessionTimeouts }, max: 1 });
+      const { unlisten } = await (listener ?? sql).listen(channel, onPayload);
       return unlisten;
     },
     driver: { engine: 'postgres', sql },
-    close: () => db.destroy(),
+    close: async () => {
+      try {
+        await db.destroy();
+      } finally {
+        await listener?.end();
+      }
+    },
   };
+}
+
+/** The server-side timeouts a connection of the pool runs under (none when statementMs is 0). */
+function timeoutSettings(timeouts: DatabaseTimeouts): Record<string, string> {
+  if (!(timeouts.statementMs > 0)) return {};
+  return {
+    statement_timeout: String(timeouts.statementMs),
+    idle_in_transaction_session_timeout: String(Math.max(timeouts.statementMs * 2, 10_000)),
+  };
+}
+
+/** `settings` as SET LOCAL statements to follow a BEGIN in its message ('' for none). */
+function setLocal(settings: Record<string, string>): string {
+  return Object.entries(settings)
+    .map(([name, value]) => `; set local ${name} = ${Number(value)}`)
+    .join('');
 }
 
 /** A connection waited for at most `acquireMs`; a query outside a transaction (which waits in the pool's queue,

@@ -76,15 +76,18 @@ function within<T>(pending: Promise<T>, ms: number, what: string, late: (value: 
 }
 
 export class PostgresJsDialect implements Dialect {
+  /** `afterBegin`: statements sent in the same message as every BEGIN (`; set local …`), for settings
+   *  a transaction-pooling PgBouncer would not let the start-up packet carry; '' for none. */
   constructor(
     private readonly sql: Sql,
     private readonly bounds: WaitBounds = { acquireMs: 0, queryMs: 0 },
+    private readonly afterBegin = '',
   ) {}
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PostgresJsDriver(this.sql, this.bounds);
+    return new PostgresJsDriver(this.sql, this.bounds, this.afterBegin);
   }
   createIntrospector(db: Kysely<any>) {
     return new PostgresIntrospector(db);
@@ -200,6 +203,7 @@ class PostgresJsDriver implements Driver {
   constructor(
     private readonly sql: Sql,
     private readonly bounds: WaitBounds,
+    private readonly afterBegin: string,
   ) {}
   async init(): Promise<void> {}
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -209,7 +213,8 @@ class PostgresJsDriver implements Driver {
     await connection.reserve();
     const level = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : '';
     const mode = settings.accessMode ? ` ${settings.accessMode}` : '';
-    connection.begin(`start transaction${level}${mode}`);
+    // One simple-protocol message (no parameters): its SET LOCALs cost no round trip of their own.
+    connection.begin(`start transaction${level}${mode}${this.afterBegin}`);
   }
   async commitTransaction(connection: PostgresJsConnection): Promise<void> {
     await connection.commit();
