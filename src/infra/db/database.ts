@@ -135,9 +135,10 @@ async function openPostgres(
   };
 }
 
-/** The server-side timeouts a connection of the pool runs under (none when statementMs is 0). */
+/** The server-side timeouts a connection of the pool runs under. With statementMs 0 (the operator
+ *  commands) both are turned off explicitly, over any database or role default (docs/deployment.md). */
 function timeoutSettings(timeouts: DatabaseTimeouts): Record<string, string> {
-  if (!(timeouts.statementMs > 0)) return {};
+  if (!(timeouts.statementMs > 0)) return { statement_timeout: '0', idle_in_transaction_session_timeout: '0' };
   return {
     statement_timeout: String(timeouts.statementMs),
     idle_in_transaction_session_timeout: String(Math.max(timeouts.statementMs * 2, 10_000)),
