@@ -11,7 +11,9 @@
 // The topology brings its own PostgreSQL, so the run does not depend on the suite's engine. It runs on
 // the suite's PostgreSQL pass (TEST_DATABASE_URL set, as .ci/run does it) or with TEST_TOPOLOGY=1; on the
 // embedded pass the same file checks that every deploy/ template renders and that HAProxy, PgBouncer and
-// the shell accept the results, and says where the full run happens.
+// the shell accept the results, and says where the full run happens. The instances run from a copy of
+// this checkout's built package (bin/, dist/, migrations/), or, with TEST_TOPOLOGY_TARBALL=<the .tgz>,
+// from that release installed with `npm install --omit=dev`; the test adds its migration to that copy only.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -120,10 +122,17 @@ if (!FULL) {
       // migrations folder of its own, to which the test adds one while the instances serve.
       fs.chmodSync(work, 0o755); // PostgreSQL and PgBouncer run as the postgres user under it
       fs.mkdirSync(release);
-      for (const part of ['bin', 'dist', 'migrations', 'package.json'])
-        fs.cpSync(path.join(ROOT, part), path.join(release, part), { recursive: true });
-      fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(release, 'node_modules'));
-      bin = process.env.BALCAO_BIN ?? path.join(release, 'bin/balcao.js');
+      const tarball = process.env.TEST_TOPOLOGY_TARBALL;
+      if (tarball) {
+        // The release as an operator installs it (docs/deployment.md): runtime dependencies only.
+        await must('npm', ['install', '--omit=dev', '--no-audit', '--no-fund', '--prefix', release, path.resolve(tarball)], {});
+        bin = path.join(release, 'node_modules/balcao/bin/balcao.js');
+      } else {
+        for (const part of ['bin', 'dist', 'migrations', 'package.json'])
+          fs.cpSync(path.join(ROOT, part), path.join(release, part), { recursive: true });
+        fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(release, 'node_modules'));
+        bin = path.join(release, 'bin/balcao.js');
+      }
       const [http1, https1, admin, pg, bouncer, redis, p1, p2, p3] = await Promise.all(Array.from({ length: 9 }, () => freePort()));
       env = {
         TOPOLOGY_DIR: dir,
