@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -205,6 +206,54 @@ describe('PgBouncer in transaction pooling mode, BALCAO_DB_PREPARE=false', () =>
       }
     } finally {
       await database.close();
+    }
+  });
+
+  it('adds no round trip: the SET LOCALs travel in the BEGIN message, a lone read carries none', async () => {
+    // A relay between the driver and PgBouncer that records what the client writes, in order.
+    const writes: string[] = [];
+    const target = new URL(bouncer.url);
+    const relay = net.createServer((client) => {
+      const server = net.connect(Number(target.port), '127.0.0.1');
+      client.on('data', (chunk: Buffer) => {
+        writes.push(chunk.toString('latin1'));
+        server.write(chunk);
+      });
+      server.pipe(client);
+      client.on('error', () => server.destroy());
+      server.on('error', () => client.destroy());
+      client.on('close', () => server.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relayed = new URL(bouncer.url);
+    relayed.port = String((relay.address() as net.AddressInfo).port);
+    const database = await openDatabase({ databaseUrl: relayed.toString(), dataDir: '', dbPrepare: false, dbPoolSize: 1 });
+    try {
+      await sql`select 1`.execute(database.db); // connects: the start-up packet
+      assert.ok(
+        writes.every((w) => !w.includes('statement_timeout')),
+        'no timeout in the start-up packet',
+      );
+      writes.length = 0;
+      await sql`select ${1}::int as one`.execute(database.db);
+      assert.ok(writes.length > 0);
+      assert.ok(
+        writes.every((w) => !/set local|statement_timeout/i.test(w)),
+        'a lone read sends its statement only',
+      );
+      writes.length = 0;
+      await database.db.transaction().execute(async (tx) => sql`select ${1}::int as one`.execute(tx));
+      const begin = writes.findIndex((w) => w.includes('start transaction'));
+      assert.ok(begin >= 0);
+      // BEGIN, its SET LOCALs and the first statement go out in one write: one round trip, as without them.
+      assert.match(
+        writes[begin] as string,
+        /start transaction; set local statement_timeout = \d+; set local idle_in_transaction_session_timeout = \d+/,
+      );
+      assert.match(writes[begin] as string, /select \$1::int as one/);
+    } finally {
+      await database.close();
+      await new Promise<void>((resolve) => relay.close(() => resolve()));
     }
   });
 });
