@@ -10,7 +10,7 @@
 //
 // The topology brings its own PostgreSQL, so the run does not depend on the suite's engine. It runs on
 // the suite's PostgreSQL pass (TEST_DATABASE_URL set, as .ci/run does it) or with TEST_TOPOLOGY=1; on the
-// embedded pass the same file checks that every deploy/ template renders and that HAProxy, PgBouncer and
+// embedded pass the same file checks that every deploy/ template renders and that HAProxy and
 // the shell accept the results, and says where the full run happens. The instances run from a copy of
 // this checkout's built package (bin/, dist/, migrations/), or, with TEST_TOPOLOGY_TARBALL=<the .tgz>,
 // from that release installed with `npm install --omit=dev`; the test adds its migration to that copy only.
@@ -55,7 +55,7 @@ async function must(file: string, args: string[], env: Record<string, string>): 
 
 if (!FULL) {
   describe('topology (the full run is on the PostgreSQL pass: TEST_DATABASE_URL set, or TEST_TOPOLOGY=1)', () => {
-    it('renders every deploy/ file; HAProxy, PgBouncer and bash accept them', async () => {
+    it('renders every deploy/ file; HAProxy checks its configuration, bash the script', async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-deploy-'));
       try {
         const vars: Record<string, string> = {
