@@ -14,7 +14,10 @@ import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { AppError } from '../../errors/app-error.ts';
 import { lsnToNumber } from './commit-lsn.ts';
-import type { Db } from './database.ts';
+import type { Kysely } from 'kysely';
+
+/** A Kysely handle on one server (database.ts names it Db; not imported from there, which imports this file). */
+type Db = Kysely<any>;
 
 /** How often the positions are sampled; a key's reads return to a replica at most this long after it caught up. */
 export const POLL_MS = 250;
