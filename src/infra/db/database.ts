@@ -126,7 +126,12 @@ async function withReplicas(primary: Database, config: OpenConfig): Promise<Data
   const replicaTimeouts = { ...timeouts, connectMs: Math.min(timeouts.connectMs, 1_000) };
   const urls = config.readDatabaseUrls ?? [];
   const replicas = await Promise.all(
-    urls.map(async (url) => ({ url, ...(await openPostgres(url, config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE, replicaTimeouts)) })),
+    urls.map(async (url) => {
+      const replica = await openPostgres(url, config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE, replicaTimeouts);
+      const { sql } = replica.driver as { sql: postgres.Sql };
+      // A pool that lived through its replica's restart can wait for ever in a plain end(): bounded here.
+      return { url, db: replica.db, close: () => sql.end({ timeout: 1 }).then(() => replica.close()) };
+    }),
   );
   const reads = new ReadRouter({
     primary: primary.db,

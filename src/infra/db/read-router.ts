@@ -175,7 +175,10 @@ export class ReadRouter {
       return result;
     } catch (err) {
       // The request's own refusals (404, 422) are answers, not the replica's failure.
-      if (err instanceof AppError) throw err;
+      if (err instanceof AppError) {
+        replica.reads++;
+        throw err;
+      }
       replica.fallbacks++;
       this.markDown(replica, err);
       this.primaryReads++;
