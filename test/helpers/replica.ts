@@ -23,6 +23,8 @@ export interface ServerProcess {
   stop(): Promise<void>;
   /** Starts it again on the same port and data; resolves once it accepts connections. */
   start(): Promise<void>;
+  /** PIDs of the server's processes (postmaster and its children), for CPU accounting (bench/replica.ts). */
+  pids(): number[];
 }
 
 export interface PrimaryWithReplica {
@@ -60,7 +62,20 @@ exit 0`;
     await exited;
     child = undefined;
   };
-  return { url, port, start, stop };
+  const pids = () => {
+    const postmaster = Number(fs.readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const children = fs.readdirSync('/proc').filter((entry) => {
+      if (!/^\d+$/.test(entry)) return false;
+      try {
+        const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
+      } catch {
+        return false; // exited meanwhile
+      }
+    });
+    return [postmaster, ...children.map(Number)];
+  };
+  return { url, port, start, stop, pids };
 }
 
 export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
