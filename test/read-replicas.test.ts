@@ -174,6 +174,9 @@ if (process.env.TEST_DATABASE_URL) {
       await pair.setReplayDelay(REPLAY_DELAY_MS);
       try {
         const replicaName = (await replicaState(s)).name;
+        const feedBefore = await s.request('GET', '/v1/events?sort=created_at&limit=100', { key: reader.key });
+        assert.equal(feedBefore.body.pagination.has_more, false);
+        const ids: string[] = [];
         for (let round = 0; round < 3; round++) {
           const created = await s.request('POST', '/v1/customers', {
             key: writer.key,
@@ -181,6 +184,7 @@ if (process.env.TEST_DATABASE_URL) {
           });
           assert.equal(created.status, 201, created.text);
           const id = created.body.data.id as string;
+          ids.push(id);
           // The writer, at once: its get, its list, and (with Redis) on the other instance too.
           assert.equal((await s.request('GET', `/v1/customers/${id}`, { key: writer.key })).status, 200);
           const list = await s.request('GET', '/v1/customers?limit=100', { key: writer.key });
@@ -198,6 +202,13 @@ if (process.env.TEST_DATABASE_URL) {
           assert.equal((await s.request('GET', `/v1/customers/${id}`, { key: reader.key })).status, 404);
           assert.equal(await metric(s, 'balcao_db_reads_total', `target="${replicaName}"`), replicaReads + 1);
         }
+        // Another key's long poll from before the writes: the replica has none of their events yet, the primary
+        // has; the poll answers with them at once rather than waiting for a later event.
+        const cursor = encodeURIComponent(feedBefore.body.pagination.next_cursor);
+        const polled = await s.request('GET', `/v1/events?sort=created_at&wait=20&cursor=${cursor}`, { key: reader.key });
+        assert.equal(polled.status, 200);
+        const polledIds = polled.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id);
+        for (const id of ids) assert.ok(polledIds.includes(id), `the event of ${id} is in the long poll's answer`);
         const view = await replicaState(s);
         assert.equal(view.state, 'up', 'lagging within BALCAO_READ_MAX_LAG_MS');
         assert.ok((view.lag_ms ?? 0) >= 0);

@@ -70,6 +70,10 @@ export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus:
       const { auth, tenant, resources } = callerOf(request);
       const wait = parseWait(request.query);
       let page: EventPage = await read(auth.keyId, (db) => listEvents(db, tenant, resources, request.query));
+      const channel = tenantChannelKey(tenant.teamId, tenant.mode);
+      // A replica may not have replayed an event committed just before: a long poll must not wait for the next one.
+      if (wait > 0 && page.forward && page.data.length === 0 && read.stalenessMs > 0 && bus.eventWithin(channel, read.stalenessMs))
+        page = await read(PRIMARY, (db) => listEvents(db, tenant, resources, request.query));
       if (wait > 0 && page.forward && page.data.length === 0 && bus.hold(auth.keyId)) {
         const abort = new AbortController();
         const onClose = () => abort.abort();
@@ -77,10 +81,7 @@ export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus:
         try {
           const deadline = Date.now() + wait * 1000;
           // An event of another resource wakes us too: then look again until the time is up.
-          while (
-            page.data.length === 0 &&
-            (await bus.waitFor(tenantChannelKey(tenant.teamId, tenant.mode), deadline - Date.now(), abort.signal))
-          )
+          while (page.data.length === 0 && (await bus.waitFor(channel, deadline - Date.now(), abort.signal)))
             // Woken by a commit on the primary that a replica may not have replayed yet: look there.
             page = await read(PRIMARY, (db) => listEvents(db, tenant, resources, request.query));
         } finally {

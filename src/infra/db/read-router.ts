@@ -342,10 +342,16 @@ export class ReadRouter {
 }
 
 /** Runs a read where the database's router sends it (the primary when there are no replicas). */
-export type ReadRunner = <T>(keyId: string | null | undefined, read: (db: Db) => Promise<T>) => Promise<T>;
+export interface ReadRunner {
+  <T>(keyId: string | null | undefined, read: (db: Db) => Promise<T>): Promise<T>;
+  /** How far behind the primary a routed read may be: the lag bound plus the poll's age (0 without replicas). */
+  readonly stalenessMs: number;
+}
 
 export function readRunner(database: { db: Db; reads?: ReadRouter }): ReadRunner {
   const { reads, db } = database;
-  if (!reads) return (_keyId, read) => read(db);
-  return (keyId, read) => reads.run(keyId, read);
+  if (!reads) return Object.assign(<T>(_keyId: unknown, read: (db: Db) => Promise<T>) => read(db), { stalenessMs: 0 });
+  return Object.assign(<T>(keyId: string | null | undefined, read: (db: Db) => Promise<T>) => reads.run(keyId, read), {
+    stalenessMs: reads.maxLagMs + 2 * POLL_MS,
+  });
 }
