@@ -6,11 +6,15 @@
 // The replica part runs in the PostgreSQL pass only (TEST_DATABASE_URL set): replicas replay a PostgreSQL
 // primary, and the embedded engine refuses the setting (the first test, which runs in both passes).
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it, test } from 'node:test';
 import postgres from 'postgres';
 import { loadConfig } from '../src/config.ts';
 import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/database.ts';
 import { migrate } from '../src/infra/db/migrate.ts';
+import { balcaoJson } from './helpers/cli.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { type PrimaryWithReplica, startPrimaryWithReplica } from './helpers/replica.ts';
 
@@ -292,7 +296,9 @@ if (process.env.TEST_DATABASE_URL) {
         assert.ok(skipped <= 2_000 + LOAD_MARGIN_MS);
         // Traffic goes on while it is away, all of it on the primary.
         const during = results.length;
+        const onPrimary = await metric(s, 'balcao_db_reads_total', 'target="primary"');
         await waitFor('traffic served while the replica is away', 10_000, async () => results.length >= during + 30);
+        assert.ok((await metric(s, 'balcao_db_reads_total', 'target="primary"')) >= onPrimary + 20, 'the primary took the reads');
         await pair.replica.start();
         await waitFor('the replica comes back by itself', 10_000, async () => (await replicaState(s)).state === 'up');
         const back = await metric(s, 'balcao_db_reads_total', `target="${name}"`);
@@ -304,6 +310,24 @@ if (process.env.TEST_DATABASE_URL) {
       const failed = results.filter((r) => r.status !== 200);
       assert.deepEqual(failed, [], `${failed.length} of ${results.length} requests failed`);
       assert.ok(results.length > 50);
+    });
+
+    it('balcao export reads its snapshot on the replica', async () => {
+      await pair.caughtUp();
+      const scansBefore = await customerScans(readerUrl());
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-replica-export-'));
+      try {
+        const result = await balcaoJson(['export', '--account', accountId, '--format', 'json', '--out', path.join(dir, 'all.json')], {
+          DATABASE_URL: pair.primary.url,
+          BALCAO_READ_DATABASE_URL: pair.replica.url,
+        });
+        assert.ok(result.counts.customers >= 5, JSON.stringify(result));
+        const written = JSON.parse(fs.readFileSync(path.join(dir, 'all.json'), 'utf8'));
+        assert.equal(written.customers.length, result.counts.customers);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+      await waitFor("the replica counts the export's scans", 10_000, async () => (await customerScans(readerUrl())) > scansBefore);
     });
   });
 }
