@@ -20,7 +20,7 @@ const ReadinessSchema = Type.Object({
       Type.Object({
         name: Type.String(),
         state: Type.Unsafe<string>({ type: 'string', enum: ['starting', 'up', 'lagging', 'down', 'not_standby'] }),
-        lag_ms: Type.Union([Type.Integer(), Type.Null()]),
+        lag_ms: Type.Unsafe<number | null>({ type: ['integer', 'null'] }),
       }),
     ),
   ),
