@@ -157,9 +157,44 @@ async function main() {
         await server.stop();
       }
     }
+    await lsnCheckCost(pair.primary.url, pair.replica.url, redis.url);
   } finally {
     redis.stop();
     await pair.destroy();
+  }
+}
+
+/** The position check alone, in process: what routing one read costs before its query is sent. */
+async function lsnCheckCost(primaryUrl: string, replicaUrl: string, redisUrl: string) {
+  const { openDatabase } = await import('../src/infra/db/database.ts');
+  for (const withRedis of [false, true]) {
+    const database = await openDatabase({
+      databaseUrl: primaryUrl,
+      dataDir: '',
+      readDatabaseUrls: [replicaUrl],
+      redisUrl: withRedis ? redisUrl : undefined,
+    });
+    try {
+      const reads = database.reads;
+      if (!reads) throw new Error('no read router');
+      await reads.firstPoll;
+      // Wait until Redis answers (a failure keeps reads on the primary for the lag bound).
+      for (let i = 0; withRedis && i < 100 && !(await reads.pick('warm')); i++) await new Promise((r) => setTimeout(r, 100));
+      await reads.noteWrite('writer', 1); // an old position: the replica has replayed it
+      const calls = withRedis ? 5_000 : 200_000;
+      let onReplica = 0;
+      const started = process.hrtime.bigint();
+      for (let i = 0; i < calls; i++) {
+        const picked = reads.pick(i % 2 === 0 ? 'writer' : 'reader');
+        if (picked instanceof Promise ? await picked : picked) onReplica++;
+      }
+      const us = Number(process.hrtime.bigint() - started) / 1000 / calls;
+      console.log(
+        `position check per read, ${withRedis ? 'with REDIS_URL (one GET)' : 'in process (no Redis)'}: ${us.toFixed(3)} µs (${onReplica}/${calls} routed to the replica)`,
+      );
+    } finally {
+      await database.close();
+    }
   }
 }
 
