@@ -96,13 +96,13 @@ if (process.env.TEST_DATABASE_URL) {
     let reader: { key: string; keyId: string };
     const readerUrl = () => pair.replica.url;
 
-    const open = async () => {
+    const open = async (readMaxLagMs = MAX_LAG_MS) => {
       const database = await openDatabase({
         databaseUrl: pair.primary.url,
         dataDir: '',
         dbTimeouts: { ...DEFAULT_DB_TIMEOUTS, acquireMs: 30_000, statementMs: 60_000 },
         readDatabaseUrls: [pair.replica.url],
-        readMaxLagMs: MAX_LAG_MS,
+        readMaxLagMs,
         redisUrl: process.env.TEST_REDIS_URL,
       });
       databases.push(database);
@@ -215,6 +215,18 @@ if (process.env.TEST_DATABASE_URL) {
         for (const id of ids) assert.ok(polledIds.includes(id), `the event of ${id} is in the long poll's answer`);
         const view = await replicaState(s);
         assert.equal(view.state, 'up', 'lagging within BALCAO_READ_MAX_LAG_MS');
+        // An instance with a tighter bound skips the same replica once it lags past it: every key reads the primary.
+        const tight = await startTestServer({ database: await open(1_000) });
+        try {
+          const skipped = await waitFor('the replica is skipped past the bound', 2_000 + 1_000 + LOAD_MARGIN_MS, async () => {
+            const state = await replicaState(tight);
+            return state.state === 'lagging' ? state : false;
+          });
+          assert.ok((skipped.lag_ms ?? 0) > 1_000, JSON.stringify(skipped));
+          assert.equal((await tight.request('GET', `/v1/customers/${ids[0]}`, { key: reader.key })).status, 200, 'read on the primary');
+        } finally {
+          await tight.close();
+        }
         assert.ok((view.lag_ms ?? 0) >= 0);
       } finally {
         await pair.setReplayDelay(0);

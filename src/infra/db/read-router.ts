@@ -117,7 +117,9 @@ export class ReadRouter {
   private primaryOnlyUntil = 0;
   private next = 0;
   private timer: NodeJS.Timeout | undefined;
-  private ticking = false;
+  /** The poll under way, awaited by close() before the pools end. */
+  private ticking: Promise<void> | undefined;
+  private closed = false;
   private log: Log = () => {};
   primaryReads = 0;
   /** Settles after the first poll: before it every read goes to the primary. */
@@ -227,8 +229,10 @@ export class ReadRouter {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.timer);
     this.timer = undefined;
+    await this.ticking;
     this.redis?.disconnect();
     await Promise.allSettled(this.replicas.map((r) => r.close()));
   }
@@ -258,31 +262,31 @@ export class ReadRouter {
     this.primaryOnlyUntil = this.now() + this.maxLagMs + 2 * this.pollMs;
   }
 
-  private async tick(): Promise<void> {
-    if (this.ticking) return;
-    this.ticking = true;
-    try {
-      const sentAt = this.now();
-      try {
-        const { rows } = await within(
-          sql<{ lsn: string }>`select pg_current_wal_lsn()::text as lsn`.execute(this.primary),
-          POLL_TIMEOUT_MS,
-        );
-        const lsn = lsnToNumber(rows[0]?.lsn);
-        if (lsn !== null) this.samples.push({ at: sentAt, lsn });
-      } catch {
-        // The primary is away: replicas are still polled, their lag grows from the last sample.
-      }
-      const keepFrom = sentAt - this.maxLagMs - 2 * POLL_TIMEOUT_MS;
-      while (this.samples.length > 1 && (this.samples[1] as { at: number }).at < keepFrom) this.samples.shift();
-      await Promise.all(this.replicas.map((r) => this.poll(r)));
-      this.prune();
-    } finally {
-      this.ticking = false;
-    }
+  private tick(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.ticking ??= this.poll().finally(() => {
+      this.ticking = undefined;
+    });
+    return this.ticking;
   }
 
-  private async poll(replica: Replica): Promise<void> {
+  /** One round: the primary's position, then every replica's. */
+  private async poll(): Promise<void> {
+    const sentAt = this.now();
+    try {
+      const { rows } = await within(sql<{ lsn: string }>`select pg_current_wal_lsn()::text as lsn`.execute(this.primary), POLL_TIMEOUT_MS);
+      const lsn = lsnToNumber(rows[0]?.lsn);
+      if (lsn !== null) this.samples.push({ at: sentAt, lsn });
+    } catch {
+      // The primary is away: replicas are still polled, their lag grows from the last sample.
+    }
+    const keepFrom = sentAt - this.maxLagMs - 2 * POLL_TIMEOUT_MS;
+    while (this.samples.length > 1 && (this.samples[1] as { at: number }).at < keepFrom) this.samples.shift();
+    await Promise.all(this.replicas.map((r) => this.pollReplica(r)));
+    this.prune();
+  }
+
+  private async pollReplica(replica: Replica): Promise<void> {
     try {
       const { rows } = await within(
         sql<{ standby: boolean; lsn: string | null }>`select pg_is_in_recovery() as standby, pg_last_wal_replay_lsn()::text as lsn`.execute(
