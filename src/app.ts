@@ -14,6 +14,7 @@ import { addLifecycle } from './http/graceful-stop.ts';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts';
 import { registerHealthRoutes } from './http/health.ts';
 import { registerMetrics } from './http/metrics.ts';
+import { registerReadYourWrites } from './http/read-your-writes.ts';
 import { lazySerializers } from './http/lazy-serializers.ts';
 import { generateRequestId } from './http/request-id.ts';
 import { trackRoutes } from './http/route-table.ts';
@@ -125,6 +126,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
   registerAccessLog(app);
+  if (database.reads) {
+    database.reads.setLogger((level, details, message) => app.log[level](details, message));
+    registerReadYourWrites(app, database.reads);
+  }
   app.addHook('onRequest', createAuthenticateHook({ keyCache, rateLimiter, keyBrand: config.keyBrand, now: deps.now }));
   app.addHook('onClose', async () => {
     await rateLimiter.close();
@@ -140,7 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await registerOpenApi(app, config, resources);
   registerDocs(app, config);
   registerHealthRoutes(app, database, rateLimiter, { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping });
-  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics });
+  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, reads: database.reads });
   registerMeRoute(app);
   registerReadRoutes(app, { ...deps, resources });
   registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });

@@ -37,6 +37,10 @@ export interface Config {
   readonly webhookAllowPrivate: boolean;
   /** How long one delivery attempt may take (BALCAO_WEBHOOK_TIMEOUT_SECONDS, default 10). */
   readonly webhookTimeoutMs: number;
+  /** Read replicas of DATABASE_URL (BALCAO_READ_DATABASE_URL, one URL or a comma list); empty: every read on the primary. */
+  readonly readDatabaseUrls: readonly string[];
+  /** A replica further behind the primary than this is skipped (BALCAO_READ_MAX_LAG_MS). */
+  readonly readMaxLagMs: number;
 }
 
 export interface DatabaseTimeouts {
@@ -52,6 +56,9 @@ export interface DatabaseTimeouts {
 
 export const DEFAULT_DB_POOL_SIZE = 10;
 
+/** Default BALCAO_READ_MAX_LAG_MS: how stale a replica may be for keys that have not just written (docs/scale-out.md). */
+export const DEFAULT_READ_MAX_LAG_MS = 2_000;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = env.PORT ? Number(env.PORT) : 3000;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got "${env.PORT}"`);
@@ -65,6 +72,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!Number.isInteger(dbPoolSize) || dbPoolSize < 1 || dbPoolSize > 1000)
     throw new Error(`BALCAO_DB_POOL_SIZE must be a whole number from 1 to 1000, got "${env.BALCAO_DB_POOL_SIZE}"`);
   const workers = env.BALCAO_WORKERS ? parseWorkerCount(env.BALCAO_WORKERS, 'BALCAO_WORKERS') : 1;
+  const readDatabaseUrls = parseReadUrls(env.BALCAO_READ_DATABASE_URL, env.DATABASE_URL);
   return Object.freeze({
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: dataDir.startsWith('memory://') ? dataDir : path.resolve(dataDir),
@@ -92,6 +100,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetrySchedule: parseSeconds('BALCAO_WEBHOOK_RETRY_SCHEDULE', env.BALCAO_WEBHOOK_RETRY_SCHEDULE, DEFAULT_RETRY_SCHEDULE),
     webhookAllowPrivate: env.BALCAO_WEBHOOK_ALLOW_PRIVATE === '1',
     webhookTimeoutMs: (parseSeconds('BALCAO_WEBHOOK_TIMEOUT_SECONDS', env.BALCAO_WEBHOOK_TIMEOUT_SECONDS, [10])[0] ?? 10) * 1000,
+    readDatabaseUrls,
+    readMaxLagMs: milliseconds(env, 'BALCAO_READ_MAX_LAG_MS', DEFAULT_READ_MAX_LAG_MS),
   });
 }
 
@@ -143,4 +153,21 @@ function parseTrustProxy(value: string | undefined): boolean | string[] {
   if (invalid.length)
     throw new Error(`BALCAO_TRUST_PROXY must be "true" or a comma list of IPs/CIDR ranges; not valid: ${invalid.join(', ')}`);
   return entries;
+}
+
+/** Replicas replay a PostgreSQL primary's WAL: without DATABASE_URL (the embedded engine) there is none, so the
+ *  setting is refused rather than silently ignored (docs/decisions.md). */
+function parseReadUrls(value: string | undefined, primary: string | undefined): string[] {
+  const urls = (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (urls.length === 0) return [];
+  if (!primary)
+    throw new Error(
+      'BALCAO_READ_DATABASE_URL needs DATABASE_URL: read replicas are replicas of a PostgreSQL primary (the embedded database has none)',
+    );
+  const invalid = urls.filter((u) => !/^postgres(ql)?:\/\//.test(u));
+  if (invalid.length) throw new Error(`BALCAO_READ_DATABASE_URL must be postgres:// URLs, comma separated; ${invalid.length} is not`);
+  return urls;
 }

@@ -40,20 +40,30 @@ export function registerExportCommand(program: Command): void {
       }
       const progress = terminalProgress('exporting');
       try {
-        const result = await withDatabase(config, 'balcao export', async ({ db }) => {
-          try {
-            return await exportAccount(db, {
-              accountId: flags.account,
-              mode: flags.test ? 'test' : 'live',
-              format: flags.format as ExportFormat,
-              out: flags.out,
-              includeInternal: !!flags.includeInternal,
-              onProgress: ({ rows, total }) => progress.update({ rows, bytes: rows, totalBytes: total }),
-            });
-          } finally {
-            progress.finish();
-          }
-        });
+        const result = await withDatabase(
+          config,
+          'balcao export',
+          async (database) => {
+            try {
+              // On a replica within the lag bound when there is one (an export has no key: no write of its own to wait for).
+              await database.reads?.firstPoll;
+              const { readRunner } = await import('../infra/db/read-router.ts');
+              return await readRunner(database)(undefined, (db) =>
+                exportAccount(db, {
+                  accountId: flags.account,
+                  mode: flags.test ? 'test' : 'live',
+                  format: flags.format as ExportFormat,
+                  out: flags.out,
+                  includeInternal: !!flags.includeInternal,
+                  onProgress: ({ rows, total }) => progress.update({ rows, bytes: rows, totalBytes: total }),
+                }),
+              );
+            } finally {
+              progress.finish();
+            }
+          },
+          { readReplicas: true },
+        );
         output(!!flags.json, result, () => describe(result));
       } catch (err) {
         if (err instanceof ImportError) throw new CliError(err.message);

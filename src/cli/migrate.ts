@@ -11,7 +11,7 @@ export function registerMigrateCommand(program: Command): void {
     .option('--json', 'print one JSON object')
     .action(async (flags: { json?: boolean }) => {
       const { config } = commandContext();
-      const database = await openDatabase(config, 'balcao migrate');
+      const database = await openDatabase({ ...config, readDatabaseUrls: [] }, 'balcao migrate');
       try {
         const applied = await migrate(database.db);
         output(!!flags.json, { applied, database: database.engine }, () =>

@@ -16,12 +16,19 @@ export function commandContext(): CommandContext {
 }
 
 /** Opens the database named by the configuration, migrates it, runs `fn`, closes it. */
-export async function withDatabase<T>(config: Config, holder: string, fn: (database: Database) => Promise<T>): Promise<T> {
+export async function withDatabase<T>(
+  config: Config,
+  holder: string,
+  fn: (database: Database) => Promise<T>,
+  options: { readReplicas?: boolean } = {},
+): Promise<T> {
   // Loaded here, not at the top: `balcao --help` and usage errors never load a database driver.
   const { openDatabase } = await import('../infra/db/database.ts');
   const { migrate } = await import('../infra/db/migrate.ts');
   // An operator's command (an import, an export) may run long statements on purpose: only the server's bounded.
-  const database = await openDatabase({ ...config, dbTimeouts: { ...config.dbTimeouts, statementMs: 0 } }, holder);
+  // Only a command that only reads (an export) opens the read replicas.
+  const readDatabaseUrls = options.readReplicas ? config.readDatabaseUrls : [];
+  const database = await openDatabase({ ...config, readDatabaseUrls, dbTimeouts: { ...config.dbTimeouts, statementMs: 0 } }, holder);
   try {
     await migrate(database.db);
     return await fn(database);

@@ -9,6 +9,9 @@ export const MAX_HELD_PER_KEY = 5;
 export class EventBus {
   private readonly waiters = new Map<string, Set<() => void>>();
   private readonly heldByKey = new Map<string, number>();
+  /** When each tenant's last event arrived (kept a minute): with read replicas, a long poll whose first
+   *  look found nothing checks the primary when an event came within a replica's lag (event-routes.ts). */
+  private readonly lastEventAt = new Map<string, number>();
   private unlisten: (() => Promise<void>) | undefined;
   private closed = false;
 
@@ -16,6 +19,7 @@ export class EventBus {
 
   async start(): Promise<void> {
     this.unlisten = await this.database.listen(EVENTS_CHANNEL, (tenant) => {
+      if (this.database.reads) this.noteEvent(tenant);
       for (const wake of this.waiters.get(tenant) ?? []) wake();
     });
   }
@@ -24,6 +28,22 @@ export class EventBus {
     this.closed = true;
     for (const set of this.waiters.values()) for (const wake of set) wake();
     await this.unlisten?.();
+  }
+
+  /** True when an event of `tenant` arrived within the last `ms`. */
+  eventWithin(tenant: string, ms: number): boolean {
+    const at = this.lastEventAt.get(tenant);
+    return at !== undefined && Date.now() - at <= ms;
+  }
+
+  private noteEvent(tenant: string): void {
+    const now = Date.now();
+    this.lastEventAt.delete(tenant); // re-inserted last: the map stays in arrival order
+    this.lastEventAt.set(tenant, now);
+    for (const [old, at] of this.lastEventAt) {
+      if (now - at < 60_000) break;
+      this.lastEventAt.delete(old);
+    }
   }
 
   /** Reserves one held request for the key; false when it already holds the maximum. */

@@ -4,7 +4,7 @@ import { type TObject, type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../errors/app-error.ts';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
-import type { Db } from '../infra/db/database.ts';
+import type { ReadRunner } from '../infra/db/read-router.ts';
 import { idParamsSchema, listQuerySchema, sparseSchema } from '../query/schemas.ts';
 import type { EventBus } from './event-bus.ts';
 import { MAX_HELD_PER_KEY } from './event-bus.ts';
@@ -13,6 +13,9 @@ import { EVENTS_QUERYABLE, type EventPage, getEvent, listEvents, RETENTION_DAYS,
 import { tenantChannelKey } from './record-event.ts';
 
 export const MAX_WAIT_SECONDS = 30;
+
+/** A read the router must send to the primary. */
+const PRIMARY = null;
 
 const guard = { resource: 'events', access: 'read' } as const;
 const tags = ['Events'];
@@ -45,7 +48,7 @@ function eventsQuerySchema(): TObject {
   return Type.Object({ ...base.properties, wait } as Record<string, TSchema>, { additionalProperties: true });
 }
 
-export function registerEventRoutes(app: FastifyInstance, db: Db, bus: EventBus): void {
+export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus: EventBus): void {
   const list = { whole: listEnvelopeSchema(eventRow), sparse: listEnvelopeSchema(sparseSchema(eventRow)) };
 
   app.get(
@@ -66,7 +69,11 @@ export function registerEventRoutes(app: FastifyInstance, db: Db, bus: EventBus)
     async (request, reply) => {
       const { auth, tenant, resources } = callerOf(request);
       const wait = parseWait(request.query);
-      let page: EventPage = await listEvents(db, tenant, resources, request.query);
+      let page: EventPage = await read(auth.keyId, (db) => listEvents(db, tenant, resources, request.query));
+      const channel = tenantChannelKey(tenant.teamId, tenant.mode);
+      // A replica may not have replayed an event committed just before: a long poll must not wait for the next one.
+      if (wait > 0 && page.forward && page.data.length === 0 && read.stalenessMs > 0 && bus.eventWithin(channel, read.stalenessMs))
+        page = await read(PRIMARY, (db) => listEvents(db, tenant, resources, request.query));
       if (wait > 0 && page.forward && page.data.length === 0 && bus.hold(auth.keyId)) {
         const abort = new AbortController();
         const onClose = () => abort.abort();
@@ -74,11 +81,9 @@ export function registerEventRoutes(app: FastifyInstance, db: Db, bus: EventBus)
         try {
           const deadline = Date.now() + wait * 1000;
           // An event of another resource wakes us too: then look again until the time is up.
-          while (
-            page.data.length === 0 &&
-            (await bus.waitFor(tenantChannelKey(tenant.teamId, tenant.mode), deadline - Date.now(), abort.signal))
-          )
-            page = await listEvents(db, tenant, resources, request.query);
+          while (page.data.length === 0 && (await bus.waitFor(channel, deadline - Date.now(), abort.signal)))
+            // Woken by a commit on the primary that a replica may not have replayed yet: look there.
+            page = await read(PRIMARY, (db) => listEvents(db, tenant, resources, request.query));
         } finally {
           reply.raw.off('close', onClose);
           bus.release(auth.keyId);
@@ -106,7 +111,7 @@ export function registerEventRoutes(app: FastifyInstance, db: Db, bus: EventBus)
     async (request) => {
       const { tenant, resources } = callerOf(request);
       const { id } = request.params as { id: string };
-      return itemEnvelope(request, await getEvent(db, tenant, resources, id));
+      return itemEnvelope(request, await read(request.auth?.keyId, (db) => getEvent(db, tenant, resources, id)));
     },
   );
 }

@@ -14,6 +14,16 @@ const ReadinessSchema = Type.Object({
   status: Type.Unsafe<'ready' | 'unavailable'>({ type: 'string', enum: ['ready', 'unavailable'] }),
   database: Type.Object({ engine: Type.String(), healthy: Type.Boolean() }),
   rate_limit_store: Type.Object({ store: Type.String(), healthy: Type.Boolean() }),
+  // With BALCAO_READ_DATABASE_URL: informative only, the primary serves every read a replica cannot.
+  read_replicas: Type.Optional(
+    Type.Array(
+      Type.Object({
+        name: Type.String(),
+        state: Type.Unsafe<string>({ type: 'string', enum: ['starting', 'up', 'lagging', 'down', 'not_standby'] }),
+        lag_ms: Type.Unsafe<number | null>({ type: ['integer', 'null'] }),
+      }),
+    ),
+  ),
 });
 
 export interface ReadinessOptions {
@@ -56,6 +66,7 @@ export function registerHealthRoutes(app: FastifyInstance, database: Database, r
         status: healthy ? ('ready' as const) : ('unavailable' as const),
         database: { engine: database.engine, healthy },
         rate_limit_store: rateLimiter.status(),
+        ...(database.reads ? { read_replicas: database.reads.status() } : {}),
       };
       return reply.code(healthy ? 200 : 503).send(body);
     },

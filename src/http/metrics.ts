@@ -2,11 +2,16 @@
 // off the public edge): request counts and latencies by operation and status, and the health
 // of the rate-limit store (DECISIONS B.16 asks for its outages in readiness and metrics).
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from 'prom-client';
 import { RequestStats } from './request-stats.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import type { ReadRouter } from '../infra/db/read-router.ts';
 
-export function registerMetrics(app: FastifyInstance, rateLimiter: RateLimiter, options: { processMetrics?: boolean } = {}) {
+export function registerMetrics(
+  app: FastifyInstance,
+  rateLimiter: RateLimiter,
+  options: { processMetrics?: boolean; reads?: ReadRouter } = {},
+) {
   // One registry per app instance: tests build many apps in one process.
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'balcao_' });
@@ -29,6 +34,8 @@ export function registerMetrics(app: FastifyInstance, rateLimiter: RateLimiter, 
       this.set({ store }, healthy ? 1 : 0);
     },
   });
+
+  if (options.reads) registerReplicaMetrics(registry, options.reads);
 
   // What a graceful stop still has to finish; operators watch it drain.
   let inFlight = 0;
@@ -60,4 +67,50 @@ export function registerMetrics(app: FastifyInstance, rateLimiter: RateLimiter, 
       return registry.metrics();
     },
   );
+}
+
+/** Each read replica's state and lag, and where reads went (BALCAO_READ_DATABASE_URL). */
+function registerReplicaMetrics(registry: Registry, reads: ReadRouter): void {
+  new Gauge({
+    name: 'balcao_read_replica_up',
+    help: '1 while the replica takes reads; 0 while it is skipped (down, lagging past BALCAO_READ_MAX_LAG_MS, not a standby).',
+    labelNames: ['replica', 'state'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of reads.status()) this.set({ replica: r.name, state: r.state }, r.state === 'up' ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'balcao_read_replica_lag_seconds',
+    help: 'How far the replica was behind the primary at the last poll (absent while unknown).',
+    labelNames: ['replica'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of reads.status()) if (r.lag_ms !== null) this.set({ replica: r.name }, r.lag_ms / 1000);
+    },
+  });
+  // Counters kept by the router, copied at each scrape.
+  new Counter({
+    name: 'balcao_db_reads_total',
+    help: 'Routed reads (lists, gets, the events feed, exports) by where they ran: the primary, or a replica.',
+    labelNames: ['target'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ target: 'primary' }, reads.primaryReads);
+      for (const c of reads.counters()) this.inc({ target: c.name }, c.reads);
+    },
+  });
+  new Counter({
+    name: 'balcao_read_replica_fallbacks_total',
+    help: 'Reads that failed on the replica and were answered by the primary.',
+    labelNames: ['replica'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of reads.counters()) this.inc({ replica: c.name }, c.fallbacks);
+    },
+  });
 }

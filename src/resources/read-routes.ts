@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { type TypedApp, typedRoutes } from '../http/typed-routes.ts';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
+import { type ReadRunner, type ReadRouter, readRunner } from '../infra/db/read-router.ts';
 import { documentedRecord, idParamsSchema, itemQuerySchema, listQuerySchema, recordSchema, sparseSchema } from '../query/schemas.ts';
 import { dealStageRow, deals, dealStages, listDealStages } from './deals.ts';
 import { type ResourceDescriptor, resourceTag } from './descriptor.ts';
@@ -12,7 +13,7 @@ import { getRecord, listRecords } from './read-engine.ts';
 import { RESOURCES } from './registry.ts';
 
 export interface ReadRouteDeps {
-  database: { db: Db };
+  database: { db: Db; reads?: ReadRouter };
   /** The resources served (default: the registry). */
   resources?: readonly ResourceDescriptor[];
 }
@@ -26,7 +27,7 @@ function serializeWith(reply: FastifyReply, schema: TSchema): void {
   reply.serializer(reply.compileSerializationSchema(schema, '200')).type('application/json; charset=utf-8');
 }
 
-function registerResource(app: TypedApp, db: Db, d: ResourceDescriptor): void {
+function registerResource(app: TypedApp, read: ReadRunner, d: ResourceDescriptor): void {
   const guard = { resource: d.name, access: 'read', module: d.module } as const;
   const tags = [resourceTag(d)];
   const record = recordSchema(d);
@@ -46,7 +47,7 @@ function registerResource(app: TypedApp, db: Db, d: ResourceDescriptor): void {
       },
     },
     async (request, reply) => {
-      const result = await listRecords(db, d, request.tenant, request.query);
+      const result = await read(request.auth?.keyId, (db) => listRecords(db, d, request.tenant, request.query));
       serializeWith(reply, result.sparse ? list.sparse : list.whole);
       return listEnvelope(request, result.data, result.pagination);
     },
@@ -67,7 +68,7 @@ function registerResource(app: TypedApp, db: Db, d: ResourceDescriptor): void {
     },
     async (request, reply) => {
       const { id } = request.params;
-      const result = await getRecord(db, d, request.tenant, id, request.query);
+      const result = await read(request.auth?.keyId, (db) => getRecord(db, d, request.tenant, id, request.query));
       serializeWith(reply, result.sparse ? item.sparse : item.whole);
       return itemEnvelope(request, result.data);
     },
@@ -75,7 +76,8 @@ function registerResource(app: TypedApp, db: Db, d: ResourceDescriptor): void {
 }
 
 export function registerReadRoutes(app: FastifyInstance, deps: ReadRouteDeps): void {
-  const { db } = deps.database;
+  // Lists and gets go where the read router sends them (a replica, or the primary): read-router.ts.
+  const read = readRunner(deps.database);
   app.get(
     '/v1/deals/stages',
     {
@@ -88,7 +90,7 @@ export function registerReadRoutes(app: FastifyInstance, deps: ReadRouteDeps): v
         response: { 200: itemEnvelopeSchema(Type.Array(dealStageRow, { maxItems: dealStages.max })) },
       },
     },
-    async (request) => itemEnvelope(request, await listDealStages(db, request.tenant)),
+    async (request) => itemEnvelope(request, await read(request.auth?.keyId, (db) => listDealStages(db, request.tenant))),
   );
-  for (const d of deps.resources ?? RESOURCES) registerResource(typedRoutes(app), db, d);
+  for (const d of deps.resources ?? RESOURCES) registerResource(typedRoutes(app), read, d);
 }

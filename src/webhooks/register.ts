@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../infra/db/database.ts';
 import { EventBus } from '../events/event-bus.ts';
+import { readRunner } from '../infra/db/read-router.ts';
 import { registerEventRoutes } from '../events/event-routes.ts';
 import { DeliveryWorker } from './delivery-worker.ts';
 import { registerWebhookEndpointRoutes } from './endpoint-routes.ts';
@@ -14,7 +15,7 @@ export function registerEvents(app: FastifyInstance, deps: { config: Config; dat
   const { config, database } = deps;
   const bus = new EventBus(database);
   const worker = new DeliveryWorker(database, config, app.log);
-  registerEventRoutes(app, database.db, bus);
+  registerEventRoutes(app, readRunner(database), bus);
   registerWebhookEndpointRoutes(app, database.db, config);
   app.addHook('onListen', async () => {
     await bus.start();

@@ -6,11 +6,12 @@
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
 import type postgres from 'postgres';
-import { type Config, DEFAULT_DB_POOL_SIZE, type DatabaseTimeouts } from '../../config.ts';
+import { type Config, DEFAULT_DB_POOL_SIZE, DEFAULT_READ_MAX_LAG_MS, type DatabaseTimeouts } from '../../config.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import { deferredDialect } from './deferred-dialect.ts';
 import { compileEngine } from './pglite-engine.ts';
 import { PostgresJsDialect } from './postgres-dialect.ts';
+import type { ReadRouter } from './read-router.ts';
 import { isoTimestamp } from './timestamp-text.ts';
 
 /** Rows of account-owned tables are dynamic (the resource engine is descriptor driven). */
@@ -23,6 +24,8 @@ export interface Database {
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   /** The driver under Kysely, for what Kysely cannot do (COPY, used by the bulk import). */
   readonly driver: DatabaseDriver;
+  /** With BALCAO_READ_DATABASE_URL: where reads may go instead of the primary (read-router.ts). */
+  readonly reads?: ReadRouter;
   close(): Promise<void>;
 }
 
@@ -34,10 +37,13 @@ const toNumber = (v: string) => (v === null ? null : Number(v));
 const asIs = (v: string) => v;
 const timestampParameter = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
 
-export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts' | 'dbPrepare' | 'listenDatabaseUrl'>>,
-  holder = 'balcao',
-): Promise<Database> {
+/** What opening needs; read replicas are opened only when `readDatabaseUrls` is given (the server, an export). */
+type OpenConfig = Pick<Config, 'databaseUrl' | 'dataDir'> &
+  Partial<
+    Pick<Config, 'dbPoolSize' | 'dbTimeouts' | 'dbPrepare' | 'listenDatabaseUrl' | 'readDatabaseUrls' | 'readMaxLagMs' | 'redisUrl'>
+  >;
+
+export async function openDatabase(config: OpenConfig, holder = 'balcao'): Promise<Database> {
   const { database, open } = await startDatabase(config, holder);
   try {
     await open;
@@ -54,10 +60,7 @@ export async function openDatabase(
  * to start, which `balcao serve` spends building its app; a caller must await `open` (a failure
  * to open is reported there) and close `database` either way.
  */
-export async function startDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts' | 'dbPrepare' | 'listenDatabaseUrl'>>,
-  holder = 'balcao',
-): Promise<{ database: Database; open: Promise<void> }> {
+export async function startDatabase(config: OpenConfig, holder = 'balcao'): Promise<{ database: Database; open: Promise<void> }> {
   if (config.databaseUrl) {
     const database = await openPostgres(
       config.databaseUrl,
@@ -65,6 +68,7 @@ export async function startDatabase(
       config.dbTimeouts ?? DEFAULT_DB_TIMEOUTS,
       { prepare: config.dbPrepare ?? true, listenUrl: config.listenDatabaseUrl },
     );
+    if (config.readDatabaseUrls?.length) return { database: await withReplicas(database, config), open: Promise.resolve() };
     return { database, open: Promise.resolve() };
   }
   return startPglite(config.dataDir, holder);
@@ -150,6 +154,39 @@ function setLocal(settings: Record<string, string>): string {
   return Object.entries(settings)
     .map(([name, value]) => `; set local ${name} = ${Number(value)}`)
     .join('');
+}
+
+/** The primary with its read replicas (BALCAO_READ_DATABASE_URL), each a pool of its own. */
+async function withReplicas(primary: Database, config: OpenConfig): Promise<Database> {
+  const { ReadRouter } = await import('./read-router.ts');
+  const timeouts = config.dbTimeouts ?? DEFAULT_DB_TIMEOUTS;
+  // A replica that does not greet us at once is skipped: its reads fall back to the primary sooner.
+  const replicaTimeouts = { ...timeouts, connectMs: Math.min(timeouts.connectMs, 1_000) };
+  const urls = config.readDatabaseUrls ?? [];
+  const replicas = await Promise.all(
+    urls.map(async (url) => {
+      const replica = await openPostgres(url, config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE, replicaTimeouts, {
+        prepare: config.dbPrepare ?? true,
+      });
+      const { sql } = replica.driver as { sql: postgres.Sql };
+      // A pool that lived through its replica's restart can wait for ever in a plain end(): bounded here.
+      return { url, db: replica.db, close: () => sql.end({ timeout: 1 }).then(() => replica.close()) };
+    }),
+  );
+  const reads = new ReadRouter({
+    primary: primary.db,
+    replicas,
+    maxLagMs: config.readMaxLagMs ?? DEFAULT_READ_MAX_LAG_MS,
+    redisUrl: config.redisUrl,
+  });
+  return {
+    ...primary,
+    reads,
+    close: async () => {
+      await reads.close();
+      await primary.close();
+    },
+  };
 }
 
 /** A connection waited for at most `acquireMs`; a query outside a transaction (which waits in the pool's queue,

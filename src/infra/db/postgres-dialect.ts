@@ -20,6 +20,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type { ReservedSql, Sql } from 'postgres';
+import { currentCommitScope, lsnToNumber } from './commit-lsn.ts';
 import { type DeferredStatement, deferredStatements } from './deferred-statements.ts';
 
 /**
@@ -35,6 +36,9 @@ const MAX_PREPARED_PARAMETERS = 1000;
  * Sent unprepared with its text padded past 1 KiB, it is written at once, with whatever is buffered.
  */
 const IMMEDIATE_COMMIT = `commit /*${' '.repeat(1024)}*/`;
+
+/** Read after a COMMIT on the same connection: the WAL insert position, at or past the commit record's end. */
+const COMMIT_POSITION = 'select pg_current_wal_insert_lsn()::text as lsn';
 
 /** Client-side bounds of the waits the driver leaves open (0: none). */
 export interface WaitBounds {
@@ -152,7 +156,18 @@ class PostgresJsConnection implements DatabaseConnection {
   /** COMMIT, written to the socket at once (see IMMEDIATE_COMMIT). */
   async commit(): Promise<void> {
     if (!this.reserved) throw new Error('commit on a connection that is not reserved');
-    await this.afterInFlight(this.reserved.unsafe(IMMEDIATE_COMMIT, [], { prepare: false }));
+    const committing = this.reserved.unsafe(IMMEDIATE_COMMIT, [], { prepare: false });
+    // With read replicas, a write request's commit position travels right behind its COMMIT (commit-lsn.ts).
+    const scope = currentCommitScope();
+    const position = scope ? Promise.resolve(this.reserved.unsafe(COMMIT_POSITION, [], { prepare: false })) : undefined;
+    position?.catch(() => {}); // awaited below only once the commit succeeded
+    await this.afterInFlight(committing);
+    if (scope && position) {
+      // Committed, position unknown (the connection broke in between): the key's reads stay on the primary.
+      const rows = (await position.catch(() => [])) as unknown as { lsn: string }[];
+      const lsn = lsnToNumber(rows[0]?.lsn) ?? Number.MAX_SAFE_INTEGER;
+      if (lsn > scope.lsn) scope.lsn = lsn;
+    }
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
