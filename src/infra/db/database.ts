@@ -39,9 +39,7 @@ const timestampParameter = (v: Date | string) => (v instanceof Date ? v : new Da
 
 /** What opening needs; read replicas are opened only when `readDatabaseUrls` is given (the server, an export). */
 type OpenConfig = Pick<Config, 'databaseUrl' | 'dataDir'> &
-  Partial<
-    Pick<Config, 'dbPoolSize' | 'dbTimeouts' | 'dbPrepare' | 'listenDatabaseUrl' | 'readDatabaseUrls' | 'readMaxLagMs' | 'redisUrl'>
-  >;
+  Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts' | 'dbPrepare' | 'listenDatabaseUrl' | 'readDatabaseUrls' | 'readMaxLagMs' | 'redisUrl'>>;
 
 export async function openDatabase(config: OpenConfig, holder = 'balcao'): Promise<Database> {
   const { database, open } = await startDatabase(config, holder);
