@@ -5,7 +5,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 import type { FieldError } from '../errors/app-error.ts';
-import { FORMATS } from '../schemas/formats.ts';
+import { FORMATS, NUMBER_FORMATS } from '../schemas/formats.ts';
 
 type ValidationError = Pick<FastifySchemaValidationError, 'keyword' | 'instancePath' | 'params'> & {
   schemaPath?: string;
@@ -22,6 +22,7 @@ function createBodyAjv(): Ajv {
     validateFormats: true,
   });
   for (const [name, check] of Object.entries(FORMATS)) ajv.addFormat(name, check);
+  for (const [name, validate] of Object.entries(NUMBER_FORMATS)) ajv.addFormat(name, { type: 'number', validate });
   return ajv;
 }
 
