@@ -38,7 +38,12 @@ function randomText(length: number, ranges: [number, number][] = RANGES): string
   }
   return out.join('');
 }
-const alnum = (length: number) => randomText(length, [[0x30, 0x39], [0x41, 0x5a], [0x61, 0x7a]]);
+const alnum = (length: number) =>
+  randomText(length, [
+    [0x30, 0x39],
+    [0x41, 0x5a],
+    [0x61, 0x7a],
+  ]);
 
 type Leaf = { path: (string | number)[]; maxLength: number };
 
@@ -48,7 +53,8 @@ function textLeaves(schema: TSchema, at: (string | number)[] = []): Leaf[] {
   const out: Leaf[] = [];
   for (const s of branches) {
     if (s.type === 'string' && s.format === undefined && s.enum === undefined) out.push({ path: at, maxLength: s.maxLength });
-    if (s.type === 'object') for (const [name, child] of Object.entries(s.properties as Record<string, TSchema>)) out.push(...textLeaves(child, [...at, name]));
+    if (s.type === 'object')
+      for (const [name, child] of Object.entries(s.properties as Record<string, TSchema>)) out.push(...textLeaves(child, [...at, name]));
     if (s.type === 'array') out.push(...textLeaves(s.items, [...at, 0]));
   }
   return out;
@@ -173,7 +179,10 @@ describe('bounded inputs', () => {
       (e: unknown) => e,
     );
     assert.ok(err instanceof ImportError, String(err));
-    assert.equal(err.message, `${path.join(at, 'customers.csv')}:42: customers.document: must be at most ${TEXT_BOUNDS.customers.document} characters`);
+    assert.equal(
+      err.message,
+      `${path.join(at, 'customers.csv')}:42: customers.document: must be at most ${TEXT_BOUNDS.customers.document} characters`,
+    );
     // The indexed columns of tables the API does not write are bounded too.
     const products = fs.mkdtempSync(path.join(dir, 'products-'));
     fs.writeFileSync(path.join(products, 'products.ndjson'), `${JSON.stringify({ name: alnum(10_000), unit: 'un' })}\n`);

@@ -19,7 +19,11 @@ const requiredOnCreate = {
 };
 
 const optionalFields = {
-  expense_number: W.text({ minLength: 1, maxLength: MAX.expense_number, description: 'Generated as `API-<unix ms>-<6 base36>` when omitted.' }),
+  expense_number: W.text({
+    minLength: 1,
+    maxLength: MAX.expense_number,
+    description: 'Generated as `API-<unix ms>-<6 base36>` when omitted.',
+  }),
   discount_amount: W.moneyOrNull(),
   category_id: W.uuidOrNull(),
   subcategory_id: W.uuidOrNull(),

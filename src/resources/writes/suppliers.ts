@@ -17,7 +17,11 @@ const PixKeyInput = Type.Object(
 );
 
 const supplierFields = {
-  name: W.textOrNull({ maxLength: MAX.name, description: 'At least one of name, legal_name, trade_name is required.', examples: ['Distribuidora Silva'] }),
+  name: W.textOrNull({
+    maxLength: MAX.name,
+    description: 'At least one of name, legal_name, trade_name is required.',
+    examples: ['Distribuidora Silva'],
+  }),
   legal_name: W.textOrNull({ maxLength: MAX.legal_name }),
   trade_name: W.textOrNull({ maxLength: MAX.trade_name }),
   document_number: W.textOrNull({ maxLength: MAX.document_number, description: 'CPF or CNPJ' }),
