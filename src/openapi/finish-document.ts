@@ -143,7 +143,7 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
   problems.methodNotAllowed();
   for (const item of Object.values<Json>(doc.webhooks)) {
     const media = item.post.requestBody.content['application/json'];
-    media.schema = namer.hoist(simplifyNullable(media.schema));
+    media.schema = namer.hoist(media.schema);
   }
 
   doc.security = [{ [SECURITY_SCHEME]: [] }];
@@ -166,5 +166,6 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
     description: ProblemSchema.properties.errors.description,
   };
   doc.components.schemas.Problem.properties.type.examples = [`${config.errorsUrl}/${Object.keys(ERROR_CATALOGUE)[0]}`];
+  doc.components.schemas.Problem.properties.type['x-error-codes'] = Object.keys(ERROR_CATALOGUE);
   return doc;
 }

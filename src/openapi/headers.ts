@@ -10,13 +10,13 @@ export const RESPONSE_HEADERS = {
     description:
       'Id of this request: the client-supplied `X-Request-Id` when valid, otherwise a new UUID. Equals `meta.request_id` / `request_id`.',
     required: true,
-    schema: { type: 'string', pattern: REQUEST_ID_PATTERN },
+    schema: { type: 'string', maxLength: 128, pattern: REQUEST_ID_PATTERN },
     example: '7f1c5d0e-6a43-4b8e-9d0a-2f4d1c9b8e71',
   },
   'X-RateLimit-Limit': {
     description: 'Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded.',
     required: true,
-    schema: { type: 'integer', minimum: 0 },
+    schema: { type: 'integer', format: 'int64', minimum: 0 },
     example: 300,
   },
   'X-RateLimit-Remaining': {
@@ -28,14 +28,14 @@ export const RESPONSE_HEADERS = {
   'X-RateLimit-Reset': {
     description: 'Unix time (seconds) when the window restarts.',
     required: true,
-    schema: { type: 'integer', minimum: 0 },
+    schema: { type: 'integer', format: 'int64', minimum: 0 },
     example: 1795514460,
   },
   'Retry-After': {
     description:
       'Seconds to wait before retrying: 1, 60 or 86400 after a rate limit (per second, minute or day); 1 for an idempotent request still running.',
     required: true,
-    schema: { type: 'integer', minimum: 0 },
+    schema: { type: 'integer', format: 'int64', minimum: 0 },
     example: 60,
   },
   'Idempotent-Replay': {
@@ -73,7 +73,7 @@ export const REQUEST_PARAMETERS = {
     required: false,
     description:
       'Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced.',
-    schema: { type: 'string', pattern: REQUEST_ID_PATTERN },
+    schema: { type: 'string', maxLength: 128, pattern: REQUEST_ID_PATTERN },
   },
   IdempotencyKey: {
     name: 'Idempotency-Key',
