@@ -53,6 +53,25 @@ export const RESPONSE_HEADERS = {
 
 export type ResponseHeaderName = keyof typeof RESPONSE_HEADERS;
 
+/** The headers of a deprecated route's answers (http/deprecation.ts), written inline: only deprecated routes carry them. */
+export const DEPRECATION_HEADERS = {
+  Deprecation: {
+    description: 'RFC 9745: when the route was deprecated, as `@<unix seconds>`.',
+    required: true,
+    schema: { type: 'string', pattern: '^@-?\\d+$', maxLength: 24 },
+  },
+  Sunset: {
+    description: 'RFC 8594: the HTTP-date from which the route may stop working.',
+    required: true,
+    schema: { type: 'string', maxLength: 64 },
+  },
+  Link: {
+    description: 'The changelog that explains the deprecation: `<{public URL}/changelog>; rel="deprecation"`.',
+    required: true,
+    schema: { type: 'string', maxLength: 2048 },
+  },
+} as const;
+
 export const RATE_LIMIT_HEADERS = [
   'X-RateLimit-Limit',
   'X-RateLimit-Remaining',

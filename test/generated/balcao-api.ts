@@ -62,6 +62,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/changelog': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Changelog of the API (Markdown)
+     * @description Every version, its breaking changes and deprecations, and the sunset date of each deprecated route or field.
+     *
+     *     Public: no authentication, not rate-limited per key.
+     */
+    get: operations['docs.changelog'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/me': {
     parameters: {
       query?: never;
@@ -3828,6 +3850,34 @@ export interface operations {
       };
       400: components['responses']['PublicBadRequest'];
       404: components['responses']['PublicNotFound'];
+      408: components['responses']['PublicRequestTimeout'];
+      431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
+      500: components['responses']['PublicInternalError'];
+    };
+  };
+  'docs.changelog': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Markdown. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'text/markdown': string;
+        };
+      };
+      400: components['responses']['PublicBadRequest'];
       408: components['responses']['PublicRequestTimeout'];
       431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
       500: components['responses']['PublicInternalError'];
