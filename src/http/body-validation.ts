@@ -5,6 +5,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 import type { FieldError } from '../errors/app-error.ts';
+import { NO_NUL_PATTERN } from '../schemas/bounds.ts';
 import { FORMATS, NUMBER_FORMATS } from '../schemas/formats.ts';
 
 type ValidationError = Pick<FastifySchemaValidationError, 'keyword' | 'instancePath' | 'params'> & {
@@ -121,6 +122,7 @@ function describe(e: ValidationError): FieldError {
           return { field, code: 'invalid_format', message: 'Formato inválido.' };
       }
     case 'pattern':
+      if (p.pattern === NO_NUL_PATTERN) return { field, code: 'invalid_format', message: 'O texto contém caracteres não permitidos.' };
       return { field, code: 'invalid_format', message: 'Formato inválido.' };
     case 'minLength':
       return { field, code: 'too_short', message: `Deve ter pelo menos ${p.limit} caractere(s).` };

@@ -1,5 +1,7 @@
 // The headers of the document: request parameters (X-Request-Id, Idempotency-Key) and the
 // response headers of SPEC parts 1 and 8, once each in `components`, referenced everywhere.
+import { NO_NUL_PATTERN } from '../schemas/bounds.ts';
+
 type HeaderObject = { description: string; required?: boolean; schema: Record<string, unknown>; example?: unknown };
 
 export const REQUEST_ID_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
@@ -102,7 +104,8 @@ export const REQUEST_PARAMETERS = {
       'Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) ' +
       'for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is ' +
       'a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.',
-    schema: { type: 'string', minLength: 1, maxLength: 255 },
+    // An HTTP header never holds U+0000: the pattern only says so, for generators and linters.
+    schema: { type: 'string', minLength: 1, maxLength: 255, pattern: NO_NUL_PATTERN },
     example: '5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13',
   },
 } as const;

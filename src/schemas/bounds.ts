@@ -136,5 +136,9 @@ export function textBound(table: string, column: string): number {
   return columns?.[column] ?? LENGTH.note;
 }
 
+/** The pattern of free text: anything but U+0000, which PostgreSQL text cannot hold. The server refuses it
+ *  anyway (http/body-validation.ts); stating it gives every text input a pattern (OWASP string-restricted). */
+export const NO_NUL_PATTERN = '^[^\\u0000]*$';
+
 /** Most elements a text[] column or a body's list holds (tags, pix keys). */
 export const MAX_LIST_ITEMS = 100;

@@ -1,7 +1,7 @@
 // Shapes of webhook endpoints and their delivery attempts (TypeBox: validation, types, OpenAPI).
 import { Type } from '@sinclair/typebox';
 import { EVENT_PATTERNS } from '../events/event-types.ts';
-import { TEXT_BOUNDS } from '../schemas/bounds.ts';
+import { NO_NUL_PATTERN, TEXT_BOUNDS } from '../schemas/bounds.ts';
 import { F } from '../schemas/common.ts';
 
 export const MAX_ENDPOINTS = 16;
@@ -15,10 +15,14 @@ const enabledEvents = Type.Array(Type.String({ enum: [...EVENT_PATTERNS], maxLen
 const url = Type.String({
   minLength: 1,
   maxLength: TEXT_BOUNDS.webhook_endpoints.url,
+  pattern: NO_NUL_PATTERN,
   description: 'https:// URL resolving to a public address.',
   examples: ['https://erp.example.com/webhooks/balcao'],
 });
-const description = Type.Union([Type.String({ maxLength: TEXT_BOUNDS.webhook_endpoints.description }), Type.Null()]);
+const description = Type.Union([
+  Type.String({ pattern: NO_NUL_PATTERN, maxLength: TEXT_BOUNDS.webhook_endpoints.description }),
+  Type.Null(),
+]);
 
 export const webhookEndpointRow = Type.Object(
   {

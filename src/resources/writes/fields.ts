@@ -1,7 +1,7 @@
 // Field builders of write bodies: the constraints of SPEC parts 2 and 7 in one place, so
 // every resource spells "money", "date" or "nullable e-mail" the same way.
 import { type TOptional, type TSchema, type TUnion, Type, type TUnsafe } from '@sinclair/typebox';
-import { LENGTH, MAX_LIST_ITEMS } from '../../schemas/bounds.ts';
+import { LENGTH, MAX_LIST_ITEMS, NO_NUL_PATTERN } from '../../schemas/bounds.ts';
 
 /** numeric(14, 2) and numeric(14, 3) columns: larger values would not fit. */
 export const MAX_MONEY = 999_999_999_999.99;
@@ -20,10 +20,10 @@ const orNull = <T extends TSchema>(schema: T, opts: Opts = {}): TUnion<[T, Retur
   Type.Union([schema, Type.Null()], opts);
 
 export const W = {
-  text: (opts: TextOpts & { default?: string }) => Type.String(opts),
+  text: (opts: TextOpts & { default?: string }) => Type.String({ pattern: NO_NUL_PATTERN, ...opts }),
   textOrNull: (opts: TextOpts) => {
     const { description, examples, ...limits } = opts;
-    return orNull(Type.String(limits), { description, examples });
+    return orNull(Type.String({ pattern: NO_NUL_PATTERN, ...limits }), { description, examples });
   },
   uuid: (opts: Opts = {}) => Type.String({ format: 'uuid', maxLength: UUID_LENGTH, ...opts }),
   uuidOrNull: (opts: Opts = {}) => orNull(Type.String({ format: 'uuid', maxLength: UUID_LENGTH }), opts),
@@ -42,7 +42,7 @@ export const W = {
   booleanOrNull: (opts: Opts = {}) => orNull(Type.Boolean(), opts),
   textArrayOrNull: (opts: Opts & { itemMaxLength: number }) => {
     const { itemMaxLength, ...rest } = opts;
-    return orNull(Type.Array(Type.String({ maxLength: itemMaxLength }), { maxItems: MAX_LIST_ITEMS }), rest);
+    return orNull(Type.Array(Type.String({ pattern: NO_NUL_PATTERN, maxLength: itemMaxLength }), { maxItems: MAX_LIST_ITEMS }), rest);
   },
   /** A closed list of strings, as one `enum` (so a refusal is one `invalid_enum`, not a union's errors). */
   enum: <const T extends readonly string[]>(values: T, opts: Opts & { default?: T[number] } = {}) =>
