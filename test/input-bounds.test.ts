@@ -142,6 +142,23 @@ describe('bounded inputs', () => {
     }
   });
 
+  test('a body nested 5 000 or 100 000 levels deep is a 422, with or without an Idempotency-Key (it was a 500)', async () => {
+    for (const depth of [5000, 100_000]) {
+      for (const idempotent of [false, true]) {
+        const res = await fetch(`${s.url}/v1/customers`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'application/json',
+            ...(idempotent ? { 'idempotency-key': `deep-${depth}` } : {}),
+          },
+          body: `{"full_name":${'['.repeat(depth)}"a\u0000"${']'.repeat(depth)}}`,
+        });
+        assert.equal(res.status, 422, `depth ${depth}: ${(await res.text()).slice(0, 200)}`);
+      }
+    }
+  });
+
   test('numbers past their bounds and too many list items are 422s naming the field', async () => {
     const sale = await s.request('POST', '/v1/sales', { key, body: { items: [item({ quantity: 1e12 })] } });
     assertFieldError(sale, 'items[0].quantity', 'too_big');
