@@ -1,6 +1,10 @@
-// CI check of the API description (npm run openapi:check), in three steps:
+// CI check of the API description (npm run openapi:check), in these steps:
 //   1. build the app in-process and write the document it serves to a temp file;
 //   2. lint it with @redocly/cli (redocly.yaml): any error or warning fails;
+//   2b. lint it with Spectral, its OpenAPI rules and the OWASP API Security ruleset (.spectral.yaml):
+//      any finding fails;
+//   2c. compare it with the committed openapi/v1.json (scripts/openapi-breaking.ts): a breaking change
+//      fails, and so does any other difference (run `npm run openapi:commit`);
 //   3. generate TypeScript types with openapi-typescript and compile them with tsc --noEmit;
 //      the types are also written to test/generated/balcao-api.ts, which the client example
 //      test compiles against: when that file was stale the check fails, so it is committed fresh.
@@ -10,7 +14,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { buildOpenApiJson } from './openapi-dump.ts';
+import { breakingChanges } from './openapi-breaking.ts';
+import { COMMITTED, committedText } from './openapi-commit.ts';
+import { buildOpenApiJson, COMMIT_ENV } from './openapi-dump.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bin = (name: string) => path.join(root, 'node_modules', '.bin', name);
@@ -51,6 +57,31 @@ try {
     fail(`redocly lint: ${report.totals.errors} error(s), ${report.totals.warnings} warning(s)`);
   }
   console.log('redocly lint: no errors, no warnings');
+
+  const spectral = run(bin('spectral'), ['lint', docPath, '--ruleset', path.join(root, '.spectral.yaml'), '--format', 'json', '--quiet']);
+  const findings = JSON.parse(spectral.stdout.slice(spectral.stdout.indexOf('[')) || '[]') as {
+    code: string;
+    message: string;
+    path: string[];
+  }[];
+  if (findings.length > 0 || (spectral.status !== 0 && spectral.stdout.indexOf('[') < 0)) {
+    for (const f of findings.slice(0, 50)) console.error(`${f.code} ${f.path.join('/')}: ${f.message}`);
+    fail(
+      `spectral lint (.spectral.yaml, OWASP ruleset): ${findings.length} finding(s)${findings.length === 0 ? `\n${spectral.stderr}` : ''}`,
+    );
+  }
+  console.log('spectral lint (oas + OWASP): no findings');
+
+  const forCommit = committedText(await buildOpenApiJson(COMMIT_ENV));
+  const lastCommitted = readFileSync(COMMITTED, 'utf8');
+  const breaking = breakingChanges(JSON.parse(lastCommitted), JSON.parse(forCommit));
+  if (breaking.length > 0) {
+    for (const line of breaking.slice(0, 50)) console.error(line);
+    fail(`${breaking.length} breaking change(s) against openapi/v1.json: see docs/api-guide.md, "Versions and deprecation"`);
+  }
+  if (forCommit !== lastCommitted)
+    fail('openapi/v1.json differs from the served description (no breaking change): run `npm run openapi:commit`');
+  console.log('openapi/v1.json: the served description, no breaking change');
 
   // Formatted as the committed file is (house style), so the comparison below is exact.
   const raw = HEADER + astToString(await openapiTS(JSON.parse(json)));

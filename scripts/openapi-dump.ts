@@ -7,6 +7,9 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/infra/db/database.ts';
 
+/** The committed copy (openapi/v1.json) is made for one fixed address, not the caller's environment. */
+export const COMMIT_ENV: NodeJS.ProcessEnv = { BALCAO_PUBLIC_URL: 'http://localhost:3000' };
+
 /** The document as the server serves it, for the given environment (BALCAO_PUBLIC_URL…). */
 export async function buildOpenApiJson(env: NodeJS.ProcessEnv = process.env): Promise<string> {
   const config = loadConfig({ ...env, DATABASE_URL: '', REDIS_URL: '' });

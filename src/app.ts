@@ -19,6 +19,7 @@ import { lazySerializers } from './http/lazy-serializers.ts';
 import { generateRequestId } from './http/request-id.ts';
 import { trackRoutes } from './http/route-table.ts';
 import { registerDocs } from './docs/register-docs.ts';
+import { registerDeprecation } from './http/deprecation.ts';
 import { registerOpenApi } from './openapi/plugin.ts';
 import { registerMeRoute } from './resources/me.ts';
 import type { ResourceDescriptor } from './resources/descriptor.ts';
@@ -142,6 +143,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Before every route: @fastify/swagger collects the routes as they register.
   const resources = deps.resources ?? RESOURCES;
+  registerDeprecation(app, config.publicUrl);
   await registerOpenApi(app, config, resources);
   registerDocs(app, config);
   registerHealthRoutes(app, database, rateLimiter, { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping });

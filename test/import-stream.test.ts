@@ -129,7 +129,8 @@ describe('balcao import: streamed files', () => {
 
     const latin1 = folder({ 'customers.csv': Buffer.from('full_name\nJos\xe9\n', 'latin1') });
     err = await refusal(latin1, account.id);
-    assert.match(err.message, /customers\.csv is not UTF-8 text/);
+    // The line and the offset of the bad byte (`full_name\nJos` is 13 bytes).
+    assert.equal(err.message, `${path.join(latin1, 'customers.csv')}:2 is not UTF-8 text (invalid byte 0xe9 at byte 13)`);
 
     const id = randomUUID();
     const duplicate = folder({

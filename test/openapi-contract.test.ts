@@ -68,10 +68,7 @@ describe('the contract check of responses', () => {
     );
     const problem = await raw('GET', '/v1/me', false);
     const wrongType = JSON.stringify({ ...problem.body, type: 'http://balcao.test/errors/not_found' });
-    assert.throws(
-      () => contract.check('GET', '/v1/me', altered(problem, { text: wrongType })),
-      /body\/type must be equal to one of the allowed values/,
-    );
+    assert.throws(() => contract.check('GET', '/v1/me', altered(problem, { text: wrongType })), /body\/type must match pattern/);
   });
 
   test('refuses a problem sent with another media type', async () => {

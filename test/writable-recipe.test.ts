@@ -10,15 +10,16 @@ import type { ResourceDescriptor, WriteDescriptor } from '../src/resources/descr
 import { products } from '../src/resources/products.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { optional, partialOf, W } from '../src/resources/writes/fields.ts';
+import { LENGTH } from '../src/schemas/bounds.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
 import { writer } from './helpers/write-fixtures.ts';
 import { assertTenantWall, assertWriteGuards } from './helpers/write-wall.ts';
 
 // File 1 of the recipe: src/resources/writes/products.ts would hold this.
 const productFields = {
-  description: W.textOrNull(),
+  description: W.textOrNull({ maxLength: LENGTH.note }),
   selling_price: W.money({ examples: [89.9] }),
-  ean_code: W.textOrNull({ examples: ['7891234567895'] }),
+  ean_code: W.textOrNull({ maxLength: LENGTH.document, examples: ['7891234567895'] }),
 };
 const productWrite: WriteDescriptor = {
   create: Type.Object({ name: W.text({ minLength: 1, maxLength: 255, examples: ['Ração 10 kg'] }), ...optional(productFields) }),

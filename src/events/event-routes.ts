@@ -38,6 +38,7 @@ function eventsQuerySchema(): TObject {
   const base = listQuerySchema(EVENTS_QUERYABLE);
   const wait = Type.Optional(
     Type.Integer({
+      format: 'int32',
       minimum: 1,
       maximum: MAX_WAIT_SECONDS,
       description:

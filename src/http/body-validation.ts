@@ -5,7 +5,8 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 import type { FieldError } from '../errors/app-error.ts';
-import { FORMATS } from '../schemas/formats.ts';
+import { NO_NUL_PATTERN } from '../schemas/bounds.ts';
+import { FORMATS, NUMBER_FORMATS } from '../schemas/formats.ts';
 
 type ValidationError = Pick<FastifySchemaValidationError, 'keyword' | 'instancePath' | 'params'> & {
   schemaPath?: string;
@@ -22,6 +23,7 @@ function createBodyAjv(): Ajv {
     validateFormats: true,
   });
   for (const [name, check] of Object.entries(FORMATS)) ajv.addFormat(name, check);
+  for (const [name, validate] of Object.entries(NUMBER_FORMATS)) ajv.addFormat(name, { type: 'number', validate });
   return ajv;
 }
 
@@ -120,6 +122,7 @@ function describe(e: ValidationError): FieldError {
           return { field, code: 'invalid_format', message: 'Formato inválido.' };
       }
     case 'pattern':
+      if (p.pattern === NO_NUL_PATTERN) return { field, code: 'invalid_format', message: 'O texto contém caracteres não permitidos.' };
       return { field, code: 'invalid_format', message: 'Formato inválido.' };
     case 'minLength':
       return { field, code: 'too_short', message: `Deve ter pelo menos ${p.limit} caractere(s).` };
@@ -184,18 +187,36 @@ export function toFieldErrors(validation: readonly ValidationError[]): FieldErro
   return [...byField.values()].map((v) => v.error);
 }
 
-/** PostgreSQL text cannot hold U+0000; refuse it as a field error instead of failing the insert. */
-export function nulCharacterErrors(body: unknown, path = ''): FieldError[] {
-  if (typeof body === 'string') {
-    return body.includes('\u0000')
-      ? [{ field: fieldPath(path), code: 'invalid_format', message: 'O texto contém caracteres não permitidos.' }]
-      : [];
+/** PostgreSQL text cannot hold U+0000; refuse it as a field error instead of failing the insert.
+ *  Walks with its own stack, and spells a path only for a hit: a body nested 100 000 levels deep
+ *  (it fits in 1 MiB) must not overflow the call stack or build a path per level. */
+export function nulCharacterErrors(body: unknown): FieldError[] {
+  type Node = { value: unknown; key: string; parent: Node | undefined };
+  const out: FieldError[] = [];
+  const stack: Node[] = [{ value: body, key: '', parent: undefined }];
+  while (stack.length > 0) {
+    const node = stack.pop() as Node;
+    const { value } = node;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) {
+        const keys: string[] = [];
+        for (let n: Node | undefined = node; n?.parent; n = n.parent) keys.push(n.key);
+        const pointer = keys
+          .reverse()
+          .map((k) => `/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`)
+          .join('');
+        out.push({ field: fieldPath(pointer), code: 'invalid_format', message: 'O texto contém caracteres não permitidos.' });
+      }
+    } else if (value && typeof value === 'object') {
+      const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+      // Pushed in reverse, so fields are reported in body order.
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, child] = entries[i] as readonly [string, unknown];
+        stack.push({ value: child, key, parent: node });
+      }
+    }
   }
-  if (Array.isArray(body)) return body.flatMap((v, i) => nulCharacterErrors(v, `${path}/${i}`));
-  if (body && typeof body === 'object') {
-    return Object.entries(body).flatMap(([k, v]) => nulCharacterErrors(v, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`));
-  }
-  return [];
+  return out;
 }
 
 /** Field errors merged so each field appears once (the first reason wins). */

@@ -8,7 +8,7 @@ export const PaginationSchema = Type.Object(
   {
     next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` to get the next page; null on the last page.' }),
     has_more: Type.Boolean(),
-    limit: Type.Integer({ description: 'Effective page size.' }),
+    limit: Type.Integer({ format: 'int32', minimum: 1, description: 'Effective page size.' }),
   },
   { additionalProperties: false },
 );

@@ -2,6 +2,7 @@
 // migrations are the one description of the data model, so nothing here repeats them.
 import { sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
+import { textBound } from '../schemas/bounds.ts';
 import type { FieldKind } from '../schemas/common.ts';
 
 export interface ColumnSpec {
@@ -17,6 +18,8 @@ export interface ColumnSpec {
   /** Integer columns: the inclusive range of the column type. */
   min?: number;
   max?: number;
+  /** Text and text[] columns: the longest value (an element's, for text[]) in characters, the API's bound. */
+  maxLength?: number;
   /** Database type used to cast bound parameters (`uuid`, `numeric`, `text[]`, …). */
   sqlType: string;
 }
@@ -65,7 +68,7 @@ function toColumnSpec(row: CatalogueRow): ColumnSpec {
       return { ...base, kind: 'uuid', sqlType: 'uuid' };
     case 'text':
     case 'character varying':
-      return { ...base, kind: 'text', sqlType: 'text' };
+      return { ...base, kind: 'text', maxLength: textBound(row.table_name, row.column_name), sqlType: 'text' };
     case 'numeric':
       return {
         ...base,
@@ -89,7 +92,9 @@ function toColumnSpec(row: CatalogueRow): ColumnSpec {
     case 'json':
       return { ...base, kind: 'json', sqlType: row.data_type };
     case 'ARRAY':
-      if (row.udt_name === '_text') return { ...base, kind: 'text_array', sqlType: 'text[]' };
+      if (row.udt_name === '_text') {
+        return { ...base, kind: 'text_array', maxLength: textBound(row.table_name, row.column_name), sqlType: 'text[]' };
+      }
       break;
   }
   throw new Error(`column ${row.table_name}.${row.column_name} has a type the import does not handle (${row.data_type})`);

@@ -8,7 +8,7 @@ import { CreateCustomerInput } from '../resources/writes/customers.ts';
 import { CreateExpenseInput } from '../resources/writes/expenses.ts';
 import { CreateSaleInput, SaleItemInput } from '../resources/writes/sales.ts';
 import { CreateSupplierInput } from '../resources/writes/suppliers.ts';
-import { FORMATS } from '../schemas/formats.ts';
+import { FORMATS, NUMBER_FORMATS } from '../schemas/formats.ts';
 
 export const IMPORT_RESOURCE_NAMES = [
   'customers',
@@ -77,10 +77,13 @@ export type ValueRule = (value: unknown) => string | undefined;
 
 // The write schemas' own rules for the fields an import checks beyond column types, compiled by
 // one Ajv with the API's formats: an imported value is refused where the API would refuse it, for
-// the same reason. Only these fields: rules about how the API *creates* a record (lengths, a
-// supplier's name, phone when e-mail is null) are not imposed on history brought from elsewhere.
+// the same reason. Only these fields: rules about how the API *creates* a record (minimum lengths,
+// a supplier's name, phone when e-mail is null) are not imposed on history brought from elsewhere.
+// Maximum lengths are bounds, not creation rules: every text column is checked against
+// schemas/bounds.ts, the table the write schemas take theirs from (column-spec.ts).
 const ruleAjv = new Ajv({ allErrors: false, coerceTypes: false, strict: false, validateFormats: true });
 for (const [name, check] of Object.entries(FORMATS)) ruleAjv.addFormat(name, check);
+for (const [name, validate] of Object.entries(NUMBER_FORMATS)) ruleAjv.addFormat(name, { type: 'number', validate });
 
 /** The first refusal of a field's schema, in the import's words. */
 function reasonOf(error: ErrorObject | undefined): string {

@@ -86,16 +86,27 @@ export function openText(source: ImportSource, onBytes: (n: number) => void = ()
   const raw = createReadStream(source.file, { highWaterMark: 1 << 18 });
   raw.on('data', (chunk) => onBytes(chunk.length));
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+  // Where the text is, so a refusal names the line and the true offset of the bad byte: bytes and
+  // newlines before this chunk, and the bytes of a character the previous chunk ended inside.
   let offset = 0;
+  let newlines = 0;
+  let carry: Buffer = Buffer.alloc(0);
   const decode = new Transform({
     readableObjectMode: true,
     transform(chunk: Buffer, _encoding, done) {
       try {
         const text = decoder.decode(chunk, { stream: true });
+        newlines += countNewlines(chunk, 0, chunk.length);
         offset += chunk.length;
+        carry = unfinishedTail(Buffer.concat([carry, chunk.subarray(Math.max(0, chunk.length - 3))]));
         done(null, text === '' ? undefined : text);
       } catch {
-        done(ImportError.plain(`${source.file} is not UTF-8 text (invalid bytes near byte ${offset.toLocaleString('en')})`));
+        const bytes = Buffer.concat([carry, chunk]);
+        const index = firstInvalidByte(bytes);
+        const line = newlines + countNewlines(chunk, 0, Math.max(0, index - carry.length)) + 1;
+        const where = `byte ${(offset - carry.length + index).toLocaleString('en')}${source.gzip ? ' of the uncompressed text' : ''}`;
+        const bad = (bytes[index] ?? 0).toString(16).padStart(2, '0');
+        done(ImportError.plain(`${source.file}:${line} is not UTF-8 text (invalid byte 0x${bad} at ${where})`));
       }
     },
     flush(done) {
@@ -118,4 +129,53 @@ export function openText(source: ImportSource, onBytes: (n: number) => void = ()
     raw.pipe(decode);
   }
   return decode;
+}
+
+function countNewlines(bytes: Buffer, from: number, to: number): number {
+  let n = 0;
+  for (let i = bytes.indexOf(10, from); i !== -1 && i < to; i = bytes.indexOf(10, i + 1)) n++;
+  return n;
+}
+
+/** Length of a UTF-8 sequence its lead byte announces; 0 for a byte no sequence starts with. */
+function sequenceLength(lead: number): number {
+  if (lead < 0x80) return 1;
+  if (lead >= 0xc2 && lead <= 0xdf) return 2;
+  if (lead >= 0xe0 && lead <= 0xef) return 3;
+  if (lead >= 0xf0 && lead <= 0xf4) return 4;
+  return 0;
+}
+
+/** The bytes at the end of `bytes` that begin a character not finished yet (at most 3). */
+function unfinishedTail(bytes: Buffer): Buffer {
+  for (let back = 1; back <= Math.min(3, bytes.length); back++) {
+    const byte = bytes[bytes.length - back] as number;
+    if ((byte & 0xc0) === 0x80) continue;
+    return sequenceLength(byte) > back ? bytes.subarray(bytes.length - back) : Buffer.alloc(0);
+  }
+  return Buffer.alloc(0);
+}
+
+/** Index of the first byte of `bytes` that starts no well-formed UTF-8 character (bytes.length when the end is cut off). */
+export function firstInvalidByte(bytes: Buffer): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const lead = bytes[i] as number;
+    const length = sequenceLength(lead);
+    if (length === 0) return i;
+    if (length === 1) {
+      i++;
+      continue;
+    }
+    // The second byte's range excludes overlong forms, surrogates and code points past U+10FFFF.
+    const low = lead === 0xe0 ? 0xa0 : lead === 0xf0 ? 0x90 : 0x80;
+    const high = lead === 0xed ? 0x9f : lead === 0xf4 ? 0x8f : 0xbf;
+    for (let k = 1; k < length; k++) {
+      const byte = bytes[i + k];
+      if (byte === undefined) return bytes.length;
+      if (k === 1 ? byte < low || byte > high : (byte & 0xc0) !== 0x80) return i;
+    }
+    i += length;
+  }
+  return bytes.length;
 }

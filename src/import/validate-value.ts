@@ -18,7 +18,7 @@ export function checkValue(column: ColumnSpec, value: unknown): Checked {
     case 'uuid':
       return typeof value === 'string' && isUuid(value) ? ok(value) : no('must be a UUID');
     case 'text':
-      return typeof value === 'string' ? checkText(value) : no('must be a string');
+      return typeof value === 'string' ? checkText(value, column.maxLength) : no('must be a string');
     case 'number':
       return typeof value === 'number' ? checkNumeric(column, value) : no('must be a number');
     case 'integer':
@@ -40,6 +40,7 @@ export function checkValue(column: ColumnSpec, value: unknown): Checked {
       for (const [i, item] of value.entries()) {
         if (typeof item !== 'string') return no(`must be an array of strings ([${i}] is not a string)`);
         if (item.includes('\u0000')) return no(`[${i}] must not contain the NUL character`);
+        if (overLength(item, column.maxLength)) return no(`[${i}] must be at most ${column.maxLength} characters`);
       }
       return ok(value);
     case 'json':
@@ -48,8 +49,17 @@ export function checkValue(column: ColumnSpec, value: unknown): Checked {
   }
 }
 
-function checkText(value: string): Checked {
-  return value.includes('\u0000') ? no('must not contain the NUL character') : ok(value);
+function checkText(value: string, maxLength: number | undefined): Checked {
+  if (value.includes('\u0000')) return no('must not contain the NUL character');
+  return overLength(value, maxLength) ? no(`must be at most ${maxLength} characters`) : ok(value);
+}
+
+/** Longer than `max` characters (code points, as the API's maxLength counts), the UTF-16 length first. */
+function overLength(value: string, max: number | undefined): boolean {
+  if (max === undefined || value.length <= max) return false;
+  let count = 0;
+  for (const _ of value) if (++count > max) return true;
+  return false;
 }
 
 /** numeric(p, s) rounds to s places and refuses values of 10^(p-s) or more: refuse them here, by name. */

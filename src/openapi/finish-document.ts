@@ -5,7 +5,8 @@ import type { Config } from '../config.ts';
 import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
 import { SECURITY_SCHEME, securityScheme } from './document-info.ts';
 import { exampleOf } from './examples.ts';
-import { headerUse, RATE_LIMIT_HEADERS, REQUEST_PARAMETERS, RESPONSE_HEADERS } from './headers.ts';
+import { DEPRECATION_HEADERS, headerUse, RATE_LIMIT_HEADERS, REQUEST_PARAMETERS, RESPONSE_HEADERS } from './headers.ts';
+import { deprecationText } from '../http/deprecation.ts';
 import { SchemaNamer } from './named-schemas.ts';
 import { simplifyNullable } from '../schemas/nullable.ts';
 import { canonicalJson } from '../schemas/canonical-json.ts';
@@ -107,7 +108,8 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
       if (!f) throw new Error(`OpenAPI: no route facts for operation ${op.operationId}`);
       for (const tag of op.tags ?? []) tags.set(tag, [...(tags.get(tag) ?? []), f]);
 
-      op.description = [op.description, guardText(f)].filter(Boolean).join('\n\n');
+      op.description = [op.description, guardText(f), f.deprecated && deprecationText(f.deprecated)].filter(Boolean).join('\n\n');
+      if (f.deprecated) op.deprecated = true;
       if (f.public) op.security = [];
       op.parameters = [
         ...(op.parameters ?? []),
@@ -128,6 +130,7 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
         const headers: Json = { 'X-Request-Id': headerUse('X-Request-Id', 'always') };
         if (!f.public) for (const h of RATE_LIMIT_HEADERS) headers[h] = headerUse(h, 'always');
         if (f.method === 'POST' && status === '201') headers['Idempotent-Replay'] = { $ref: '#/components/headers/Idempotent-Replay' };
+        if (f.deprecated) Object.assign(headers, DEPRECATION_HEADERS);
         response.headers = { ...headers, ...response.headers };
         for (const [type, media] of Object.entries<Json>(response.content ?? {})) {
           if (!media.schema) continue;
@@ -143,7 +146,7 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
   problems.methodNotAllowed();
   for (const item of Object.values<Json>(doc.webhooks)) {
     const media = item.post.requestBody.content['application/json'];
-    media.schema = namer.hoist(simplifyNullable(media.schema));
+    media.schema = namer.hoist(media.schema);
   }
 
   doc.security = [{ [SECURITY_SCHEME]: [] }];
@@ -166,5 +169,6 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
     description: ProblemSchema.properties.errors.description,
   };
   doc.components.schemas.Problem.properties.type.examples = [`${config.errorsUrl}/${Object.keys(ERROR_CATALOGUE)[0]}`];
+  doc.components.schemas.Problem.properties.type['x-error-codes'] = Object.keys(ERROR_CATALOGUE);
   return doc;
 }

@@ -1,5 +1,7 @@
 // The headers of the document: request parameters (X-Request-Id, Idempotency-Key) and the
 // response headers of SPEC parts 1 and 8, once each in `components`, referenced everywhere.
+import { NO_NUL_PATTERN } from '../schemas/bounds.ts';
+
 type HeaderObject = { description: string; required?: boolean; schema: Record<string, unknown>; example?: unknown };
 
 export const REQUEST_ID_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
@@ -10,13 +12,13 @@ export const RESPONSE_HEADERS = {
     description:
       'Id of this request: the client-supplied `X-Request-Id` when valid, otherwise a new UUID. Equals `meta.request_id` / `request_id`.',
     required: true,
-    schema: { type: 'string', pattern: REQUEST_ID_PATTERN },
+    schema: { type: 'string', maxLength: 128, pattern: REQUEST_ID_PATTERN },
     example: '7f1c5d0e-6a43-4b8e-9d0a-2f4d1c9b8e71',
   },
   'X-RateLimit-Limit': {
     description: 'Ceiling of the minute window (reads or writes) applied to this key; on a 429, the ceiling of the layer exceeded.',
     required: true,
-    schema: { type: 'integer', minimum: 0 },
+    schema: { type: 'integer', format: 'int64', minimum: 0 },
     example: 300,
   },
   'X-RateLimit-Remaining': {
@@ -28,14 +30,14 @@ export const RESPONSE_HEADERS = {
   'X-RateLimit-Reset': {
     description: 'Unix time (seconds) when the window restarts.',
     required: true,
-    schema: { type: 'integer', minimum: 0 },
+    schema: { type: 'integer', format: 'int64', minimum: 0 },
     example: 1795514460,
   },
   'Retry-After': {
     description:
       'Seconds to wait before retrying: 1, 60 or 86400 after a rate limit (per second, minute or day); 1 for an idempotent request still running.',
     required: true,
-    schema: { type: 'integer', minimum: 0 },
+    schema: { type: 'integer', format: 'int64', minimum: 0 },
     example: 60,
   },
   'Idempotent-Replay': {
@@ -52,6 +54,25 @@ export const RESPONSE_HEADERS = {
 } as const satisfies Record<string, HeaderObject>;
 
 export type ResponseHeaderName = keyof typeof RESPONSE_HEADERS;
+
+/** The headers of a deprecated route's answers (http/deprecation.ts), written inline: only deprecated routes carry them. */
+export const DEPRECATION_HEADERS = {
+  Deprecation: {
+    description: 'RFC 9745: when the route was deprecated, as `@<unix seconds>`.',
+    required: true,
+    schema: { type: 'string', pattern: '^@-?\\d+$', maxLength: 24 },
+  },
+  Sunset: {
+    description: 'RFC 8594: the HTTP-date from which the route may stop working.',
+    required: true,
+    schema: { type: 'string', maxLength: 64 },
+  },
+  Link: {
+    description: 'The changelog that explains the deprecation: `<{public URL}/changelog>; rel="deprecation"`.',
+    required: true,
+    schema: { type: 'string', maxLength: 2048 },
+  },
+} as const;
 
 export const RATE_LIMIT_HEADERS = [
   'X-RateLimit-Limit',
@@ -73,7 +94,7 @@ export const REQUEST_PARAMETERS = {
     required: false,
     description:
       'Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced.',
-    schema: { type: 'string', pattern: REQUEST_ID_PATTERN },
+    schema: { type: 'string', maxLength: 128, pattern: REQUEST_ID_PATTERN },
   },
   IdempotencyKey: {
     name: 'Idempotency-Key',
@@ -83,7 +104,8 @@ export const REQUEST_PARAMETERS = {
       'Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) ' +
       'for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is ' +
       'a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.',
-    schema: { type: 'string', minLength: 1, maxLength: 255 },
+    // An HTTP header never holds U+0000: the pattern only says so, for generators and linters.
+    schema: { type: 'string', minLength: 1, maxLength: 255, pattern: NO_NUL_PATTERN },
     example: '5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13',
   },
 } as const;

@@ -204,7 +204,9 @@ export class ProblemResponses {
           schema: {
             allOf: [
               { $ref: '#/components/schemas/Problem' },
-              { properties: { type: { enum: codes.map((c) => `${this.errorsUrl}/${c}`) }, status: { const: status } } },
+              // The type's URL depends on where the server runs; its last segment, the code, does not: the
+              // description names the codes (pattern and x-error-codes), so generated types fit every deployment.
+              { properties: { type: { pattern: `/(${codes.join('|')})$`, 'x-error-codes': [...codes] }, status: { const: status } } },
             ],
           },
           examples,

@@ -14,9 +14,14 @@ export const FieldErrorSchema = Type.Object(
 
 export const ProblemSchema = Type.Object(
   {
-    type: Type.String({ format: 'uri', description: 'Identifies the error type (`<errors_url>/<code>`); clients decide by it.' }),
+    type: Type.String({
+      format: 'uri',
+      description:
+        'Identifies the error type: `<errors_url>/<code>`, where `<errors_url>` depends on the deployment and `<code>` is one of ' +
+        '`x-error-codes`; clients decide by the code (the last path segment).',
+    }),
     title: Type.String({ description: 'Short English label of the type; may change.' }),
-    status: Type.Integer({ minimum: 400, maximum: 599, description: 'Same as the HTTP status.' }),
+    status: Type.Integer({ format: 'int32', minimum: 400, maximum: 599, description: 'Same as the HTTP status.' }),
     detail: Type.Optional(Type.String({ description: 'The concrete case; for a refused query parameter, a token naming it.' })),
     instance: Type.Optional(Type.String({ description: 'Path of the request.' })),
     request_id: Type.String({ description: 'Same as the `X-Request-Id` header.' }),

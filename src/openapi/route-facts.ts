@@ -3,6 +3,7 @@
 // schema as declared, so a new route is described without touching this folder.
 import type { RouteOptions } from 'fastify';
 import type { RouteConfig } from '../http/context.ts';
+import type { DeprecationNotice } from '../http/deprecation.ts';
 
 export interface RouteFacts {
   operationId: string;
@@ -17,6 +18,7 @@ export interface RouteFacts {
   hasQuery: boolean;
   hasBody: boolean;
   hasParams: boolean;
+  deprecated?: DeprecationNotice;
 }
 
 declare module 'fastify' {
@@ -26,7 +28,9 @@ declare module 'fastify' {
   }
 }
 
-type RouteLike = Pick<RouteOptions, 'method' | 'url' | 'schema'> & { config?: Partial<RouteConfig> & { hidden?: boolean } };
+type RouteLike = Pick<RouteOptions, 'method' | 'url' | 'schema'> & {
+  config?: Partial<RouteConfig> & { hidden?: boolean; deprecated?: DeprecationNotice };
+};
 
 /** Undocumented: routes without an operation id (internal), marked `hidden`, or with `schema.hide`. */
 export function isDocumented(route: RouteLike): boolean {
@@ -48,5 +52,6 @@ export function routeFacts(route: RouteLike, method: string): RouteFacts {
     hasQuery: schema.querystring !== undefined,
     hasBody: schema.body !== undefined,
     hasParams: schema.params !== undefined || route.url.includes(':'),
+    deprecated: config.deprecated,
   };
 }

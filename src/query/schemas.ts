@@ -26,6 +26,7 @@ export function listQuerySchema(d: QueryableResource): TObject {
   const fields = rowMeta(d.row).fields;
   const properties: Record<string, TSchema> = {
     limit: Type.Integer({
+      format: 'int32',
       minimum: 1,
       maximum: MAX_LIMIT,
       default: DEFAULT_LIMIT,
@@ -66,7 +67,9 @@ export function itemQuerySchema(d: QueryableResource): TObject {
   return optionalObject(properties);
 }
 
-export const idParamsSchema = Type.Object({ id: Type.String({ format: 'uuid', description: 'Record id; anything else is a 404.' }) });
+export const idParamsSchema = Type.Object({
+  id: Type.String({ format: 'uuid', maxLength: 36, description: 'Record id; anything else is a 404.' }),
+});
 
 /** A record as GET by id returns it: the row plus each include, present only when requested. */
 export function recordSchema(d: QueryableResource): TObject {

@@ -8,6 +8,7 @@ import type { ScopeResource } from '../domain/scopes.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import type { FieldError } from '../errors/app-error.ts';
 import type { Db } from '../infra/db/database.ts';
+import type { DeprecationNotice } from '../http/deprecation.ts';
 import type { QueryableResource } from '../query/contract.ts';
 
 export type Row = Record<string, unknown>;
@@ -19,6 +20,8 @@ export interface ResourceDescriptor extends QueryableResource {
   module: ModuleName;
   /** Write side, for the resources that accept writes: routes, OpenAPI and import follow from it. */
   write?: WriteDescriptor;
+  /** Every route of the resource is deprecated (http/deprecation.ts): described so, answered with the headers. */
+  deprecated?: DeprecationNotice;
 }
 
 /** The OpenAPI tag of a resource's operations: `bank-accounts` → `Bank accounts`. */

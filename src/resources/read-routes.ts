@@ -28,7 +28,7 @@ function serializeWith(reply: FastifyReply, schema: TSchema): void {
 }
 
 function registerResource(app: TypedApp, read: ReadRunner, d: ResourceDescriptor): void {
-  const guard = { resource: d.name, access: 'read', module: d.module } as const;
+  const guard = { resource: d.name, access: 'read', module: d.module, deprecated: d.deprecated } as const;
   const tags = [resourceTag(d)];
   const record = recordSchema(d);
   const list = { whole: listEnvelopeSchema(d.row), sparse: listEnvelopeSchema(sparseSchema(d.row)) };

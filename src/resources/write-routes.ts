@@ -65,7 +65,7 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
   if (!w) return;
   const { db } = deps.database;
   const tags = [resourceTag(d)];
-  const guard = { resource: d.name, access: 'write', module: d.module } as const;
+  const guard = { resource: d.name, access: 'write', module: d.module, deprecated: d.deprecated } as const;
   const common = { attachValidation: true } as const;
 
   app.post(

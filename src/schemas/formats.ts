@@ -44,3 +44,11 @@ export const FORMATS = {
 } as const satisfies Record<string, (value: string) => boolean>;
 
 export type FormatName = keyof typeof FORMATS;
+
+/** Number formats of the description (OpenAPI's `int32`, `int64`, `double`), for generated clients;
+ *  `minimum`/`maximum` say the real range, so these only check the value fits the type. */
+export const NUMBER_FORMATS = {
+  int32: (value: number) => Number.isInteger(value) && value >= -(2 ** 31) && value < 2 ** 31,
+  int64: (value: number) => Number.isSafeInteger(value),
+  double: (value: number) => Number.isFinite(value),
+} as const satisfies Record<string, (value: number) => boolean>;

@@ -14,7 +14,7 @@ export const ProblemSchema = Type.Object(
   {
     type: Type.String({ format: 'uri', description: 'URL `{errors_url}/<code>`; clients decide by it.' }),
     title: Type.String(),
-    status: Type.Integer(),
+    status: Type.Integer({ format: 'int32', minimum: 400, maximum: 599 }),
     detail: Type.Optional(Type.String()),
     instance: Type.Optional(Type.String()),
     request_id: Type.String(),

@@ -181,7 +181,9 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, conf
         params: idParamsSchema,
         querystring: Type.Object(
           {
-            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: 20, description: `Page size, 1..${MAX_LIMIT}.` })),
+            limit: Type.Optional(
+              Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_LIMIT, default: 20, description: `Page size, 1..${MAX_LIMIT}.` }),
+            ),
             cursor: Type.Optional(Type.String({ description: '`pagination.next_cursor` of the previous page.' })),
           },
           { additionalProperties: true },

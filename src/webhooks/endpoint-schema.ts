@@ -1,11 +1,12 @@
 // Shapes of webhook endpoints and their delivery attempts (TypeBox: validation, types, OpenAPI).
 import { Type } from '@sinclair/typebox';
 import { EVENT_PATTERNS } from '../events/event-types.ts';
+import { NO_NUL_PATTERN, TEXT_BOUNDS } from '../schemas/bounds.ts';
 import { F } from '../schemas/common.ts';
 
 export const MAX_ENDPOINTS = 16;
 
-const enabledEvents = Type.Array(Type.String({ enum: [...EVENT_PATTERNS] }), {
+const enabledEvents = Type.Array(Type.String({ enum: [...EVENT_PATTERNS], maxLength: Math.max(...EVENT_PATTERNS.map((p) => p.length)) }), {
   minItems: 1,
   maxItems: EVENT_PATTERNS.length,
   uniqueItems: true,
@@ -13,11 +14,15 @@ const enabledEvents = Type.Array(Type.String({ enum: [...EVENT_PATTERNS] }), {
 });
 const url = Type.String({
   minLength: 1,
-  maxLength: 2048,
+  maxLength: TEXT_BOUNDS.webhook_endpoints.url,
+  pattern: NO_NUL_PATTERN,
   description: 'https:// URL resolving to a public address.',
   examples: ['https://erp.example.com/webhooks/balcao'],
 });
-const description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()]);
+const description = Type.Union([
+  Type.String({ pattern: NO_NUL_PATTERN, maxLength: TEXT_BOUNDS.webhook_endpoints.description }),
+  Type.Null(),
+]);
 
 export const webhookEndpointRow = Type.Object(
   {

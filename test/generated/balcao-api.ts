@@ -62,6 +62,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/changelog': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Changelog of the API (Markdown)
+     * @description Every version, its breaking changes and deprecations, and the sunset date of each deprecated route or field.
+     *
+     *     Public: no authentication, not rate-limited per key.
+     */
+    get: operations['docs.changelog'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/me': {
     parameters: {
       query?: never;
@@ -1005,9 +1027,13 @@ export interface components {
         | 'pets'
       )[];
       rate_limits: {
+        /** Format: int32 */
         burst_per_second: number;
+        /** Format: int32 */
         requests_per_minute_read: number;
+        /** Format: int32 */
         requests_per_minute_write: number;
+        /** Format: int32 */
         requests_per_day_total: number;
       };
     };
@@ -1025,6 +1051,7 @@ export interface components {
        * @example #22aa55
        */
       color: string | null;
+      /** Format: int32 */
       position: number;
       /** @example won */
       milestone: string | null;
@@ -1120,7 +1147,10 @@ export interface components {
       /** @description Pass as `cursor` to get the next page; null on the last page. */
       next_cursor: string | null;
       has_more: boolean;
-      /** @description Effective page size. */
+      /**
+       * Format: int32
+       * @description Effective page size.
+       */
       limit: number;
     };
     /** Sale */
@@ -1240,13 +1270,19 @@ export interface components {
        */
       catalog_item_id: string;
       /**
+       * Format: double
        * @description > 0; up to 3 decimal places are kept.
        * @example 3
        */
       quantity: number;
-      /** @example 19.99 */
+      /**
+       * Format: double
+       * @example 19.99
+       */
       unit_price: number;
+      /** Format: double */
       discount_amount?: number | null;
+      /** Format: double */
       discount_percentage?: number | null;
       notes?: string | null;
     };
@@ -1577,6 +1613,7 @@ export interface components {
       /** @example pix */
       payment_method: string | null;
       check_number: string | null;
+      /** Format: int32 */
       installments: number | null;
       /** @example pending */
       status: string | null;
@@ -1597,7 +1634,9 @@ export interface components {
       payment_reference: string | null;
       /** Format: uuid */
       recurring_expense_id: string | null;
+      /** Format: int32 */
       installment_number: number | null;
+      /** Format: int32 */
       total_installments: number | null;
       /**
        * Format: date-time
@@ -1638,6 +1677,7 @@ export interface components {
       /** @example pix */
       payment_method?: string | null;
       check_number?: string | null;
+      /** Format: int32 */
       installments?: number | null;
       /** @example pending */
       status?: string | null;
@@ -1658,7 +1698,9 @@ export interface components {
       payment_reference?: string | null;
       /** Format: uuid */
       recurring_expense_id?: string | null;
+      /** Format: int32 */
       installment_number?: number | null;
+      /** Format: int32 */
       total_installments?: number | null;
       /**
        * Format: date-time
@@ -1679,6 +1721,7 @@ export interface components {
       expense_template_id: string;
       /** @example monthly */
       recurrence_frequency: string;
+      /** Format: int32 */
       recurrence_interval: number;
       /**
        * Format: date
@@ -1729,6 +1772,7 @@ export interface components {
       /** @example pix */
       payment_method: string | null;
       check_number: string | null;
+      /** Format: int32 */
       installments: number | null;
       /** @example pending */
       status: string | null;
@@ -1749,7 +1793,9 @@ export interface components {
       payment_reference: string | null;
       /** Format: uuid */
       recurring_expense_id: string | null;
+      /** Format: int32 */
       installment_number: number | null;
+      /** Format: int32 */
       total_installments: number | null;
       /**
        * Format: date-time
@@ -1791,6 +1837,7 @@ export interface components {
       /** @example pix */
       payment_method?: string | null;
       check_number?: string | null;
+      /** Format: int32 */
       installments?: number | null;
       /** @example pending */
       status?: string | null;
@@ -1811,7 +1858,9 @@ export interface components {
       payment_reference?: string | null;
       /** Format: uuid */
       recurring_expense_id?: string | null;
+      /** Format: int32 */
       installment_number?: number | null;
+      /** Format: int32 */
       total_installments?: number | null;
       /**
        * Format: date-time
@@ -1912,6 +1961,7 @@ export interface components {
       description: string | null;
       /** Format: uuid */
       category_id: string | null;
+      /** Format: int32 */
       duration_minutes: number;
       /** @description In reais */
       price: number | null;
@@ -1941,6 +1991,7 @@ export interface components {
       description?: string | null;
       /** Format: uuid */
       category_id?: string | null;
+      /** Format: int32 */
       duration_minutes?: number;
       /** @description In reais */
       price?: number | null;
@@ -2369,6 +2420,7 @@ export interface components {
       /** Format: uuid */
       event_id: string;
       event_type: string;
+      /** Format: int32 */
       attempt_number: number;
       /**
        * Format: date-time
@@ -2380,58 +2432,19 @@ export interface components {
        * @enum {string}
        */
       status: 'succeeded' | 'retrying' | 'failed';
+      /** Format: int32 */
       response_status: number | null;
       /** @description `timeout`, `connection_refused`, `address_not_allowed`, … when no status came back. */
       error: string | null;
       /** @description The first 1 kB of the answer. */
       response_body: string | null;
+      /** Format: int32 */
       duration_ms: number;
       /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
        */
       next_attempt_at: string | null;
-    };
-    /** Customer */
-    Customer2: {
-      /** Format: uuid */
-      id: string;
-      full_name: string;
-      /** @description E-mail address */
-      email: string | null;
-      phone: string | null;
-      /** @description CPF or CNPJ */
-      document: string | null;
-      /**
-       * Format: date
-       * @example 2026-11-21
-       */
-      birth_date: string | null;
-      notes: string | null;
-      is_active: boolean | null;
-      gender: string | null;
-      address_country: string | null;
-      address_state: string | null;
-      address_city: string | null;
-      address_neighborhood: string | null;
-      address_street: string | null;
-      address_number: string | null;
-      address_complement: string | null;
-      address_zip_code: string | null;
-      accepts_communications: boolean | null;
-      valid_whatsapp: boolean | null;
-      profile_photo_url: string | null;
-      whatsapp_photo: string | null;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      created_at: string;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      updated_at: string | null;
     };
     /** CustomerCreatedEvent */
     CustomerCreatedEvent: {
@@ -2445,7 +2458,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Customer2'];
+        object: components['schemas']['Customer'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -2465,7 +2478,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Customer2'];
+        object: components['schemas']['Customer'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -2485,65 +2498,13 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Customer2'];
+        object: components['schemas']['Customer'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
         } | null;
       };
       request_id: string | null;
-    };
-    /** Sale */
-    Sale2: {
-      /** Format: uuid */
-      id: string;
-      /** Format: uuid */
-      customer_id: string | null;
-      /**
-       * @description `sale` or `order`
-       * @example sale
-       */
-      transaction_type: string;
-      /** @description Sequential number per account */
-      transaction_number: string | null;
-      /** @example pending */
-      status: string | null;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      sale_date: string | null;
-      /**
-       * Format: date
-       * @example 2026-11-21
-       */
-      delivery_date: string | null;
-      /** @description Sum of item subtotals, before discounts */
-      subtotal: number | null;
-      discount_amount: number | null;
-      discount_percentage: number | null;
-      tax_amount: number | null;
-      /** @description Sum of item totals plus delivery_fee */
-      total_amount: number | null;
-      notes: string | null;
-      /** @example pix */
-      payment_method: string | null;
-      /** @example pending */
-      payment_status: string | null;
-      delivery_fee: number | null;
-      /** @description Free use by the integration */
-      order_code: string | null;
-      is_active: boolean | null;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      created_at: string;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      updated_at: string | null;
     };
     /** SaleCreatedEvent */
     SaleCreatedEvent: {
@@ -2557,7 +2518,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Sale2'];
+        object: components['schemas']['Sale'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -2577,7 +2538,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Sale2'];
+        object: components['schemas']['Sale'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -2597,55 +2558,13 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Sale2'];
+        object: components['schemas']['Sale'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
         } | null;
       };
       request_id: string | null;
-    };
-    /** Supplier */
-    Supplier2: {
-      /** Format: uuid */
-      id: string;
-      name: string | null;
-      legal_name: string | null;
-      trade_name: string | null;
-      /** @description CPF or CNPJ */
-      document_number: string | null;
-      email: string | null;
-      phone: string | null;
-      phone1: string | null;
-      phone2: string | null;
-      phone3: string | null;
-      rg: string | null;
-      code: string | null;
-      /**
-       * Format: date
-       * @example 2026-11-21
-       */
-      birth_date: string | null;
-      is_employee: boolean | null;
-      is_active: boolean | null;
-      address_street: string | null;
-      address_number: string | null;
-      address_neighborhood: string | null;
-      address_city: string | null;
-      address_state: string | null;
-      address_country: string | null;
-      address_zip_code: string | null;
-      pix_keys: components['schemas']['PixKey'][] | null;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      created_at: string;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      updated_at: string | null;
     };
     /** SupplierCreatedEvent */
     SupplierCreatedEvent: {
@@ -2659,7 +2578,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Supplier2'];
+        object: components['schemas']['Supplier'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -2679,7 +2598,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Supplier2'];
+        object: components['schemas']['Supplier'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -2699,71 +2618,13 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Supplier2'];
+        object: components['schemas']['Supplier'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
         } | null;
       };
       request_id: string | null;
-    };
-    /** Expense */
-    Expense2: {
-      /** Format: uuid */
-      id: string;
-      expense_number: string;
-      expense_type: string;
-      description: string;
-      original_amount: number;
-      discount_amount: number | null;
-      final_amount: number;
-      /** Format: uuid */
-      category_id: string | null;
-      /** Format: uuid */
-      subcategory_id: string | null;
-      /** Format: uuid */
-      cost_center_id: string | null;
-      /** Format: uuid */
-      supplier_id: string | null;
-      /** Format: uuid */
-      bank_account_id: string | null;
-      /** Format: uuid */
-      credit_card_id: string | null;
-      /** @example pix */
-      payment_method: string | null;
-      check_number: string | null;
-      installments: number | null;
-      /** @example pending */
-      status: string | null;
-      /**
-       * Format: date
-       * @example 2026-11-21
-       */
-      payment_date: string | null;
-      /**
-       * Format: date
-       * @example 2026-11-21
-       */
-      due_date: string | null;
-      notes: string | null;
-      tags: string[] | null;
-      is_recurring: boolean | null;
-      is_active: boolean | null;
-      payment_reference: string | null;
-      /** Format: uuid */
-      recurring_expense_id: string | null;
-      installment_number: number | null;
-      total_installments: number | null;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      created_at: string;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      updated_at: string | null;
     };
     /** ExpenseCreatedEvent */
     ExpenseCreatedEvent: {
@@ -2777,7 +2638,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Expense2'];
+        object: components['schemas']['Expense'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -2797,7 +2658,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Expense2'];
+        object: components['schemas']['Expense'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -2817,7 +2678,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Expense2'];
+        object: components['schemas']['Expense'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -2829,13 +2690,16 @@ export interface components {
     Problem: {
       /**
        * Format: uri
-       * @description Identifies the error type (`<errors_url>/<code>`); clients decide by it.
+       * @description Identifies the error type: `<errors_url>/<code>`, where `<errors_url>` depends on the deployment and `<code>` is one of `x-error-codes`; clients decide by the code (the last path segment).
        * @example http://localhost:3000/errors/invalid_token
        */
       type: string;
       /** @description Short English label of the type; may change. */
       title: string;
-      /** @description Same as the HTTP status. */
+      /**
+       * Format: int32
+       * @description Same as the HTTP status.
+       */
       status: number;
       /** @description The concrete case; for a refused query parameter, a token naming it. */
       detail?: string;
@@ -2883,8 +2747,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/bad_request';
+          type?: unknown;
           /** @constant */
           status?: 400;
         };
@@ -2906,8 +2769,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/idempotency_conflict';
+          type?: unknown;
           /** @constant */
           status?: 409;
         };
@@ -2933,12 +2795,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?:
-            | 'http://localhost:3000/errors/insufficient_scope'
-            | 'http://localhost:3000/errors/api_disabled'
-            | 'http://localhost:3000/errors/module_not_enabled'
-            | 'http://localhost:3000/errors/ip_not_allowed';
+          type?: unknown;
           /** @constant */
           status?: 403;
         };
@@ -2962,8 +2819,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/api_disabled' | 'http://localhost:3000/errors/ip_not_allowed';
+          type?: unknown;
           /** @constant */
           status?: 403;
         };
@@ -2988,11 +2844,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?:
-            | 'http://localhost:3000/errors/insufficient_scope'
-            | 'http://localhost:3000/errors/api_disabled'
-            | 'http://localhost:3000/errors/ip_not_allowed';
+          type?: unknown;
           /** @constant */
           status?: 403;
         };
@@ -3015,8 +2867,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/internal_error';
+          type?: unknown;
           /** @constant */
           status?: 500;
         };
@@ -3034,8 +2885,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/method_not_allowed';
+          type?: unknown;
           /** @constant */
           status?: 405;
         };
@@ -3055,8 +2905,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/not_found';
+          type?: unknown;
           /** @constant */
           status?: 404;
         };
@@ -3076,8 +2925,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/payload_too_large';
+          type?: unknown;
           /** @constant */
           status?: 413;
         };
@@ -3094,8 +2942,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/bad_request';
+          type?: unknown;
           /** @constant */
           status?: 400;
         };
@@ -3112,8 +2959,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/internal_error';
+          type?: unknown;
           /** @constant */
           status?: 500;
         };
@@ -3130,8 +2976,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/not_found';
+          type?: unknown;
           /** @constant */
           status?: 404;
         };
@@ -3148,8 +2993,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/header_too_large';
+          type?: unknown;
           /** @constant */
           status?: 431;
         };
@@ -3166,8 +3010,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/request_timeout';
+          type?: unknown;
           /** @constant */
           status?: 408;
         };
@@ -3185,8 +3028,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/rate-limit-exceeded';
+          type?: unknown;
           /** @constant */
           status?: 429;
         };
@@ -3209,8 +3051,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/header_too_large';
+          type?: unknown;
           /** @constant */
           status?: 431;
         };
@@ -3233,8 +3074,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/request_timeout';
+          type?: unknown;
           /** @constant */
           status?: 408;
         };
@@ -3258,8 +3098,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/service_unavailable';
+          type?: unknown;
           /** @constant */
           status?: 503;
         };
@@ -3283,8 +3122,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/rate-limit-exceeded';
+          type?: unknown;
           /** @constant */
           status?: 429;
         };
@@ -3303,11 +3141,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?:
-            | 'http://localhost:3000/errors/invalid_token'
-            | 'http://localhost:3000/errors/token_revoked'
-            | 'http://localhost:3000/errors/token_expired';
+          type?: unknown;
           /** @constant */
           status?: 401;
         };
@@ -3327,8 +3161,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/unsupported_media_type';
+          type?: unknown;
           /** @constant */
           status?: 415;
         };
@@ -3348,8 +3181,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/validation';
+          type?: unknown;
           /** @constant */
           status?: 422;
         };
@@ -3494,7 +3326,10 @@ export interface components {
            * @example 2026-11-21
            */
           delivery_date?: string | null;
-          /** @description Changing it recomputes total_amount. */
+          /**
+           * Format: double
+           * @description Changing it recomputes total_amount.
+           */
           delivery_fee?: number | null;
           /**
            * Format: uuid
@@ -3540,7 +3375,10 @@ export interface components {
            * @example 2026-11-21
            */
           delivery_date?: string | null;
-          /** @description Changing it recomputes total_amount. */
+          /**
+           * Format: double
+           * @description Changing it recomputes total_amount.
+           */
           delivery_fee?: number | null;
         };
       };
@@ -3657,12 +3495,19 @@ export interface components {
           /** @example fixed */
           expense_type: string;
           description: string;
-          /** @example 150.5 */
+          /**
+           * Format: double
+           * @example 150.5
+           */
           original_amount: number;
-          /** @example 140.5 */
+          /**
+           * Format: double
+           * @example 140.5
+           */
           final_amount: number;
           /** @description Generated as `API-<unix ms>-<6 base36>` when omitted. */
           expense_number?: string;
+          /** Format: double */
           discount_amount?: number | null;
           /** Format: uuid */
           category_id?: string | null;
@@ -3685,6 +3530,7 @@ export interface components {
           /** @example pix */
           payment_method?: string | null;
           check_number?: string | null;
+          /** Format: int32 */
           installments?: number | null;
           /** @example pending */
           status?: string | null;
@@ -3721,12 +3567,19 @@ export interface components {
           /** @example fixed */
           expense_type?: string;
           description?: string;
-          /** @example 150.5 */
+          /**
+           * Format: double
+           * @example 150.5
+           */
           original_amount?: number;
-          /** @example 140.5 */
+          /**
+           * Format: double
+           * @example 140.5
+           */
           final_amount?: number;
           /** @description Generated as `API-<unix ms>-<6 base36>` when omitted. */
           expense_number?: string;
+          /** Format: double */
           discount_amount?: number | null;
           /** Format: uuid */
           category_id?: string | null;
@@ -3749,6 +3602,7 @@ export interface components {
           /** @example pix */
           payment_method?: string | null;
           check_number?: string | null;
+          /** Format: int32 */
           installments?: number | null;
           /** @example pending */
           status?: string | null;
@@ -3996,6 +3850,34 @@ export interface operations {
       };
       400: components['responses']['PublicBadRequest'];
       404: components['responses']['PublicNotFound'];
+      408: components['responses']['PublicRequestTimeout'];
+      431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
+      500: components['responses']['PublicInternalError'];
+    };
+  };
+  'docs.changelog': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Markdown. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'text/markdown': string;
+        };
+      };
+      400: components['responses']['PublicBadRequest'];
       408: components['responses']['PublicRequestTimeout'];
       431: components['responses']['PublicRequestHeaderFieldsTooLarge'];
       500: components['responses']['PublicInternalError'];

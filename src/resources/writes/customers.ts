@@ -3,31 +3,34 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, Row, WriteDescriptor } from '../descriptor.ts';
+import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { optional, partialOf, W } from './fields.ts';
 
-const fullName = W.text({ minLength: 1, maxLength: 255, examples: ['Maria da Silva'] });
+const MAX = TEXT_BOUNDS.customers;
+
+const fullName = W.text({ minLength: 1, maxLength: MAX.full_name, examples: ['Maria da Silva'] });
 
 const optionalFields = {
   email: W.emailOrNull({ description: 'Required (non-null) when `phone` is null.' }),
   phone: W.textOrNull({
     minLength: 1,
-    maxLength: 40,
+    maxLength: MAX.phone,
     description: 'Required (non-null) when `email` is null.',
     examples: ['+55 11 91234-5678'],
   }),
-  document: W.textOrNull({ description: 'CPF or CNPJ' }),
-  gender: W.textOrNull(),
-  notes: W.textOrNull(),
+  document: W.textOrNull({ maxLength: MAX.document, description: 'CPF or CNPJ' }),
+  gender: W.textOrNull({ maxLength: MAX.gender }),
+  notes: W.textOrNull({ maxLength: MAX.notes }),
   birth_date: W.dateOrNull(),
   accepts_communications: W.boolean(),
-  address_country: W.textOrNull(),
-  address_state: W.textOrNull(),
-  address_city: W.textOrNull(),
-  address_neighborhood: W.textOrNull(),
-  address_street: W.textOrNull(),
-  address_number: W.textOrNull(),
-  address_complement: W.textOrNull(),
-  address_zip_code: W.textOrNull(),
+  address_country: W.textOrNull({ maxLength: MAX.address_country }),
+  address_state: W.textOrNull({ maxLength: MAX.address_state }),
+  address_city: W.textOrNull({ maxLength: MAX.address_city }),
+  address_neighborhood: W.textOrNull({ maxLength: MAX.address_neighborhood }),
+  address_street: W.textOrNull({ maxLength: MAX.address_street }),
+  address_number: W.textOrNull({ maxLength: MAX.address_number }),
+  address_complement: W.textOrNull({ maxLength: MAX.address_complement }),
+  address_zip_code: W.textOrNull({ maxLength: MAX.address_zip_code }),
 };
 
 export const CreateCustomerInput = Type.Object({ full_name: fullName, ...optional(optionalFields) }, { title: 'CreateCustomerInput' });

@@ -6,17 +6,24 @@ import { type Static, Type } from '@sinclair/typebox';
 import { money } from '../../domain/money.ts';
 import { generateExpenseNumber } from '../../domain/numbering.ts';
 import type { Body, WriteDescriptor } from '../descriptor.ts';
+import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { optional, partialOf, W } from './fields.ts';
 
+const MAX = TEXT_BOUNDS.expenses;
+
 const requiredOnCreate = {
-  expense_type: W.text({ minLength: 1, maxLength: 100, examples: ['fixed'] }),
-  description: W.text({ minLength: 1 }),
+  expense_type: W.text({ minLength: 1, maxLength: MAX.expense_type, examples: ['fixed'] }),
+  description: W.text({ minLength: 1, maxLength: MAX.description }),
   original_amount: W.money({ examples: [150.5] }),
   final_amount: W.money({ examples: [140.5] }),
 };
 
 const optionalFields = {
-  expense_number: W.text({ minLength: 1, maxLength: 100, description: 'Generated as `API-<unix ms>-<6 base36>` when omitted.' }),
+  expense_number: W.text({
+    minLength: 1,
+    maxLength: MAX.expense_number,
+    description: 'Generated as `API-<unix ms>-<6 base36>` when omitted.',
+  }),
   discount_amount: W.moneyOrNull(),
   category_id: W.uuidOrNull(),
   subcategory_id: W.uuidOrNull(),
@@ -24,15 +31,15 @@ const optionalFields = {
   supplier_id: W.uuidOrNull({ description: 'A supplier of the account.' }),
   bank_account_id: W.uuidOrNull({ description: 'A bank account of the account.' }),
   credit_card_id: W.uuidOrNull(),
-  payment_method: W.textOrNull({ examples: ['pix'] }),
-  check_number: W.textOrNull(),
+  payment_method: W.textOrNull({ maxLength: MAX.payment_method, examples: ['pix'] }),
+  check_number: W.textOrNull({ maxLength: MAX.check_number }),
   installments: W.positiveIntegerOrNull(),
-  status: W.textOrNull({ examples: ['pending'] }),
+  status: W.textOrNull({ maxLength: MAX.status, examples: ['pending'] }),
   payment_date: W.dateOrNull(),
   due_date: W.dateOrNull(),
-  notes: W.textOrNull(),
-  tags: W.textArrayOrNull(),
-  payment_reference: W.textOrNull(),
+  notes: W.textOrNull({ maxLength: MAX.notes }),
+  tags: W.textArrayOrNull({ itemMaxLength: MAX.tag }),
+  payment_reference: W.textOrNull({ maxLength: MAX.payment_reference }),
 };
 
 export const CreateExpenseInput = Type.Object({ ...requiredOnCreate, ...optional(optionalFields) }, { title: 'CreateExpenseInput' });

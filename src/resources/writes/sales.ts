@@ -13,7 +13,10 @@ import { executeDeferred } from '../../infra/db/deferred-statements.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
 import { constantSql, insertStatement } from '../insert-statement.ts';
 import { numberingStatement, numberOf } from './transaction-number.ts';
+import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
+
+const MAX = TEXT_BOUNDS.transactions;
 
 export const CATALOG_TYPES = ['product', 'service', 'package'] as const;
 export const SALE_TYPES = ['sale', 'order'] as const;
@@ -28,17 +31,17 @@ export const SaleItemInput = Type.Object(
     ...optional({
       discount_amount: W.moneyOrNull(),
       discount_percentage: W.percentageOrNull(),
-      notes: W.textOrNull(),
+      notes: W.textOrNull({ maxLength: TEXT_BOUNDS.transaction_items.notes }),
     }),
   },
   { title: 'CreateTransactionItemInput' },
 );
 
 const patchable = {
-  status: W.text({ minLength: 1, maxLength: 50, examples: ['completed'] }),
-  payment_status: W.textOrNull({ examples: ['paid'] }),
-  payment_method: W.textOrNull({ examples: ['pix'] }),
-  notes: W.textOrNull(),
+  status: W.text({ minLength: 1, maxLength: MAX.status, examples: ['completed'] }),
+  payment_status: W.textOrNull({ maxLength: MAX.payment_status, examples: ['paid'] }),
+  payment_method: W.textOrNull({ maxLength: MAX.payment_method, examples: ['pix'] }),
+  notes: W.textOrNull({ maxLength: MAX.notes }),
   delivery_date: W.dateOrNull(),
   delivery_fee: W.moneyOrNull({ description: 'Changing it recomputes total_amount.' }),
 };
@@ -48,11 +51,11 @@ export const CreateSaleInput = Type.Object(
     items: Type.Array(SaleItemInput, { minItems: 1, maxItems: MAX_ITEMS }),
     ...optional({
       ...patchable,
-      status: W.text({ minLength: 1, maxLength: 50, default: 'pending', examples: ['pending'] }),
+      status: W.text({ minLength: 1, maxLength: MAX.status, default: 'pending', examples: ['pending'] }),
       customer_id: W.uuidOrNull({ description: 'A customer of the account.' }),
       transaction_type: W.enum(SALE_TYPES, { default: 'sale' }),
       sale_date: W.timestamp({ description: 'Defaults to now.' }),
-      order_code: W.textOrNull({ description: 'Free use by the integration.' }),
+      order_code: W.textOrNull({ maxLength: MAX.order_code, description: 'Free use by the integration.' }),
     }),
   },
   { title: 'CreateSaleInput' },

@@ -3,38 +3,45 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, Row, WriteDescriptor } from '../descriptor.ts';
+import { MAX_LIST_ITEMS, TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { optional, partialOf, W } from './fields.ts';
+
+const MAX = TEXT_BOUNDS.suppliers;
 
 const PixKeyInput = Type.Object(
   {
-    type: W.text({ minLength: 1, maxLength: 40, examples: ['cpf'] }),
-    key: W.text({ minLength: 1, maxLength: 255 }),
+    type: W.text({ minLength: 1, maxLength: MAX.pix_key_type, examples: ['cpf'] }),
+    key: W.text({ minLength: 1, maxLength: MAX.pix_key }),
   },
   { title: 'PixKeyInput' },
 );
 
 const supplierFields = {
-  name: W.textOrNull({ description: 'At least one of name, legal_name, trade_name is required.', examples: ['Distribuidora Silva'] }),
-  legal_name: W.textOrNull(),
-  trade_name: W.textOrNull(),
-  document_number: W.textOrNull({ description: 'CPF or CNPJ' }),
+  name: W.textOrNull({
+    maxLength: MAX.name,
+    description: 'At least one of name, legal_name, trade_name is required.',
+    examples: ['Distribuidora Silva'],
+  }),
+  legal_name: W.textOrNull({ maxLength: MAX.legal_name }),
+  trade_name: W.textOrNull({ maxLength: MAX.trade_name }),
+  document_number: W.textOrNull({ maxLength: MAX.document_number, description: 'CPF or CNPJ' }),
   email: W.emailOrNull(),
-  phone: W.textOrNull(),
-  phone1: W.textOrNull(),
-  phone2: W.textOrNull(),
-  phone3: W.textOrNull(),
-  rg: W.textOrNull(),
-  code: W.textOrNull(),
+  phone: W.textOrNull({ maxLength: MAX.phone }),
+  phone1: W.textOrNull({ maxLength: MAX.phone1 }),
+  phone2: W.textOrNull({ maxLength: MAX.phone2 }),
+  phone3: W.textOrNull({ maxLength: MAX.phone3 }),
+  rg: W.textOrNull({ maxLength: MAX.rg }),
+  code: W.textOrNull({ maxLength: MAX.code }),
   birth_date: W.dateOrNull(),
   is_employee: W.booleanOrNull(),
-  address_street: W.textOrNull(),
-  address_number: W.textOrNull(),
-  address_neighborhood: W.textOrNull(),
-  address_city: W.textOrNull(),
-  address_state: W.textOrNull(),
-  address_country: W.textOrNull(),
-  address_zip_code: W.textOrNull(),
-  pix_keys: Type.Union([Type.Array(PixKeyInput, { maxItems: 50 }), Type.Null()]),
+  address_street: W.textOrNull({ maxLength: MAX.address_street }),
+  address_number: W.textOrNull({ maxLength: MAX.address_number }),
+  address_neighborhood: W.textOrNull({ maxLength: MAX.address_neighborhood }),
+  address_city: W.textOrNull({ maxLength: MAX.address_city }),
+  address_state: W.textOrNull({ maxLength: MAX.address_state }),
+  address_country: W.textOrNull({ maxLength: MAX.address_country }),
+  address_zip_code: W.textOrNull({ maxLength: MAX.address_zip_code }),
+  pix_keys: Type.Union([Type.Array(PixKeyInput, { maxItems: MAX_LIST_ITEMS }), Type.Null()]),
 };
 
 export const CreateSupplierInput = Type.Object(optional(supplierFields), { title: 'CreateSupplierInput' });
