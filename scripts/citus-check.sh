@@ -35,7 +35,7 @@ stop_all() {
     [ -f "$dir/postmaster.pid" ] && su postgres -c "$PGBIN/pg_ctl -D $dir -m fast -w stop" >/dev/null 2>&1 || true
   done
 }
-trap stop_all EXIT
+[ "${CITUS_KEEP:-}" = 1 ] || trap stop_all EXIT
 
 for port in $COORD $W1 $W2; do
   dir=$WORK/n$port
@@ -44,3 +44,44 @@ for port in $COORD $W1 $W2; do
 done
 psqlc() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U postgres "$@"; }
 log "cluster: coordinator 127.0.0.1:$COORD, workers :$W1 :$W2"
+
+# The operator's path, on a database of its own: citus in it and the workers added, `balcao migrate`,
+# the distribution, and `balcao migrate` again (it must see every migration applied).
+DB=balcao
+COORD_URL=postgres://postgres@127.0.0.1:$COORD
+psqlc -p "$COORD" -d postgres -c "CREATE DATABASE $DB"
+for port in $W1 $W2; do
+  psqlc -p "$port" -d postgres -c "CREATE DATABASE $DB"
+  psqlc -p "$port" -d "$DB" -c "CREATE EXTENSION citus"
+done
+psqlc -p "$COORD" -d "$DB" -c "CREATE EXTENSION citus" \
+  -c "SELECT citus_set_coordinator_host('127.0.0.1', $COORD)" \
+  -c "SELECT citus_add_node('127.0.0.1', $W1)" -c "SELECT citus_add_node('127.0.0.1', $W2)" >/dev/null
+(cd "$REPO" && npm run build >/dev/null 2>&1)
+log "balcao migrate"
+DATABASE_URL=$COORD_URL/$DB node "$REPO/bin/balcao.js" migrate --json
+log "distribute (migrations/citus/distribute.sql)"
+start=$(date +%s.%N)
+psqlc -p "$COORD" -d "$DB" -f "$REPO/migrations/citus/distribute.sql"
+log "distributed in $(echo "$(date +%s.%N) - $start" | bc) s"
+psqlc -p "$COORD" -d "$DB" -c "SELECT citus_table_type, count(*) AS tables, max(colocation_id) AS colocation FROM citus_tables GROUP BY 1 ORDER BY 1"
+psqlc -p "$COORD" -d "$DB" -c "SELECT nodename, nodeport, count(*) AS shards FROM citus_shards GROUP BY 1, 2 ORDER BY 2"
+log "balcao migrate again, on the distributed database"
+DATABASE_URL=$COORD_URL/$DB node "$REPO/bin/balcao.js" migrate --json
+
+# Part of the suite against the coordinator: every test database is made on all three nodes,
+# migrated and distributed (test/helpers/citus.ts).
+TESTS=${CITUS_TESTS:-test/citus-ready-schema.test.ts test/read-resources.test.ts test/read-includes.test.ts test/write-resources.test.ts test/write-sales.test.ts test/idempotency.test.ts test/events-feed.test.ts test/webhooks.test.ts test/import-cli.test.ts test/export-roundtrip.test.ts}
+log "tests against the coordinator: $TESTS"
+status=0
+for t in $TESTS; do
+  if (cd "$REPO" && TEST_DATABASE_URL=$COORD_URL/postgres TEST_CITUS_WORKERS=127.0.0.1:$W1,127.0.0.1:$W2 TEST_REDIS_URL= \
+      node --import tsx --test "$t" >"$WORK/$(basename "$t").log" 2>&1); then
+    log "PASS $t"
+  else
+    status=1
+    log "FAIL $t ($WORK/$(basename "$t").log)"
+    grep -E '^\s*(not ok|error:)' "$WORK/$(basename "$t").log" | head -20
+  fi
+done
+exit $status
