@@ -330,7 +330,8 @@ class ImportRun {
     if (!code) throw err;
     const line = Number(/COPY [^,]+, line (\d+)/.exec(where ?? '')?.[1]);
     const row = Number.isInteger(line) && line >= 1 && line <= at.length ? (at[line - 1] as string) : `${at[0]} … ${at.at(-1)}`;
-    const taken = code === '23505' ? /^Key \(id\)=\(([^)]+)\)/.exec(detail ?? '')?.[1] : undefined;
+    // The primary key is (team_id, id) (migrations/005_citus_ready.sql): the id is the key's last value.
+    const taken = code === '23505' ? /^Key \((?:team_id, )?id\)=\((?:[^,)]+, )?([^)]+)\)/.exec(detail ?? '')?.[1] : undefined;
     if (taken) {
       this.duplicates.push({ table, id: taken, at: row });
       this.issues.add(`${row}.id`, 'duplicate id');
@@ -362,8 +363,9 @@ class ImportRun {
         `SELECT s.import_at, (SELECT min(d.import_at) FROM ${staging(table)} d WHERE d.id = s.id AND d.ctid <> s.ctid) AS first
          FROM ${staging(table)} s
          WHERE s.id IN (SELECT id FROM ${staging(table)} GROUP BY id HAVING count(*) > 1)
-            OR EXISTS (SELECT 1 FROM ${quoteIdentifier(table)} t WHERE t.id = s.id)
+            OR EXISTS (SELECT 1 FROM ${quoteIdentifier(table)} t WHERE t.team_id = $1::uuid AND t.id = s.id)
          LIMIT ${this.maxErrors}`,
+        [this.teamId],
       );
       for (const { import_at, first } of repeated) {
         this.issues.add(`${import_at}.id`, first ? `duplicate id (also used by ${first})` : 'a record with this id already exists');
@@ -380,7 +382,7 @@ class ImportRun {
     if (this.duplicates.length === 0) return err;
     const messages = new Map<string, string>();
     for (const { table, id, at } of this.duplicates) {
-      const stored = await database.db.selectFrom(table).select('id').where('id', '=', id).executeTakeFirst();
+      const stored = await database.db.selectFrom(table).select('id').where('team_id', '=', this.teamId).where('id', '=', id).executeTakeFirst();
       messages.set(`${at}.id`, stored ? 'a record with this id already exists' : 'duplicate id (an earlier record of the import has it)');
     }
     return new ImportError(

@@ -229,14 +229,17 @@ export class DeliveryWorker {
         await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id} AND failing_since IS NOT NULL`.execute(trx);
         return;
       }
+      // Two statements, not one with now() inside CASE/COALESCE, which Citus refuses in an UPDATE:
+      // the first sees the failing_since of before this failure, as one statement's CASE would.
       await sql`
-        UPDATE webhook_endpoints SET
-          failing_since = coalesce(failing_since, now()),
-          enabled = CASE WHEN failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days' THEN false ELSE enabled END,
-          disabled_reason = CASE WHEN failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days'
-            THEN ${`Disabled: every delivery failed for ${DISABLE_AFTER_DAYS} days (last: ${outcome.error ?? `HTTP ${outcome.status}`}).`}
-            ELSE disabled_reason END
-        WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id}`.execute(trx);
+        UPDATE webhook_endpoints SET enabled = false,
+          disabled_reason = ${`Disabled: every delivery failed for ${DISABLE_AFTER_DAYS} days (last: ${outcome.error ?? `HTTP ${outcome.status}`}).`}
+        WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id} AND failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days'`.execute(
+        trx,
+      );
+      await sql`UPDATE webhook_endpoints SET failing_since = now() WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id} AND failing_since IS NULL`.execute(
+        trx,
+      );
     });
     if (!outcome.ok) this.log.info({ delivery: c.id, attempt, status: outcome.status, error: outcome.error }, 'webhook attempt failed');
   }
