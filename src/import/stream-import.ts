@@ -351,8 +351,11 @@ class ImportRun {
       if (!analysedSales) await session.query('ANALYZE transactions');
       analysedSales = true;
       const orphans = await session.query<{ import_at: string }>(
+        // Joins, not correlated sub-selects, between the staging table and the account's tables: the
+        // same anti join on PostgreSQL, and one Citus can plan (docs/scale-out.md).
         `SELECT s.import_at FROM ${staging(table)} s
-         WHERE NOT EXISTS (SELECT 1 FROM transactions p WHERE p.id = s.transaction_id AND p.team_id = $1::uuid AND p.mode = $2)
+         LEFT JOIN transactions p ON p.team_id = $1::uuid AND p.mode = $2 AND p.id = s.transaction_id
+         WHERE p.id IS NULL
          LIMIT ${this.maxErrors}`,
         [this.teamId, this.mode],
       );
@@ -360,10 +363,9 @@ class ImportRun {
       for (const { import_at } of orphans) this.issues.add(`${import_at}.sale_id`, 'no sale of the account has this id');
       if (orphans.length > 0) continue;
       const repeated = await session.query<{ import_at: string; first: string }>(
-        `SELECT s.import_at, (SELECT min(d.import_at) FROM ${staging(table)} d WHERE d.id = s.id AND d.ctid <> s.ctid) AS first
-         FROM ${staging(table)} s
-         WHERE s.id IN (SELECT id FROM ${staging(table)} GROUP BY id HAVING count(*) > 1)
-            OR EXISTS (SELECT 1 FROM ${quoteIdentifier(table)} t WHERE t.team_id = $1::uuid AND t.id = s.id)
+        `SELECT s.import_at, (SELECT min(d.import_at) FROM ${staging(table)} d WHERE d.id = s.id AND d.import_at <> s.import_at) AS first
+         FROM ${staging(table)} s LEFT JOIN ${quoteIdentifier(table)} t ON t.team_id = $1::uuid AND t.id = s.id
+         WHERE s.id IN (SELECT id FROM ${staging(table)} GROUP BY id HAVING count(*) > 1) OR t.id IS NOT NULL
          LIMIT ${this.maxErrors}`,
         [this.teamId],
       );
