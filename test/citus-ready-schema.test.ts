@@ -75,7 +75,11 @@ async function foreignKeys(): Promise<ForeignKeyRow[]> {
     FROM pg_constraint k JOIN pg_class t ON t.oid = k.conrelid JOIN pg_class r ON r.oid = k.confrelid
     JOIN pg_namespace n ON n.oid = t.relnamespace
     WHERE n.nspname = current_schema() AND k.contype = 'f'`.execute(db);
-  return rows.map((r) => ({ ...r, columns: r.columns.split(' ').map(Number), referenced_columns: r.referenced_columns.split(' ').map(Number) }));
+  return rows.map((r) => ({
+    ...r,
+    columns: r.columns.split(' ').map(Number),
+    referenced_columns: r.referenced_columns.split(' ').map(Number),
+  }));
 }
 
 const accountOwned = (all: Map<string, TableRow>) => [...all.values()].filter((t) => t.team_attnum !== null);
@@ -83,7 +87,16 @@ const accountOwned = (all: Map<string, TableRow>) => [...all.values()].filter((t
 test('the migrated schema has account-owned tables, each with a NOT NULL team_id', async () => {
   const owned = accountOwned(await tables());
   // The account-owned tables of the first five migrations; a later one may only add to them.
-  for (const name of ['customers', 'transactions', 'transaction_items', 'tenant_counters', 'events', 'webhook_endpoints', 'webhook_deliveries', 'webhook_attempts']) {
+  for (const name of [
+    'customers',
+    'transactions',
+    'transaction_items',
+    'tenant_counters',
+    'events',
+    'webhook_endpoints',
+    'webhook_deliveries',
+    'webhook_attempts',
+  ]) {
     assert.ok(
       owned.some((t) => t.name === name),
       `${name} is account-owned`,

@@ -249,6 +249,15 @@ describe('tenancy of every statement the engines send', () => {
       ),
       '1 account-owned tables, 0 tenant predicates',
     );
+    // An INSERT … SELECT of one row: its selected parameters name the tenant.
+    const insertSelect =
+      'insert into "customers" ("team_id", "mode", "full_name") select cast($1 as uuid) as "team_id", cast($2 as text) as "mode", $3 as "full_name"';
+    assert.equal(tenancyFault(insertSelect, ['t', 'live', 'a'], owned, 't', 'live'), null);
+    assert.equal(tenancyFault(insertSelect, ['u', 'live', 'a'], owned, 't', 'live'), 'an inserted row of another tenant');
+    assert.equal(
+      tenancyFault(insertSelect.replace('as "mode"', 'as "m"'), ['t', 'live', 'a'], owned, 't', 'live'),
+      'an insert without team_id and mode',
+    );
     assert.equal(tenancyFault('select 1 from "api_keys" where "id" = $1', ['k'], owned, 't', 'live'), null);
   });
 });

@@ -384,7 +384,12 @@ class ImportRun {
     if (this.duplicates.length === 0) return err;
     const messages = new Map<string, string>();
     for (const { table, id, at } of this.duplicates) {
-      const stored = await database.db.selectFrom(table).select('id').where('team_id', '=', this.teamId).where('id', '=', id).executeTakeFirst();
+      const stored = await database.db
+        .selectFrom(table)
+        .select('id')
+        .where('team_id', '=', this.teamId)
+        .where('id', '=', id)
+        .executeTakeFirst();
       messages.set(`${at}.id`, stored ? 'a record with this id already exists' : 'duplicate id (an earlier record of the import has it)');
     }
     return new ImportError(

@@ -1,5 +1,5 @@
 // The delivery queue's worker, inside every `balcao serve` (and every app instance): claims due
-// deliveries with FOR UPDATE SKIP LOCKED and a lease (N instances deliver each attempt once; a
+// deliveries with a lease taken by a re-checked UPDATE (N instances deliver each attempt once; a
 // killed instance's lease runs out and another takes over), posts them, records each attempt,
 // schedules the retry with jitter, marks the last failure `failed`, and disables an endpoint that
 // has failed everything for 5 days. Sleeps until the next due time or a NOTIFY; no busy loop.
@@ -226,7 +226,9 @@ export class DeliveryWorker {
         trx,
       );
       if (outcome.ok) {
-        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id} AND failing_since IS NOT NULL`.execute(trx);
+        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id} AND failing_since IS NOT NULL`.execute(
+          trx,
+        );
         return;
       }
       // Two statements, not one with now() inside CASE/COALESCE, which Citus refuses in an UPDATE:
