@@ -13,6 +13,8 @@
 -- Foreign keys between account-owned tables are dropped and re-added around the distribution: Citus
 -- distributes no table referenced by a local one, nor one referring to a local one, so no order works
 -- with them in place.
+-- Citus says NOTICE for every table it turns into a Citus local table on the way: not news here.
+SET client_min_messages = warning;
 DO $$
 DECLARE
   r record;
