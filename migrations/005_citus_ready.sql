@@ -7,8 +7,11 @@
 --   transaction. On a large table the operator builds it beforehand without blocking writes
 --   (CREATE UNIQUE INDEX CONCURRENTLY <table>_team_pkey ON <table> (team_id, id), outside any
 --   transaction): the IF NOT EXISTS below then finds it, and the key swap is a catalog change;
--- - the foreign keys are re-added NOT VALID (no scan under the strong lock) and then validated,
---   which scans the referencing table under a lock that lets reads and writes of it go on.
+-- - the foreign keys are re-added NOT VALID, then validated: a scan of each referencing table (items,
+--   status history, deliveries, attempts) with index lookups into the referenced one. The migration
+--   is one transaction, so every lock it takes (ACCESS EXCLUSIVE on each account-owned table) lasts
+--   until it commits: with the indexes built beforehand, that window is the catalog changes, the
+--   deliveries' backfill and these scans.
 -- The six foreign keys between account-owned tables depend on the old single-column keys: they go
 -- first and come back with team_id.
 
