@@ -5,6 +5,9 @@
 # test suite against the coordinator. Run by hand (CI cannot download Citus); see docs/scale-out.md.
 #   scripts/citus-check.sh /work/citus-src            # build, install, start, check, stop
 #   CITUS_SKIP_BUILD=1 scripts/citus-check.sh <dir>   # reuse an installed build
+#   CITUS_KEEP=1 (leave the cluster running), CITUS_TESTS="test/a.test.ts …" (another part of the suite),
+#   CITUS_BASE_PORT (57400: coordinator; the workers take the next two ports).
+# Node logs and each test file's output stay in the printed temporary directory (/tmp/balcao-citus.*).
 # Needs root for `make install` and runs PostgreSQL as the `postgres` user.
 set -euo pipefail
 
@@ -43,7 +46,7 @@ for port in $COORD $W1 $W2; do
   su postgres -c "$PGBIN/pg_ctl -D $dir -l $dir.log -w start -o '-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c shared_preload_libraries=citus -c fsync=off -c max_connections=300 -c max_prepared_transactions=200'" >/dev/null
 done
 psqlc() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U postgres "$@"; }
-log "cluster: coordinator 127.0.0.1:$COORD, workers :$W1 :$W2"
+log "cluster: coordinator 127.0.0.1:$COORD, workers :$W1 :$W2 (logs in $WORK)"
 
 # The operator's path, on a database of its own: citus in it and the workers added, `balcao migrate`,
 # the distribution, and `balcao migrate` again (it must see every migration applied).
