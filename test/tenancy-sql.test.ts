@@ -98,7 +98,15 @@ function tenancyFault(
       if (param(parameters, row[team]) !== teamId || param(parameters, row[modeAt]) !== mode) return 'an inserted row of another tenant';
     }
   }
-  const predicated = insert ? tables.length - 1 : tables.length;
+  // An INSERT … SELECT of one row names the tenant as selected parameters (`cast($1 as uuid) as "team_id"`).
+  const insertSelect = insert ? null : /insert into "([a-z_]+)" \(([^)]*)\) select (.*?)(?: on conflict| returning|$)/.exec(sql);
+  if (insertSelect) {
+    const selected = (column: string) => new RegExp(`(\\$\\d+)(?: as [a-z]+\\))? as "${column}"`).exec(insertSelect[3]!)?.[1];
+    const [team, m] = [selected('team_id'), selected('mode')];
+    if (!team || !m) return 'an insert without team_id and mode';
+    if (param(parameters, team) !== teamId || param(parameters, m) !== mode) return 'an inserted row of another tenant';
+  }
+  const predicated = insert || insertSelect ? tables.length - 1 : tables.length;
   const predicates = [...sql.matchAll(/"team_id" = (\$\d+) and "mode" = (\$\d+)/g)];
   if (predicates.length < predicated) return `${predicated} account-owned tables, ${predicates.length} tenant predicates`;
   for (const [, team, m] of predicates) {
@@ -240,6 +248,15 @@ describe('tenancy of every statement the engines send', () => {
         'live',
       ),
       '1 account-owned tables, 0 tenant predicates',
+    );
+    // An INSERT … SELECT of one row: its selected parameters name the tenant.
+    const insertSelect =
+      'insert into "customers" ("team_id", "mode", "full_name") select cast($1 as uuid) as "team_id", cast($2 as text) as "mode", $3 as "full_name"';
+    assert.equal(tenancyFault(insertSelect, ['t', 'live', 'a'], owned, 't', 'live'), null);
+    assert.equal(tenancyFault(insertSelect, ['u', 'live', 'a'], owned, 't', 'live'), 'an inserted row of another tenant');
+    assert.equal(
+      tenancyFault(insertSelect.replace('as "mode"', 'as "m"'), ['t', 'live', 'a'], owned, 't', 'live'),
+      'an insert without team_id and mode',
     );
     assert.equal(tenancyFault('select 1 from "api_keys" where "id" = $1', ['k'], owned, 't', 'live'), null);
   });

@@ -41,13 +41,16 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
   const data = JSON.stringify({ object, previous_attributes: previous });
   // One statement. The tenant's event counter row stays locked until commit, so the next event of
   // this tenant takes its time and id after this one is visible: a reader walking forward never
-  // skips a late commit. The id is a UUIDv7: 48 bits of milliseconds, the version, 42 bits of the
+  // skips a late commit. Its time is never earlier than the tenant's previous event's (last_at, kept
+  // under that lock), so (created_at, id) grows in lock order: no volatile function in RETURNING,
+  // which Citus refuses. The id is a UUIDv7: 48 bits of milliseconds, the version, 42 bits of the
   // tenant's event sequence (ordered within a millisecond too) around the variant, 32 random bits.
   const statement = sql`
     WITH seq AS (
-      INSERT INTO tenant_counters (team_id, mode, name, value) VALUES (${tenant.teamId}, ${tenant.mode}, 'events', 1)
-      ON CONFLICT (team_id, mode, name) DO UPDATE SET value = tenant_counters.value + 1
-      RETURNING value, clock_timestamp() AS at
+      INSERT INTO tenant_counters (team_id, mode, name, value, last_at) VALUES (${tenant.teamId}, ${tenant.mode}, 'events', 1, clock_timestamp())
+      ON CONFLICT (team_id, mode, name) DO UPDATE
+        SET value = tenant_counters.value + 1, last_at = greatest(excluded.last_at, tenant_counters.last_at)
+      RETURNING value, last_at AS at
     ), event AS (
       INSERT INTO events (id, team_id, mode, type, resource, data, request_id, created_at)
       SELECT cast(
@@ -58,8 +61,8 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
       FROM seq
       RETURNING id
     ), deliveries AS (
-      INSERT INTO webhook_deliveries (endpoint_id, event_id, next_attempt_at)
-      SELECT e.id, event.id, now() FROM webhook_endpoints e, event
+      INSERT INTO webhook_deliveries (team_id, endpoint_id, event_id, next_attempt_at)
+      SELECT e.team_id, e.id, event.id, now() FROM webhook_endpoints e, event
       WHERE e.team_id = ${tenant.teamId} AND e.mode = ${tenant.mode} AND e.enabled
         AND e.enabled_events && cast(ARRAY[${sql.join(patternsMatching(type))}] as text[])
       RETURNING 1

@@ -56,27 +56,39 @@ export class IdempotencyStore {
   /** Takes the key for this request, or says why not. Never lets two requests hold one key. */
   async claim(apiKeyId: string, key: string, signature: string): Promise<ClaimResult> {
     await this.purgeIfDue();
-    // A record deleted between the two statements (its request failed) is retried.
+    // A record deleted between the statements (its request failed) is retried. The common case, a
+    // new key, is the first statement alone. Taking over an expired or stale record is an UPDATE
+    // whose conditions are checked again under the row's lock, so two retries never both take it:
+    // not an ON CONFLICT … WHERE, whose now() Citus refuses (it wants IMMUTABLE functions there).
     for (let attempt = 0; attempt < 5; attempt++) {
       const token = randomUUID();
-      const claimed = await sql<{ claim_token: string }>`
-        INSERT INTO idempotency_keys AS k
+      const inserted = await sql<{ claim_token: string }>`
+        INSERT INTO idempotency_keys
           (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at)
         VALUES (${apiKeyId}, ${key}, ${signature}, 'in_progress', ${token}, false, now(), now() + make_interval(secs => ${this.ttlSeconds}))
-        ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
-          signature = excluded.signature, state = 'in_progress', claim_token = excluded.claim_token, committed = false,
-          response_status = NULL, response_body = NULL, response_content_type = NULL,
-          created_at = excluded.created_at, expires_at = excluded.expires_at
-        WHERE k.expires_at <= now()
-           OR (k.state = 'in_progress' AND NOT k.committed AND k.created_at < now() - make_interval(secs => ${this.staleSeconds}))
+        ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
         RETURNING claim_token`.execute(this.db);
-      if (claimed.rows.length > 0) return { kind: 'claimed', token };
+      if (inserted.rows.length > 0) return { kind: 'claimed', token };
 
-      const existing = await sql<StoredRow>`
-        SELECT signature, state, response_status, response_body, response_content_type FROM idempotency_keys
-        WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND expires_at > now()`.execute(this.db);
+      const existing = await sql<StoredRow & { free: boolean }>`
+        SELECT signature, state, response_status, response_body, response_content_type,
+               (expires_at <= now() OR (state = 'in_progress' AND NOT committed AND created_at < now() - make_interval(secs => ${this.staleSeconds}))) AS free
+        FROM idempotency_keys
+        WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key}`.execute(this.db);
       const row = existing.rows[0];
       if (!row) continue;
+      if (row.free) {
+        const taken = await sql<{ claim_token: string }>`
+          UPDATE idempotency_keys SET
+            signature = ${signature}, state = 'in_progress', claim_token = ${token}, committed = false,
+            response_status = NULL, response_body = NULL, response_content_type = NULL,
+            created_at = now(), expires_at = now() + make_interval(secs => ${this.ttlSeconds})
+          WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key}
+            AND (expires_at <= now() OR (state = 'in_progress' AND NOT committed AND created_at < now() - make_interval(secs => ${this.staleSeconds})))
+          RETURNING claim_token`.execute(this.db);
+        if (taken.rows.length > 0) return { kind: 'claimed', token };
+        continue;
+      }
       if (row.signature !== signature) return { kind: 'mismatch' };
       if (row.state === 'in_progress' || row.response_status === null) return { kind: 'in_progress' };
       return { kind: 'replay', status: row.response_status, body: row.response_body ?? '', contentType: row.response_content_type };

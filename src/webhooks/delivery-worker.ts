@@ -1,5 +1,5 @@
 // The delivery queue's worker, inside every `balcao serve` (and every app instance): claims due
-// deliveries with FOR UPDATE SKIP LOCKED and a lease (N instances deliver each attempt once; a
+// deliveries with a lease taken by a re-checked UPDATE (N instances deliver each attempt once; a
 // killed instance's lease runs out and another takes over), posts them, records each attempt,
 // schedules the retry with jitter, marks the last failure `failed`, and disables an endpoint that
 // has failed everything for 5 days. Sleeps until the next due time or a NOTIFY; no busy loop.
@@ -114,7 +114,7 @@ export class DeliveryWorker {
     try {
       const { rows } = await sql<{ ms: number | null }>`
         SELECT cast(extract(epoch from (min(greatest(d.next_attempt_at, coalesce(d.lease_until, d.next_attempt_at))) - now())) * 1000 as float8) AS ms
-        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.team_id = d.team_id AND e.id = d.endpoint_id
         WHERE d.status = 'pending' AND e.enabled`.execute(this.database.db);
       const ms = rows[0]?.ms;
       if (ms !== null && ms !== undefined) wait = Math.min(IDLE_MS, Math.max(0, Math.ceil(Number(ms)) + 5));
@@ -129,25 +129,32 @@ export class DeliveryWorker {
   private async cycle(): Promise<void> {
     for (;;) {
       if (this.stopped) return;
-      const claimed = await this.claim();
+      const { claimed, due } = await this.claim();
       await Promise.all(claimed.map((c) => this.deliver(c)));
-      if (claimed.length < BATCH) return;
+      if (due < BATCH) return;
     }
   }
 
-  /** Due deliveries no live lease holds, leased to this worker in one statement. */
-  private async claim(): Promise<Claimed[]> {
+  /**
+   * Due deliveries no live lease holds, leased to this worker: the due ones are read, then leased by
+   * an UPDATE that checks again that no lease holds them (a row another worker leased meanwhile is
+   * re-checked after its lock and left out). No FOR UPDATE, which Citus refuses across shards;
+   * `due` tells the cycle whether more may be waiting.
+   */
+  private async claim(): Promise<{ claimed: Claimed[]; due: number }> {
     const db = this.database.db;
-    const { rows } = await sql<{ id: string }>`
+    const { rows: due } = await sql<{ team_id: string; id: string }>`
+      SELECT d.team_id, d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.team_id = d.team_id AND e.id = d.endpoint_id
+      WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) AND e.enabled
+      ORDER BY d.next_attempt_at
+      LIMIT ${BATCH}`.execute(db);
+    if (due.length === 0) return { claimed: [], due: 0 };
+    const { rows } = await sql<{ team_id: string; id: string }>`
       UPDATE webhook_deliveries SET lease_until = now() + cast(${`${this.leaseMs} milliseconds`} as interval), lease_owner = ${this.owner}
-      WHERE id IN (
-        SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) AND e.enabled
-        ORDER BY d.next_attempt_at
-        LIMIT ${BATCH}
-        FOR UPDATE OF d SKIP LOCKED)
-      RETURNING id`.execute(db);
-    if (rows.length === 0) return [];
+      WHERE (team_id, id) IN (${sql.join(due.map((r) => sql`(${r.team_id}::uuid, ${r.id}::uuid)`))})
+        AND status = 'pending' AND (lease_until IS NULL OR lease_until < now())
+      RETURNING team_id, id`.execute(db);
+    if (rows.length === 0) return { claimed: [], due: due.length };
     // The queue serves every tenant: deliveries are addressed by the ids just claimed, and each
     // carries the tenant of its event into its attempt.
     const found = (
@@ -155,11 +162,12 @@ export class DeliveryWorker {
         SELECT d.id AS delivery_id, d.attempt_count, d.endpoint_id, e.url, e.secret,
                CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
                ev.team_id, ev.mode, ev.id, ev.type, ev.created_at, ev.data, ev.request_id
-        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN events ev ON ev.id = d.event_id
-        WHERE d.id IN (${sql.join(rows.map((r) => r.id))})`.execute(db)
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.team_id = d.team_id AND e.id = d.endpoint_id
+          JOIN events ev ON ev.team_id = d.team_id AND ev.id = d.event_id
+        WHERE (d.team_id, d.id) IN (${sql.join(rows.map((r) => sql`(${r.team_id}::uuid, ${r.id}::uuid)`))})`.execute(db)
     ).rows;
     const meta = rowMeta(eventRow);
-    return found.map((r) => ({
+    const claimed = found.map((r) => ({
       id: String(r.delivery_id),
       attempt_count: Number(r.attempt_count),
       endpoint_id: String(r.endpoint_id),
@@ -170,6 +178,7 @@ export class DeliveryWorker {
       previous_secret: (r.previous_secret as string | null) ?? null,
       event: outputRow(r, meta.fields, meta),
     }));
+    return { claimed, due: due.length };
   }
 
   private async deliver(c: Claimed): Promise<void> {
@@ -193,7 +202,7 @@ export class DeliveryWorker {
   }
 
   private async release(c: Claimed): Promise<void> {
-    await sql`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE id = ${c.id} AND lease_owner = ${this.owner}`.execute(
+    await sql`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE team_id = ${c.team_id} AND id = ${c.id} AND lease_owner = ${this.owner}`.execute(
       this.database.db,
     );
   }
@@ -208,7 +217,7 @@ export class DeliveryWorker {
       await sql`
         UPDATE webhook_deliveries
         SET status = ${status}, attempt_count = ${attempt}, next_attempt_at = ${nextAt?.toISOString() ?? null}, lease_until = NULL, lease_owner = NULL
-        WHERE id = ${c.id}`.execute(trx);
+        WHERE team_id = ${c.team_id} AND id = ${c.id}`.execute(trx);
       await sql`
         INSERT INTO webhook_attempts (team_id, mode, delivery_id, endpoint_id, event_id, event_type, attempt_number, response_status, error,
                                       response_body, duration_ms, next_attempt_at)
@@ -217,17 +226,22 @@ export class DeliveryWorker {
         trx,
       );
       if (outcome.ok) {
-        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ${c.endpoint_id} AND failing_since IS NOT NULL`.execute(trx);
+        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id} AND failing_since IS NOT NULL`.execute(
+          trx,
+        );
         return;
       }
+      // Two statements, not one with now() inside CASE/COALESCE, which Citus refuses in an UPDATE:
+      // the first sees the failing_since of before this failure, as one statement's CASE would.
       await sql`
-        UPDATE webhook_endpoints SET
-          failing_since = coalesce(failing_since, now()),
-          enabled = CASE WHEN failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days' THEN false ELSE enabled END,
-          disabled_reason = CASE WHEN failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days'
-            THEN ${`Disabled: every delivery failed for ${DISABLE_AFTER_DAYS} days (last: ${outcome.error ?? `HTTP ${outcome.status}`}).`}
-            ELSE disabled_reason END
-        WHERE id = ${c.endpoint_id}`.execute(trx);
+        UPDATE webhook_endpoints SET enabled = false,
+          disabled_reason = ${`Disabled: every delivery failed for ${DISABLE_AFTER_DAYS} days (last: ${outcome.error ?? `HTTP ${outcome.status}`}).`}
+        WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id} AND failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days'`.execute(
+        trx,
+      );
+      await sql`UPDATE webhook_endpoints SET failing_since = now() WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id} AND failing_since IS NULL`.execute(
+        trx,
+      );
     });
     if (!outcome.ok) this.log.info({ delivery: c.id, attempt, status: outcome.status, error: outcome.error }, 'webhook attempt failed');
   }

@@ -7,6 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
+import { openDatabase } from '../../src/infra/db/database.ts';
+import { migrate } from '../../src/infra/db/migrate.ts';
+import { distributeCitusDatabase, dropCitusDatabase, onCitus, prepareCitusDatabase } from './citus.ts';
 
 export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/balcao.js');
 
@@ -33,12 +36,21 @@ export async function scratchEnv(): Promise<ScratchEnv> {
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
+  if (onCitus()) {
+    // On Citus the database is migrated and distributed before the command runs (the operator's order).
+    await prepareCitusDatabase(adminUrl, name);
+    const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '' });
+    await migrate(database.db);
+    await database.close();
+    await distributeCitusDatabase(adminUrl, name);
+  }
   return {
     env: { DATABASE_URL: url.toString(), BALCAO_DATA_DIR: dir },
     cleanup: async () => {
       const again = postgres(adminUrl, { max: 1, onnotice: () => {} });
       await again.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await again.end();
+      if (onCitus()) await dropCitusDatabase(name);
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -16,6 +16,7 @@ import { migrate } from '../../src/infra/db/migrate.ts';
 import type { RateLimiter } from '../../src/http/rate-limit.ts';
 import type { ResourceDescriptor } from '../../src/resources/descriptor.ts';
 import { Contract } from './contract.ts';
+import { distributeCitusDatabase, dropCitusDatabase, onCitus, prepareCitusDatabase } from './citus.ts';
 
 export interface TestServerOptions {
   env?: Record<string, string>;
@@ -92,16 +93,19 @@ export async function openTestDatabase(): Promise<Database & { drop: () => Promi
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   await admin.unsafe(`CREATE DATABASE ${name}`);
   await admin.end();
+  if (onCitus()) await prepareCitusDatabase(adminUrl, name);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '', dbTimeouts: SUITE_DB_TIMEOUTS });
   await migrate(database.db);
+  if (onCitus()) await distributeCitusDatabase(adminUrl, name);
   return {
     ...database,
     drop: async () => {
       const again = postgres(adminUrl, { max: 1, onnotice: () => {} });
       await again.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await again.end();
+      if (onCitus()) await dropCitusDatabase(name);
     },
   };
 }

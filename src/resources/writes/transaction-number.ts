@@ -4,7 +4,7 @@ import { type CompiledQuery, type Expression, sql } from 'kysely';
 import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/database.ts';
-import { insertScoped, selectScoped, updateScoped } from '../../infra/db/tenancy.ts';
+import { selectScoped, updateScoped } from '../../infra/db/tenancy.ts';
 import { sharedStatementCache } from '../../query/statement-cache.ts';
 
 /**
@@ -12,12 +12,15 @@ import { sharedStatementCache } from '../../query/statement-cache.ts';
  * go out with the commit (deferred): the counter moves on and the sale takes its value. The counter row
  * stays locked until the transaction ends, so concurrent creations get consecutive numbers and a
  * rolled-back sale gives its number back. Two rare cases are settled in the same statement:
- * - the tenant's first sale creates the counter just past the largest number already stored (imports);
- *   a concurrent first sale conflicts on the key, waits for this one, then takes the next value;
  * - a number an import stored after the counter was created is skipped: the counter jumps past the
- *   largest stored number.
- * The largest stored number is a scan of the tenant's sales, so it sits in CASE branches that only
- * those cases reach (PostgreSQL runs such a sub-select only when its branch is taken).
+ *   largest stored number;
+ * - the tenant's first sale (no counter: `bumped` updated nothing) creates the counter just past the
+ *   largest number already stored (imports); a concurrent first sale conflicts on the key, waits for
+ *   this one, then takes the next value.
+ * The largest stored number is a scan of the tenant's sales, so it sits where only those cases reach it
+ * (a CASE branch, and a row that exists only when no counter did: PostgreSQL runs such a sub-select only
+ * then). The counter is bumped by an UPDATE and created by an INSERT … SELECT, not by one INSERT …
+ * ON CONFLICT with sub-selects in it, which Citus refuses (docs/scale-out.md).
  * Its one row is `transaction_number`.
  */
 export function numberingStatement(trx: Db, tenant: Tenant, saleId: string): CompiledQuery {
@@ -30,27 +33,41 @@ export function numberingStatement(trx: Db, tenant: Tenant, saleId: string): Com
 const NUMBERING = { statement: 'numbering' };
 
 function buildNumbering(trx: Db, tenant: Tenant, saleId: string) {
-  const afterLargestStored = sql<number>`(${selectScoped(trx, 'transactions', tenant)
-    .select(sql`coalesce(max(transaction_number::numeric), 0) + 1`.as('next'))
-    .where(sql<boolean>`transaction_number ~ '^[0-9]{1,18}$'`)})`;
-  const counterExists = selectScoped(trx, 'tenant_counters', tenant).select(sql`1`.as('found')).where('name', '=', TRANSACTION_COUNTER);
+  const afterLargestStored = () =>
+    sql<number>`(${selectScoped(trx, 'transactions', tenant)
+      .select(sql`coalesce(max(transaction_number::numeric), 0) + 1`.as('next'))
+      .where(sql<boolean>`transaction_number ~ '^[0-9]{1,18}$'`)})`;
   const nextTaken = selectScoped(trx, 'transactions', tenant)
     .select(sql`1`.as('taken'))
     .where('transaction_number', '=', sql<string>`cast(tenant_counters.value + 1 as text)`);
   return trx
-    .with('next', () =>
-      insertScoped(trx, 'tenant_counters', tenant, {
-        name: TRANSACTION_COUNTER,
-        value: sql`case when exists (${counterExists}) then 0 else ${afterLargestStored} end`,
-      })
-        .onConflict((oc) =>
-          oc.columns(['team_id', 'mode', 'name']).doUpdateSet({
-            value: sql`case when exists (${nextTaken})
-              then greatest(tenant_counters.value + 1, ${afterLargestStored}) else tenant_counters.value + 1 end`,
-          }),
-        )
+    .with('bumped', (db) =>
+      updateScoped(db, 'tenant_counters', tenant)
+        .set({
+          value: sql`case when exists (${nextTaken})
+            then greatest(tenant_counters.value + 1, ${afterLargestStored()}) else tenant_counters.value + 1 end`,
+        })
+        .where('name', '=', TRANSACTION_COUNTER)
         .returning('value'),
     )
+    .with('created', (db) =>
+      db
+        .insertInto('tenant_counters')
+        .columns(['team_id', 'mode', 'name', 'value'])
+        .expression(
+          db
+            .selectNoFrom([
+              sql`cast(${tenant.teamId} as uuid)`.as('team_id'),
+              sql`cast(${tenant.mode} as text)`.as('mode'),
+              sql`cast(${TRANSACTION_COUNTER} as text)`.as('name'),
+              afterLargestStored().as('value'),
+            ])
+            .where(sql<boolean>`not exists (select 1 from bumped)`),
+        )
+        .onConflict((oc) => oc.columns(['team_id', 'mode', 'name']).doUpdateSet({ value: sql`tenant_counters.value + 1` }))
+        .returning('value'),
+    )
+    .with('next', (db) => db.selectFrom('bumped').select('value').unionAll(db.selectFrom('created').select('value')))
     .with('numbered', (db) =>
       updateScoped(db, 'transactions', tenant)
         .from('next')
