@@ -13,6 +13,7 @@ import { planItem, planList } from '../query/plan.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
 import { isUuid } from '../schemas/formats.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
+import { takeEtag } from './etag.ts';
 
 type Row = Record<string, unknown>;
 
@@ -20,6 +21,11 @@ export interface ReadResult<T> {
   data: T;
   /** True when `fields` dropped some fields: the reply needs the all-optional serializer. */
   sparse: boolean;
+}
+
+/** One record read: its strong ETag besides (the same for every `fields` and `include`). */
+export interface RecordResult extends ReadResult<Row> {
+  etag: string;
 }
 
 export async function listRecords(
@@ -57,13 +63,7 @@ export async function listRecords(
   };
 }
 
-export async function getRecord(
-  db: Db,
-  d: ResourceDescriptor,
-  tenant: Tenant | null,
-  id: string,
-  query: unknown,
-): Promise<ReadResult<Row>> {
+export async function getRecord(db: Db, d: ResourceDescriptor, tenant: Tenant | null, id: string, query: unknown): Promise<RecordResult> {
   const scope = requireTenant(tenant, 'read');
   const plan = planItem(d, parseItemQuery(query));
   // A malformed id cannot name a record: the same 404 as an unknown one or another account's.
@@ -72,6 +72,7 @@ export async function getRecord(
   const extra = includes.flatMap(([, inc]) => (inc?.cardinality === 'one' ? [inc.foreignKey] : []));
   const [row] = (await db.executeQuery(getStatement(db, d, plan.fields, id, scope, extra))).rows as (Row | undefined)[];
   if (!row) throw errors.notFound();
+  const etag = takeEtag(row);
   const meta = descriptorMeta(d);
   const data = responseRowOutput(plan.fields, meta)(row);
   // The includes are independent reads: they go out together.
@@ -88,5 +89,5 @@ export async function getRecord(
     const items = (related[i] as Row[]).map(responseRowOutput(itemMeta.fields, itemMeta));
     data[name] = inc.cardinality === 'one' ? (items[0] ?? null) : items;
   }
-  return { data, sparse: plan.fields.length < meta.fields.length };
+  return { data, sparse: plan.fields.length < meta.fields.length, etag };
 }

@@ -15,6 +15,7 @@ import { type TypedApp, typedRoutes } from '../http/typed-routes.ts';
 import { type ResourceDescriptor, type Row, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
 import { RESOURCES } from './registry.ts';
 import { isSqlFragment } from './insert-statement.ts';
+import { etagOf } from './etag.ts';
 import { createRecord, deleteRecord, updateRecord, type WriteOptions } from './write-engine.ts';
 
 /** The resources that accept writes: those of the registry with a `write` section, in its order. */
@@ -35,6 +36,10 @@ const IDEMPOTENCY_DOC =
   'Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with ' +
   '`Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`, as does a ' +
   'key whose first request is still running (with `Retry-After: 1`).';
+
+const CONDITIONAL_DOC =
+  'Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at ' +
+  'that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.';
 
 /** A soft-delete value as the prose shows it: JSON, or the SQL text of a fragment (`now()`). */
 function shown(value: unknown): string {
@@ -97,8 +102,9 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
         finishers: finisher ? [finisher] : [],
       });
       // Already serialized (a held Idempotency-Key stores these very bytes): sent as text, past the typed serializer.
+      // A new record has not changed yet: its version is its id (updated_at is still null).
       const untyped: FastifyReply = reply;
-      return untyped.type(JSON_CONTENT_TYPE).send(respond(data));
+      return untyped.header('etag', etagOf(data.id, null)).type(JSON_CONTENT_TYPE).send(respond(data));
     },
   );
 
@@ -110,20 +116,22 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
       schema: {
         operationId: `${d.name}.update`,
         summary: `Update a record of ${d.name}`,
-        description: 'Only the fields sent change; fields the body schema does not name are ignored.',
+        description: `Only the fields sent change; fields the body schema does not name are ignored. ${CONDITIONAL_DOC}`,
         tags,
         params: idParamsSchema,
         body: w.update,
         response: { 200: itemEnvelopeSchema(d.row) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { id } = request.params;
-      const data = await updateRecord(db, d, request.tenant, id, request.body, {
+      const { data, etag } = await updateRecord(db, d, request.tenant, id, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
         onWritten: deps.recordWrite?.(request.id),
+        ifMatch: request.headers['if-match'],
       });
+      reply.header('etag', etag);
       return itemEnvelope(request, data);
     },
   );
@@ -138,7 +146,7 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
         summary: w.deleteSummary ?? `Deactivate a record of ${d.name}`,
         description: `Sets ${Object.entries(w.softDelete)
           .map(([k, v]) => `\`${k}\` to \`${shown(v)}\``)
-          .join(', ')}; the record is kept. Answers 204 every time.`,
+          .join(', ')}; the record is kept. Answers 204 every time, with the new version's \`ETag\`. ${CONDITIONAL_DOC}`,
         tags,
         params: idParamsSchema,
         response: { 204: Type.Null({ description: 'No body.' }) },
@@ -146,8 +154,12 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
     },
     async (request, reply) => {
       const { id } = request.params;
-      await deleteRecord(db, d, request.tenant, id, { now: deps.now, onWritten: deps.recordWrite?.(request.id) });
-      return reply.code(204).send(null);
+      const { etag } = await deleteRecord(db, d, request.tenant, id, {
+        now: deps.now,
+        onWritten: deps.recordWrite?.(request.id),
+        ifMatch: request.headers['if-match'],
+      });
+      return reply.code(204).header('etag', etag).send(null);
     },
   );
 }
