@@ -13,7 +13,7 @@ import type { FieldKind } from '../schemas/common.ts';
 import type { FilterPlan, ListPlan, Scalar } from './plan.ts';
 import { rowMeta } from './row-meta.ts';
 import { statementCache } from './statement-cache.ts';
-import { VERSION_KEY, versionSql } from '../resources/etag.ts';
+import { VERSION_KEY, versionSql } from './version.ts';
 import { SQL_TYPE } from './values.ts';
 
 export type Query = SelectQueryBuilder<any, any, any>;

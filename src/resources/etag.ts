@@ -3,14 +3,9 @@
 // record anyway (no extra round trip). Every change goes through the write engine, which moves
 // updated_at strictly forward (docs/decisions.md), so the tag changes when, and only when, the record does.
 import { createHash } from 'node:crypto';
-import { type RawBuilder, sql } from 'kysely';
+import { VERSION_KEY } from '../query/version.ts';
 
-/** Alias of the version column in a statement's answer; never part of a response body. */
-export const VERSION_KEY = '__version';
-
-/** updated_at with its microseconds, as text independent of the session's DateStyle (null before the first change). */
-export const versionSql = (): RawBuilder<string | null> =>
-  sql<string | null>`to_char(${sql.ref('updated_at')} at time zone 'UTC', 'YYYYMMDDHH24MISSUS')`;
+export { VERSION_KEY, versionSql } from '../query/version.ts';
 
 /** The strong tag of one version of one record: opaque, compared byte for byte. */
 export function etagOf(id: unknown, version: unknown): string {
