@@ -24,6 +24,7 @@ import type { ResourceDescriptor } from './resources/descriptor.ts';
 import { registerReadRoutes } from './resources/read-routes.ts';
 import { RESOURCES } from './resources/registry.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
+import { registerRequestLogRoute } from './resources/request-log.ts';
 import { eventRecorder } from './events/record-event.ts';
 import { registerEvents } from './webhooks/register.ts';
 import './http/context.ts';
@@ -144,6 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerMeRoute(app);
   registerReadRoutes(app, { ...deps, resources });
   registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });
+  registerRequestLogRoute(app, deps);
   registerEvents(app, deps);
 
   return app;

@@ -9,7 +9,8 @@ import { CURSOR_KEY, getStatement, includeStatement, listStatement } from '../qu
 import { encodeCursor } from '../query/cursor.ts';
 import { responseRowOutput } from '../query/output.ts';
 import { parseItemQuery, parseQuery } from '../query/parse.ts';
-import { planItem, planList } from '../query/plan.ts';
+import { type FilterPlan, planItem, planList } from '../query/plan.ts';
+import type { QueryableResource } from '../query/contract.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
 import { isUuid } from '../schemas/formats.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
@@ -28,14 +29,17 @@ export interface RecordResult extends ReadResult<Row> {
   etag: string;
 }
 
+/** `conditions`: filters the route adds beyond the client's reach (the write log's key and retention). */
 export async function listRecords(
   db: Db,
-  d: ResourceDescriptor,
+  d: QueryableResource,
   tenant: Tenant | null,
   query: unknown,
+  conditions: readonly FilterPlan[] = [],
 ): Promise<ReadResult<Row[]> & { pagination: Pagination }> {
   const scope = requireTenant(tenant, 'read');
-  const plan = planList(d, parseQuery(query));
+  const parsed = planList(d, parseQuery(query));
+  const plan = conditions.length > 0 ? { ...parsed, filters: [...conditions, ...parsed.filters] } : parsed;
   const rows: Row[] = [];
   // One row past the page says whether another page exists, exactly.
   for (let segment = 0; rows.length <= plan.limit; segment++) {

@@ -7,7 +7,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FieldError } from '../errors/app-error.ts';
 import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
-import { createIdempotencyHooks, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
+import { batchOperationOf } from '../http/batch-context.ts';
+import { createIdempotencyHooks, IDEMPOTENCY_HEADER, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { idParamsSchema } from '../query/schemas.ts';
@@ -16,6 +17,7 @@ import { type ResourceDescriptor, type Row, resourceTag, type WriteDescriptor, w
 import { RESOURCES } from './registry.ts';
 import { isSqlFragment } from './insert-statement.ts';
 import { etagOf } from './etag.ts';
+import { logWrite, type WriteRequest } from './request-log.ts';
 import { createRecord, deleteRecord, updateRecord, type WriteOptions } from './write-engine.ts';
 
 /** The resources that accept writes: those of the registry with a `write` section, in its order. */
@@ -95,10 +97,12 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
       reply.code(201);
       const respond = memoize((record: Row) => reply.serialize(itemEnvelope(request, record)) as string);
       const finisher = hooks.finisher(request, 201, respond);
-      const data = await createRecord(db, d, request.tenant, request.body, {
+      const batch = batchOperationOf(request);
+      const data = await createRecord(batch?.trx ?? db, d, request.tenant, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
-        onWritten: deps.recordWrite?.(request.id),
+        inTransaction: Boolean(batch?.trx),
+        onWritten: onWrittenFor(deps, request, 201),
         finishers: finisher ? [finisher] : [],
       });
       // Already serialized (a held Idempotency-Key stores these very bytes): sent as text, past the typed serializer.
@@ -125,10 +129,12 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
     },
     async (request, reply) => {
       const { id } = request.params;
-      const { data, etag } = await updateRecord(db, d, request.tenant, id, request.body, {
+      const batch = batchOperationOf(request);
+      const { data, etag } = await updateRecord(batch?.trx ?? db, d, request.tenant, id, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
-        onWritten: deps.recordWrite?.(request.id),
+        inTransaction: Boolean(batch?.trx),
+        onWritten: onWrittenFor(deps, request, 200),
         ifMatch: request.headers['if-match'],
       });
       reply.header('etag', etag);
@@ -154,14 +160,38 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
     },
     async (request, reply) => {
       const { id } = request.params;
-      const { etag } = await deleteRecord(db, d, request.tenant, id, {
+      const batch = batchOperationOf(request);
+      const { etag } = await deleteRecord(batch?.trx ?? db, d, request.tenant, id, {
         now: deps.now,
-        onWritten: deps.recordWrite?.(request.id),
+        inTransaction: Boolean(batch?.trx),
+        onWritten: onWrittenFor(deps, request, 204),
         ifMatch: request.headers['if-match'],
       });
       return reply.code(204).header('etag', etag).send(null);
     },
   );
+}
+
+/** What a write does in its transaction besides the change: its event, and its entry in the write log. */
+function onWrittenFor(deps: WriteRouteDeps, request: FastifyRequest, status: number): WriteOptions['onWritten'] {
+  const events = deps.recordWrite?.(request.id);
+  const auth = request.auth;
+  if (!auth) return events;
+  const batch = batchOperationOf(request);
+  const header = request.headers[IDEMPOTENCY_HEADER];
+  const entry: WriteRequest = {
+    apiKeyId: auth.keyId,
+    requestId: request.id,
+    method: request.method as WriteRequest['method'],
+    path: request.url.split('?', 1)[0] as string,
+    status,
+    // The key only means something on POST (SPEC 8: ignored on PATCH and DELETE); a batch's covers its operations.
+    idempotencyKey: batch ? batch.idempotencyKey : request.method === 'POST' && typeof header === 'string' ? header : null,
+  };
+  return async (trx, written) => {
+    await events?.(trx, written);
+    await logWrite(trx, written, entry);
+  };
 }
 
 /** The last answer of `fn`, reused while it is asked about the same record. */
