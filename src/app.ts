@@ -142,7 +142,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerDocs(app, config);
   registerHealthRoutes(app, database, rateLimiter, { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping });
   registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics });
-  registerMeRoute(app);
+  registerMeRoute(app, rateLimiter);
   registerReadRoutes(app, { ...deps, resources });
   registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });
   registerRequestLogRoute(app, deps);
