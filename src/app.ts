@@ -25,6 +25,7 @@ import { registerReadRoutes } from './resources/read-routes.ts';
 import { RESOURCES } from './resources/registry.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
 import { registerRequestLogRoute } from './resources/request-log.ts';
+import { registerBatchRoute } from './resources/batch.ts';
 import { eventRecorder } from './events/record-event.ts';
 import { registerEvents } from './webhooks/register.ts';
 import './http/context.ts';
@@ -146,6 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerReadRoutes(app, { ...deps, resources });
   registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });
   registerRequestLogRoute(app, deps);
+  registerBatchRoute(app, { config, database, rateLimiter, resources });
   registerEvents(app, deps);
 
   return app;
