@@ -60,8 +60,13 @@ const BatchResultSchema = Type.Object(
     status: Type.Integer({
       description: 'The HTTP status the single request would have answered (424 `batch_aborted` in a failed atomic batch).',
     }),
-    body: Type.Unknown({ description: 'Exactly the body of the single request: an item envelope, a problem, or null (204).' }),
-    etag: Type.Union([Type.String(), Type.Null()], { description: 'The `ETag` of the single request, or null.' }),
+    body: Type.Unknown({
+      description: 'Exactly the body of the single request: an item envelope, a problem, or null (204).',
+      examples: [{ data: { id: '3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13', full_name: 'Maria Silva' }, meta: { request_id: 'erp-sync-0042' } }],
+    }),
+    etag: Type.Union([Type.String({ examples: ['"k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"'] }), Type.Null()], {
+      description: 'The `ETag` of the single request, or null.',
+    }),
   },
   { title: 'BatchResult' },
 );

@@ -139,14 +139,16 @@ export interface paths {
     };
     /**
      * Get one record of customers
-     * @description Requires the scope `customers:read` and the module `clientes` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `customers:read` and the module `clientes` on the contract.
      */
     get: operations['customers.get'];
     put?: never;
     post?: never;
     /**
      * Deactivate a record of customers
-     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time.
+     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time, with the new version's `ETag`. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `customers:write` and the module `clientes` on the contract.
      */
@@ -155,7 +157,7 @@ export interface paths {
     head?: never;
     /**
      * Update a record of customers
-     * @description Only the fields sent change; fields the body schema does not name are ignored.
+     * @description Only the fields sent change; fields the body schema does not name are ignored. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `customers:write` and the module `clientes` on the contract.
      */
@@ -197,14 +199,16 @@ export interface paths {
     };
     /**
      * Get one record of sales
-     * @description Requires the scope `sales:read` and the module `vendas` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `sales:read` and the module `vendas` on the contract.
      */
     get: operations['sales.get'];
     put?: never;
     post?: never;
     /**
      * Cancel a sale
-     * @description Sets `status` to `"cancelled"`; the record is kept. Answers 204 every time.
+     * @description Sets `status` to `"cancelled"`; the record is kept. Answers 204 every time, with the new version's `ETag`. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `sales:write` and the module `vendas` on the contract.
      */
@@ -213,7 +217,7 @@ export interface paths {
     head?: never;
     /**
      * Update a record of sales
-     * @description Only the fields sent change; fields the body schema does not name are ignored.
+     * @description Only the fields sent change; fields the body schema does not name are ignored. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `sales:write` and the module `vendas` on the contract.
      */
@@ -255,14 +259,16 @@ export interface paths {
     };
     /**
      * Get one record of suppliers
-     * @description Requires the scope `suppliers:read` and the module `fornecedores` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `suppliers:read` and the module `fornecedores` on the contract.
      */
     get: operations['suppliers.get'];
     put?: never;
     post?: never;
     /**
      * Deactivate a record of suppliers
-     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time.
+     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time, with the new version's `ETag`. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `suppliers:write` and the module `fornecedores` on the contract.
      */
@@ -271,7 +277,7 @@ export interface paths {
     head?: never;
     /**
      * Update a record of suppliers
-     * @description Only the fields sent change; fields the body schema does not name are ignored.
+     * @description Only the fields sent change; fields the body schema does not name are ignored. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `suppliers:write` and the module `fornecedores` on the contract.
      */
@@ -313,14 +319,16 @@ export interface paths {
     };
     /**
      * Get one record of expenses
-     * @description Requires the scope `expenses:read` and the module `despesas` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `expenses:read` and the module `despesas` on the contract.
      */
     get: operations['expenses.get'];
     put?: never;
     post?: never;
     /**
      * Deactivate a record of expenses
-     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time.
+     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time, with the new version's `ETag`. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `expenses:write` and the module `despesas` on the contract.
      */
@@ -329,7 +337,7 @@ export interface paths {
     head?: never;
     /**
      * Update a record of expenses
-     * @description Only the fields sent change; fields the body schema does not name are ignored.
+     * @description Only the fields sent change; fields the body schema does not name are ignored. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `expenses:write` and the module `despesas` on the contract.
      */
@@ -365,7 +373,9 @@ export interface paths {
     };
     /**
      * Get one record of appointments
-     * @description Requires the scope `appointments:read` and the module `agendamentos` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `appointments:read` and the module `agendamentos` on the contract.
      */
     get: operations['appointments.get'];
     put?: never;
@@ -405,7 +415,9 @@ export interface paths {
     };
     /**
      * Get one record of services
-     * @description Requires the scope `services:read` and the module `agendamentos` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `services:read` and the module `agendamentos` on the contract.
      */
     get: operations['services.get'];
     put?: never;
@@ -445,7 +457,9 @@ export interface paths {
     };
     /**
      * Get one record of products
-     * @description Requires the scope `products:read` and the module `catalogo` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `products:read` and the module `catalogo` on the contract.
      */
     get: operations['products.get'];
     put?: never;
@@ -485,7 +499,9 @@ export interface paths {
     };
     /**
      * Get one record of inventory
-     * @description Requires the scope `inventory:read` and the module `estoque` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `inventory:read` and the module `estoque` on the contract.
      */
     get: operations['inventory.get'];
     put?: never;
@@ -525,7 +541,9 @@ export interface paths {
     };
     /**
      * Get one record of bank accounts
-     * @description Requires the scope `bank-accounts:read` and the module `contas_bancarias` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `bank-accounts:read` and the module `contas_bancarias` on the contract.
      */
     get: operations['bank-accounts.get'];
     put?: never;
@@ -565,11 +583,57 @@ export interface paths {
     };
     /**
      * Get one record of deals
-     * @description Requires the scope `deals:read` and the module `crm_funil` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `deals:read` and the module `crm_funil` on the contract.
      */
     get: operations['deals.get'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/requests': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the writes this key made that committed (last 24 hours)
+     * @description Every 2xx POST, PATCH and DELETE of the calling key (each operation of a batch included), newest first, for 24 hours. Another key, account or mode never sees them. `request_id` is the X-Request-Id of the write (the client’s own when it sent one): a client that lost a response finds here whether the write committed, and which record it made. An empty list means nothing committed. No scope is needed; it counts as a read.
+     *
+     *     Any valid key of an account with the API enabled; no scope or module needed.
+     */
+    get: operations['requests.list'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/batch': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send up to 100 writes in one request
+     * @description Each operation (`POST /v1/<resource>`, `PATCH` or `DELETE /v1/<resource>/<id>`) is checked and answered exactly as the single request would be: scopes, modules, plan, validation, the tenant wall, `If-Match` (from `if_match`), events. The answer is 200 with one result per operation, in order: `{status, body, etag}`. With `atomic: false` each operation stands alone; with `atomic: true` all commit together or none does: the failed ones carry their error and the others 424 `batch_aborted`. Each operation counts as one write in the minute and day layers, the batch once in the burst layer; a batch that would exceed a layer is refused whole with 429 before anything runs. An `Idempotency-Key` makes the whole batch idempotent (same key and body replays, another body is a 409). A malformed batch (more than 100 operations, an unknown method, a path that is not a write route) is a 422 for the whole request, with `errors[].field` such as `operations[3].path`.
+     *
+     *     Any valid key of an account with the API enabled; no scope or module needed.
+     */
+    post: operations['batch.create'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1009,6 +1073,41 @@ export interface components {
         requests_per_minute_read: number;
         requests_per_minute_write: number;
         requests_per_day_total: number;
+      };
+      /** @description Each rate layer as it stands after this request was counted, from the store the limiter uses (shared through Redis across instances): `burst` (per second), `read` and `write` (per minute), `day`. Reading it counts nothing more. */
+      rate_limit_status: {
+        burst: {
+          /** @description Ceiling of the layer. */
+          limit: number;
+          /** @description Requests left in the current window. */
+          remaining: number;
+          /** @description Seconds until the window restarts. */
+          reset: number;
+        };
+        read: {
+          /** @description Ceiling of the layer. */
+          limit: number;
+          /** @description Requests left in the current window. */
+          remaining: number;
+          /** @description Seconds until the window restarts. */
+          reset: number;
+        };
+        write: {
+          /** @description Ceiling of the layer. */
+          limit: number;
+          /** @description Requests left in the current window. */
+          remaining: number;
+          /** @description Seconds until the window restarts. */
+          reset: number;
+        };
+        day: {
+          /** @description Ceiling of the layer. */
+          limit: number;
+          /** @description Requests left in the current window. */
+          remaining: number;
+          /** @description Seconds until the window restarts. */
+          reset: number;
+        };
       };
     };
     /** Meta */
@@ -2237,6 +2336,77 @@ export interface components {
        */
       updated_at?: string;
     };
+    /** RequestLogEntry */
+    RequestLogEntry: {
+      /** @description The X-Request-Id of the write: the client’s own when it sent one. */
+      request_id: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      /** @enum {string} */
+      method: 'POST' | 'PATCH' | 'DELETE';
+      /**
+       * @description The path written (for a batch operation, the operation’s path).
+       * @example /v1/sales
+       */
+      path: string;
+      status: number;
+      /** @description The Idempotency-Key sent (a batch operation: the batch’s). */
+      idempotency_key: string | null;
+      /** @example sales */
+      resource: string;
+      /** Format: uuid */
+      resource_id: string | null;
+    };
+    /** BatchOperation */
+    BatchOperation: {
+      /**
+       * @description POST creates, PATCH updates, DELETE deactivates.
+       * @enum {string}
+       */
+      method: 'POST' | 'PATCH' | 'DELETE';
+      /**
+       * @description A write route: `/v1/<resource>` for POST, `/v1/<resource>/<id>` for PATCH and DELETE.
+       * @example /v1/customers
+       */
+      path: string;
+      /** @description The body of the single request; absent for DELETE. */
+      body?: {
+        [key: string]: unknown;
+      };
+      /** @description The `If-Match` of the single request (PATCH, DELETE). */
+      if_match?: string;
+    };
+    /** BatchResult */
+    BatchResult: {
+      /** @description The HTTP status the single request would have answered (424 `batch_aborted` in a failed atomic batch). */
+      status: number;
+      /**
+       * @description Exactly the body of the single request: an item envelope, a problem, or null (204).
+       * @example {
+       *       "data": {
+       *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+       *         "full_name": "Maria Silva"
+       *       },
+       *       "meta": {
+       *         "request_id": "erp-sync-0042"
+       *       }
+       *     }
+       */
+      body: unknown;
+      /**
+       * @description The `ETag` of the single request, or null.
+       * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+       */
+      etag: string | null;
+    };
+    /** BatchResponse */
+    BatchResponse: {
+      data: components['schemas']['BatchResult'][];
+      meta: components['schemas']['Meta'];
+    };
     /** Event */
     Event: {
       /** Format: uuid */
@@ -3084,6 +3254,27 @@ export interface components {
       };
     };
     /**
+     * @description Precondition failed. Problem types:
+     *     - [`precondition_failed`](http://localhost:3000/errors/precondition_failed): The `If-Match` header names a version (ETag) of the record that is no longer current: someone changed it since you read it. Nothing was written.
+     */
+    PreconditionFailed: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+        'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+        'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/precondition_failed';
+          /** @constant */
+          status?: 412;
+        };
+      };
+    };
+    /**
      * @description Bad request. Problem types:
      *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
      */
@@ -3768,6 +3959,28 @@ export interface components {
         };
       };
     };
+    BatchRequest: {
+      content: {
+        /**
+         * @example {
+         *       "operations": [
+         *         {
+         *           "method": "POST",
+         *           "path": "/v1/customers"
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': {
+          operations: components['schemas']['BatchOperation'][];
+          /**
+           * @description All the operations commit together, or none does.
+           * @default false
+           */
+          atomic?: boolean;
+        };
+      };
+    };
     CreateWebhookEndpointInput: {
       content: {
         /**
@@ -3971,6 +4184,8 @@ export interface operations {
           | 'not_found'
           | 'method_not_allowed'
           | 'idempotency_conflict'
+          | 'precondition_failed'
+          | 'batch_aborted'
           | 'request_timeout'
           | 'payload_too_large'
           | 'unsupported_media_type'
@@ -4045,6 +4260,28 @@ export interface operations {
            *           "requests_per_minute_read": 1,
            *           "requests_per_minute_write": 1,
            *           "requests_per_day_total": 1
+           *         },
+           *         "rate_limit_status": {
+           *           "burst": {
+           *             "limit": 1,
+           *             "remaining": 0,
+           *             "reset": 0
+           *           },
+           *           "read": {
+           *             "limit": 1,
+           *             "remaining": 0,
+           *             "reset": 0
+           *           },
+           *           "write": {
+           *             "limit": 1,
+           *             "remaining": 0,
+           *             "reset": 0
+           *           },
+           *           "day": {
+           *             "limit": 1,
+           *             "remaining": 0,
+           *             "reset": 0
+           *           }
            *         }
            *       },
            *       "meta": {
@@ -4569,6 +4806,17 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -4612,6 +4860,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -4689,6 +4938,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -5172,6 +5422,17 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -5215,6 +5476,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -5289,6 +5551,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -5747,6 +6010,17 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -5790,6 +6064,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -5874,6 +6149,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -6453,6 +6729,17 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -6496,6 +6783,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -6581,6 +6869,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -6804,6 +7093,17 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -7001,6 +7301,17 @@ export interface operations {
             meta: components['schemas']['Meta'];
           };
         };
+      };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
@@ -7260,6 +7571,17 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -7459,6 +7781,17 @@ export interface operations {
             meta: components['schemas']['Meta'];
           };
         };
+      };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
@@ -7664,6 +7997,17 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -7828,11 +8172,177 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'requests.list': {
+    parameters: {
+      query?: {
+        /** @description Page size, 1..100; other numbers are clamped, anything else is a 422 `invalid_limit`. */
+        limit?: number;
+        /** @description `pagination.next_cursor` of the previous page, with the same query otherwise. */
+        cursor?: string;
+        /** @description One field; a `-` prefix sorts descending. Ties are broken by id. */
+        sort?: 'created_at' | '-created_at';
+        /** @description Comma list of fields to return (`id` always is): id, request_id, created_at, method, path, status, idempotency_key, resource, resource_id. */
+        fields?: string;
+        /** @description Filter: `request_id` equal to. */
+        'filter[request_id][eq]'?: string;
+        /** @description Filter: `idempotency_key` equal to. */
+        'filter[idempotency_key][eq]'?: string;
+        /** @description Filter: `resource` equal to. */
+        'filter[resource][eq]'?: string;
+        /** @description Filter: `resource` one of a comma list (up to 100). */
+        'filter[resource][in]'?: string;
+        /** @description Filter: `created_at` greater than. */
+        'filter[created_at][gt]'?: string;
+        /** @description Filter: `created_at` greater than or equal to. */
+        'filter[created_at][gte]'?: string;
+        /** @description Filter: `created_at` less than. */
+        'filter[created_at][lt]'?: string;
+        /** @description Filter: `created_at` less than or equal to. */
+        'filter[created_at][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "request_id": "string",
+           *           "created_at": "2026-11-21T10:00:00.000Z",
+           *           "method": "POST",
+           *           "path": "/v1/sales",
+           *           "status": 1,
+           *           "idempotency_key": "string",
+           *           "resource": "sales",
+           *           "resource_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13"
+           *         }
+           *       ],
+           *       "pagination": {
+           *         "next_cursor": "string",
+           *         "has_more": true,
+           *         "limit": 1
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['RequestLogEntry'][];
+            pagination: components['schemas']['Pagination'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenApiDisabledOrIpNotAllowed'];
+      408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'batch.create': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: components['requestBodies']['BatchRequest'];
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "status": 1,
+           *           "body": {
+           *             "data": {
+           *               "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *               "full_name": "Maria Silva"
+           *             },
+           *             "meta": {
+           *               "request_id": "erp-sync-0042"
+           *             }
+           *           },
+           *           "etag": "\"k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2\""
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['BatchResponse'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenApiDisabledOrIpNotAllowed'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['RequestHeaderFieldsTooLarge'];
@@ -8211,6 +8721,7 @@ export interface operations {
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -8275,6 +8786,7 @@ export interface operations {
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
