@@ -130,6 +130,59 @@ describe('POST /v1/batch', () => {
     assert.deepEqual([a.body.data[0].status, b.body.data[0].status].sort(), [200, 412]);
   });
 
+  for (const atomic of [false, true]) {
+    it(`100 mixed operations (${atomic ? 'atomic' : 'not atomic'}), forbidden and invalid among them: every item, and the database`, async () => {
+      const { account, key } = await s.createAccountWithKey({ rateLimits: UNLIMITED, scopes: ['customers:write', 'suppliers:write'] });
+      const seed = await s.request('POST', '/v1/suppliers', { key, body: { name: 'Seed' } });
+      const operations = Array.from({ length: 100 }, (_, i) => {
+        switch (i % 5) {
+          case 0:
+            return { method: 'POST', path: '/v1/customers', body: { full_name: `C${i}`, phone: '1' } };
+          case 1:
+            return {
+              method: 'POST',
+              path: '/v1/expenses',
+              body: { expense_type: 'x', description: 'd', original_amount: 1, final_amount: 1 },
+            };
+          case 2:
+            return { method: 'POST', path: '/v1/suppliers', body: {} };
+          case 3:
+            return { method: 'PATCH', path: `/v1/suppliers/${seed.body.data.id}`, body: { name: `S${i}` } };
+          default:
+            return { method: 'POST', path: '/v1/customers', body: { full_name: `D${i}`, phone: '1' } };
+        }
+      });
+      const res = await s.request('POST', '/v1/batch', { key, body: { operations, atomic } });
+      assert.equal(res.status, 200, res.text);
+      const data = res.body.data as Result[];
+      assert.equal(data.length, 100);
+      const expected = (i: number) => [atomic ? 424 : 201, 403, 422, atomic ? 424 : 200, atomic ? 424 : 201][i % 5];
+      data.forEach((r, i) => {
+        assert.equal(r.status, expected(i), `operation ${i}: ${JSON.stringify(r.body)}`);
+      });
+      const names = await customersOf(account.id);
+      const suppliers = (await sql<{ name: string }>`SELECT name FROM suppliers WHERE team_id = ${account.id}`.execute(s.db)).rows;
+      if (atomic) {
+        assert.deepEqual(names, []);
+        assert.deepEqual(
+          suppliers.map((x) => x.name),
+          ['Seed'],
+        );
+      } else {
+        assert.equal(names.length, 40);
+        assert.deepEqual(
+          suppliers.map((x) => x.name),
+          ['S98'],
+        );
+        assert.equal(
+          (await s.request('GET', '/v1/requests?limit=100', { key })).body.data.length,
+          61,
+          'the seed and 60 committed operations',
+        );
+      }
+    });
+  }
+
   it('replays an idempotent batch, and refuses the key with another body', async () => {
     const { accountId, key } = await writer(s);
     const account = { id: accountId };
