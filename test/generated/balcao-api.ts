@@ -3555,6 +3555,16 @@ export interface components {
      * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
      */
     IdempotencyKey: string;
+    /**
+     * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+     * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+     */
+    IfMatch: string;
+    /**
+     * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+     * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+     */
+    IfNoneMatch: string;
   };
   requestBodies: {
     CreateCustomerInput: {
@@ -4093,6 +4103,11 @@ export interface components {
     'Retry-After': number;
     /** @description Present, `true`, when this is the stored response of an earlier request with the same `Idempotency-Key`. */
     'Idempotent-Replay': 'true';
+    /**
+     * @description Strong tag of the record version: opaque, compare it byte for byte. It changes when, and only when, the record changes; send it back in `If-None-Match` (GET) or `If-Match` (PATCH, DELETE).
+     * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+     */
+    ETag: string;
     /**
      * @description The methods this path accepts.
      * @example GET, POST
@@ -4685,6 +4700,7 @@ export interface operations {
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
           'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -4749,6 +4765,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -4765,6 +4786,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -4813,6 +4835,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -4835,6 +4858,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -4851,6 +4879,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -4876,6 +4905,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -4892,6 +4926,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -5266,6 +5301,7 @@ export interface operations {
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
           'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -5344,6 +5380,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -5360,6 +5401,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -5429,6 +5471,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -5451,6 +5494,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -5467,6 +5515,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -5492,6 +5541,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -5508,6 +5562,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -5875,6 +5930,7 @@ export interface operations {
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
           'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -5946,6 +6002,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -5962,6 +6023,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -6017,6 +6079,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -6039,6 +6102,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -6055,6 +6123,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -6080,6 +6149,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -6096,6 +6170,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -6578,6 +6653,7 @@ export interface operations {
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
           'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -6652,6 +6728,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -6668,6 +6749,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -6736,6 +6818,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -6758,6 +6841,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -6774,6 +6862,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -6799,6 +6888,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -6815,6 +6909,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -7043,6 +7138,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -7059,6 +7159,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -7100,6 +7201,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -7257,6 +7359,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -7273,6 +7380,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -7309,6 +7417,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -7515,6 +7624,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -7531,6 +7645,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -7578,6 +7693,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -7736,6 +7852,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -7752,6 +7873,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -7789,6 +7911,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -7949,6 +8072,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -7965,6 +8093,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -8004,6 +8133,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -8124,6 +8254,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -8140,6 +8275,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -8179,6 +8315,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
