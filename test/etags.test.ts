@@ -49,6 +49,18 @@ describe('ETags and conditional requests', () => {
     assert.equal((await s.request('GET', `/v1/sales/${id}`, { key })).headers.get('etag'), tag3);
   });
 
+  it('replays an idempotent creation as stored, with its first tag, whatever the record became since', async () => {
+    const { key } = await writer(s);
+    const body = { full_name: 'Replay', phone: '1' };
+    const first = await s.request('POST', '/v1/customers', { key, body, headers: { 'idempotency-key': 'etag-replay' } });
+    const changed = await s.request('PATCH', `/v1/customers/${first.body.data.id}`, { key, body: { notes: 'later' } });
+    assert.notEqual(changed.headers.get('etag'), first.headers.get('etag'));
+    const replay = await s.request('POST', '/v1/customers', { key, body, headers: { 'idempotency-key': 'etag-replay' } });
+    assert.equal(replay.headers.get('idempotent-replay'), 'true');
+    assert.equal(replay.text, first.text);
+    assert.equal(replay.headers.get('etag'), first.headers.get('etag'));
+  });
+
   it('tags every readable resource on GET by id', async () => {
     const { key } = await writer(s);
     for (const [path, body] of [

@@ -194,6 +194,17 @@ function onWrittenFor(deps: WriteRouteDeps, request: FastifyRequest, status: num
   };
 }
 
+/** A replayed creation carries the ETag it was first sent with: the new record's (its id alone, see etag.ts). */
+function creationTag(status: number, body: string): Record<string, string> | undefined {
+  if (status !== 201) return undefined;
+  try {
+    const id = (JSON.parse(body) as { data?: { id?: unknown } }).data?.id;
+    return typeof id === 'string' ? { etag: etagOf(id, null) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The last answer of `fn`, reused while it is asked about the same record. */
 function memoize(fn: (record: Row) => string): (record: Row) => string {
   let last: { record: Row; text: string } | undefined;
@@ -204,6 +215,6 @@ function memoize(fn: (record: Row) => string): (record: Row) => string {
 }
 
 export function registerWriteRoutes(app: FastifyInstance, deps: WriteRouteDeps): void {
-  const hooks = createIdempotencyHooks(new IdempotencyStore(deps.database.db, deps.idempotency));
+  const hooks = createIdempotencyHooks(new IdempotencyStore(deps.database.db, deps.idempotency), creationTag);
   for (const d of deps.resources ? writableOf(deps.resources) : WRITABLE) registerResource(typedRoutes(app), deps, hooks, d);
 }
