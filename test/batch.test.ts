@@ -281,4 +281,30 @@ describe('POST /v1/batch', () => {
     const after = (await s.request('GET', '/v1/me', { key })).body.data.rate_limit_status;
     assert.equal(after.write.remaining, 0);
   });
+
+  it('a batch in flight when the server starts a graceful stop finishes every operation', async () => {
+    const own = await startTestServer();
+    try {
+      const { accountId, key } = await writer(own);
+      const operations = Array.from({ length: 60 }, (_, i) => ({
+        method: 'POST',
+        path: '/v1/customers',
+        body: { full_name: `G${i}`, phone: '1' },
+      }));
+      const pending = own.request('POST', '/v1/batch', { key, body: { operations } });
+      // Close once the batch has started writing (its first customer exists).
+      for (;;) {
+        const rows = await sql<{ n: number }>`SELECT count(*)::int AS n FROM customers WHERE team_id = ${accountId}`.execute(own.db);
+        if ((rows.rows[0]?.n ?? 0) > 0) break;
+        await new Promise((r) => setImmediate(r));
+      }
+      const closing = own.app.close();
+      const res = await pending;
+      await closing;
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(new Set((res.body.data as Result[]).map((r) => r.status)), new Set([201]));
+    } finally {
+      await own.close().catch(() => {});
+    }
+  });
 });

@@ -17,6 +17,7 @@ import type { RateLimiter } from '../http/rate-limit.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { sql } from 'kysely';
+import inject from 'light-my-request';
 import type { ResourceDescriptor } from './descriptor.ts';
 
 export const MAX_OPERATIONS = 100;
@@ -165,7 +166,8 @@ export function registerBatchRoute(app: FastifyInstance, deps: BatchDeps): void 
       if (op.if_match !== undefined) headers['if-match'] = op.if_match;
       const hasBody = op.method !== 'DELETE';
       if (hasBody) headers['content-type'] = 'application/json';
-      const res = await app.inject({
+      // Not app.inject, which refuses once the app is closing: a batch in flight during a graceful stop finishes.
+      const res = await inject(app.routing, {
         method: op.method,
         url: op.path,
         headers,
