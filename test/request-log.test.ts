@@ -126,6 +126,9 @@ describe('the write log', () => {
       cursor = page.body.pagination.next_cursor;
     } while (cursor);
     assert.deepEqual(seen, ['sup-1', 'cust-4', 'cust-3', 'cust-2', 'cust-1', 'cust-0']);
+    const sparse = await s.request('GET', '/v1/requests?fields=request_id,status&limit=1', { key });
+    assert.equal(sparse.status, 200, sparse.text);
+    assert.deepEqual(sparse.body.data, [{ request_id: 'sup-1', status: 201 }]);
     // Outside the contract: 422 naming the parameter.
     const refused = await s.request('GET', '/v1/requests?filter[path][eq]=x', { key });
     assert.equal(refused.status, 422);

@@ -12,7 +12,7 @@ import type { Db } from '../infra/db/database.ts';
 import { executeDeferred } from '../infra/db/deferred-statements.ts';
 import type { QueryableResource } from '../query/contract.ts';
 import type { FilterPlan } from '../query/plan.ts';
-import { listQuerySchema } from '../query/schemas.ts';
+import { documentedRecord, listQuerySchema, sparseSchema } from '../query/schemas.ts';
 import { F } from '../schemas/common.ts';
 import { listRecords } from './read-engine.ts';
 import type { WrittenRecord } from './write-engine.ts';
@@ -82,6 +82,8 @@ export async function purgeRequestLog(db: Db): Promise<number> {
   return Number(result.numAffectedRows ?? 0);
 }
 
+const lists = { whole: listEnvelopeSchema(RequestLogEntrySchema), sparse: listEnvelopeSchema(sparseSchema(RequestLogEntrySchema)) };
+
 export function registerRequestLogRoute(app: FastifyInstance, deps: { database: { db: Db }; now?: () => number }): void {
   const { db } = deps.database;
   const now = deps.now ?? Date.now;
@@ -99,10 +101,10 @@ export function registerRequestLogRoute(app: FastifyInstance, deps: { database: 
           'list means nothing committed. No scope is needed; it counts as a read.',
         tags: ['Requests'],
         querystring: listQuerySchema(requestLog),
-        response: { 200: listEnvelopeSchema(RequestLogEntrySchema) },
+        response: { 200: listEnvelopeSchema(documentedRecord(RequestLogEntrySchema)) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const auth = request.auth as AuthContext;
       const at = now();
       if (at >= nextPurge) {
@@ -115,6 +117,10 @@ export function registerRequestLogRoute(app: FastifyInstance, deps: { database: 
         { field: 'created_at', kind: 'timestamp', op: 'gt', value: at - RETENTION_MS },
       ];
       const result = await listRecords(db, requestLog, request.tenant, request.query, own);
+      // One plain serializer per reply (whole, or all-optional with `fields`), as the resources' lists do.
+      reply
+        .serializer(reply.compileSerializationSchema(result.sparse ? lists.sparse : lists.whole, '200'))
+        .type('application/json; charset=utf-8');
       return listEnvelope(request, result.data, result.pagination);
     },
   );

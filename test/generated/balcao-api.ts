@@ -2360,6 +2360,33 @@ export interface components {
       /** Format: uuid */
       resource_id: string | null;
     };
+    /**
+     * RequestLogEntryProjection
+     * @description RequestLogEntry narrowed by `fields`: `id` and the requested fields only.
+     */
+    RequestLogEntryProjection: {
+      /** @description The X-Request-Id of the write: the client’s own when it sent one. */
+      request_id?: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string;
+      /** @enum {string} */
+      method?: 'POST' | 'PATCH' | 'DELETE';
+      /**
+       * @description The path written (for a batch operation, the operation’s path).
+       * @example /v1/sales
+       */
+      path?: string;
+      status?: number;
+      /** @description The Idempotency-Key sent (a batch operation: the batch’s). */
+      idempotency_key?: string | null;
+      /** @example sales */
+      resource?: string;
+      /** Format: uuid */
+      resource_id?: string | null;
+    };
     /** BatchOperation */
     BatchOperation: {
       /**
@@ -8404,7 +8431,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['RequestLogEntry'][];
+            data: (components['schemas']['RequestLogEntry'] | components['schemas']['RequestLogEntryProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
           };
