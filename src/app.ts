@@ -26,6 +26,8 @@ import type { ResourceDescriptor } from './resources/descriptor.ts';
 import { registerReadRoutes } from './resources/read-routes.ts';
 import { RESOURCES } from './resources/registry.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
+import { registerRequestLogRoute } from './resources/request-log.ts';
+import { registerBatchRoute } from './resources/batch.ts';
 import { eventRecorder } from './events/record-event.ts';
 import { registerEvents } from './webhooks/register.ts';
 import './http/context.ts';
@@ -148,9 +150,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerDocs(app, config);
   registerHealthRoutes(app, database, rateLimiter, { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping });
   registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, reads: database.reads });
-  registerMeRoute(app);
+  registerMeRoute(app, rateLimiter);
   registerReadRoutes(app, { ...deps, resources });
   registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });
+  registerRequestLogRoute(app, deps);
+  registerBatchRoute(app, { config, database, rateLimiter, resources });
   registerEvents(app, deps);
 
   return app;

@@ -216,6 +216,9 @@ describe('the OpenAPI document', () => {
       }
       assert.ok(Object.keys(examples).length > 0);
     }
+    // batch_aborted is never a response status: it only appears inside a batch's results, which the batch route describes.
+    assert.match(doc.paths['/v1/batch'].post.description, /batch_aborted/);
+    seen.add('batch_aborted');
     assert.deepEqual([...seen].sort(), [...ERROR_CODES].sort());
     const problem = doc.components.schemas.Problem;
     assert.deepEqual(problem.required.sort(), ['request_id', 'status', 'title', 'type']);

@@ -131,7 +131,8 @@ describe('compiled item queries', () => {
     const get = compileGet(db, sales, ['id', 'status'], ID, scope, []).compile();
     assert.equal(
       get.sql,
-      'select "id", "status" from "transactions" where "team_id" = $1 and "mode" = $2 and "transaction_type" in (\'sale\', \'order\') and "id" = $3',
+      // The version (ETag) is read with the record, whatever the fields asked for.
+      'select "id", "status", to_char("updated_at" at time zone \'UTC\', \'YYYYMMDDHH24MISSUS\') as "__version" from "transactions" where "team_id" = $1 and "mode" = $2 and "transaction_type" in (\'sale\', \'order\') and "id" = $3',
     );
     const items = compileInclude(db, sales.includes!.items!, { id: ID }, scope).compile();
     assert.match(

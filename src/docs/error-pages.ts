@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import { errors } from '../errors/app-error.ts';
-import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors/catalogue.ts';
+import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode, messagePt } from '../errors/catalogue.ts';
 import { sampleProblem } from '../openapi/problem-responses.ts';
 import { escapeHtml, inlineCode, page } from './html.ts';
 
@@ -27,7 +27,7 @@ function errorPage(config: Config, code: ErrorCode): string {
 <h2>What it means</h2>
 <p>${inlineCode(entry.description)}</p>
 <h2>What to do</h2>
-<p>${inlineCode(entry.remedy)}</p>
+<p>${inlineCode(entry.remedy)}</p>${messagePt(code) ? `\n<h2>Mensagem (pt-BR)</h2>\n<p lang="pt-BR">${escapeHtml(messagePt(code) as string)}</p>` : ''}
 <h2>Example</h2>
 <pre>Content-Type: application/problem+json
 

@@ -49,6 +49,12 @@ export const errors = {
   queryInvalid: (detail: string) => new AppError('validation', { detail }),
   bodyInvalid: (fieldErrors: FieldError[]) => new AppError('validation', { detail: 'The request body is invalid.', errors: fieldErrors }),
   idempotencyConflict: (detail: string, headers?: Record<string, string>) => new AppError('idempotency_conflict', { detail, headers }),
+  preconditionFailed: () =>
+    new AppError('precondition_failed', {
+      detail: 'The record changed since the version named in If-Match; nothing was written. Read it again and retry with its current ETag.',
+    }),
+  batchAborted: () =>
+    new AppError('batch_aborted', { detail: 'Another operation of this atomic batch failed, so this one was not written.' }),
   payloadTooLarge: () => new AppError('payload_too_large', { detail: 'The request body is over 1 MiB.' }),
   unsupportedMediaType: () => new AppError('unsupported_media_type', { detail: 'Write bodies must be sent as application/json.' }),
   badUrl: () => new AppError('bad_request', { detail: 'The request path has a malformed percent-escape.' }),

@@ -67,6 +67,22 @@ export const ERROR_CATALOGUE = {
     description: 'The Idempotency-Key was already used with another method, path or body, or its first request is still running.',
     remedy: 'Use a new key for a new request; when the first request is still running, retry after `Retry-After`.',
   },
+  precondition_failed: {
+    status: 412,
+    title: 'Precondition failed',
+    description:
+      'The `If-Match` header names a version (ETag) of the record that is no longer current: someone changed it since you read it. Nothing was written.',
+    remedy: 'Read the record again (GET), apply your change to what it holds now, and retry with its new `ETag` in `If-Match`.',
+    message_pt:
+      'O registro foi alterado desde a versão informada em If-Match; nada foi gravado. Leia o registro de novo e repita com o ETag atual.',
+  },
+  batch_aborted: {
+    status: 424,
+    title: 'Batch aborted',
+    description: 'In an atomic batch, another operation failed, so this one was not written either (nothing of the batch was).',
+    remedy: 'Correct the failed operations (they carry their own error) and send the whole batch again.',
+    message_pt: 'Outra operação deste lote atômico falhou; por isso esta também não foi gravada (nada do lote foi).',
+  },
   request_timeout: {
     status: 408,
     title: 'Request timeout',
@@ -115,7 +131,11 @@ export const ERROR_CATALOGUE = {
     description: 'A dependency (the database) is unavailable.',
     remedy: 'Retry later with backoff.',
   },
-} as const satisfies Record<string, { status: number; title: string; description: string; remedy: string }>;
+} as const satisfies Record<string, { status: number; title: string; description: string; remedy: string; message_pt?: string }>;
+
+/** The Portuguese (pt-BR) message of a type, for the types that have one. */
+export const messagePt = (code: keyof typeof ERROR_CATALOGUE): string | undefined =>
+  (ERROR_CATALOGUE[code] as { message_pt?: string }).message_pt;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 export const ERROR_CODES = Object.keys(ERROR_CATALOGUE) as ErrorCode[];

@@ -9,6 +9,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { KeyCache } from '../accounts/key-cache.ts';
 import { parseApiKey } from '../domain/api-keys.ts';
 import { errors } from '../errors/app-error.ts';
+import type { AuthContext } from '../domain/tenant.ts';
+import { batchOperationOf } from './batch-context.ts';
 import type { RouteConfig } from './context.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
@@ -41,6 +43,14 @@ export function createAuthenticateHook(deps: AuthenticateDeps) {
     // answered 404/405 by the not-found handler; other unmatched paths are plain 404s.
     if (!config.operationId && !(request.is404 && request.url.startsWith('/v1/'))) return;
 
+    // An operation of a batch: the batch's key, already authenticated and charged; the guard below still applies.
+    const operation = batchOperationOf(request);
+    if (operation) {
+      request.auth = operation.auth;
+      request.tenant = { teamId: operation.auth.accountId, mode: operation.auth.mode };
+      return guard(operation.auth, config);
+    }
+
     const header = request.headers.authorization;
     const match = header ? BEARER.exec(header) : null;
     const parsed = match ? parseApiKey(match[1] as string, deps.keyBrand) : undefined;
@@ -58,13 +68,18 @@ export function createAuthenticateHook(deps: AuthenticateDeps) {
     const method = request.method;
     await deps.rateLimiter.chargeKey(auth, method === 'GET' || method === 'HEAD' ? 'read' : 'write', reply);
 
-    if (!auth.apiEnabled) throw errors.apiDisabled();
-    const { resource, access, module } = config;
-    if (resource && access) {
-      if (access === 'write' && auth.readOnly) throw errors.insufficientScope('The plan of this account allows reads only.');
-      if (!auth.granted.has(`${resource}:${access}`))
-        throw errors.insufficientScope(`This operation requires the scope ${resource}:${access}.`);
-    }
-    if (module && !auth.modules.includes(module)) throw errors.moduleNotEnabled(module);
+    guard(auth, config);
   };
+}
+
+/** The account, the route's scope (read-only plans refuse writes) and its module. */
+function guard(auth: AuthContext, config: Partial<RouteConfig>): void {
+  if (!auth.apiEnabled) throw errors.apiDisabled();
+  const { resource, access, module } = config;
+  if (resource && access) {
+    if (access === 'write' && auth.readOnly) throw errors.insufficientScope('The plan of this account allows reads only.');
+    if (!auth.granted.has(`${resource}:${access}`))
+      throw errors.insufficientScope(`This operation requires the scope ${resource}:${access}.`);
+  }
+  if (module && !auth.modules.includes(module)) throw errors.moduleNotEnabled(module);
 }

@@ -47,7 +47,8 @@ const acceptAll = () => true;
  * with its B.9 tokens, a malformed id is a 404 from the engine, an unknown error code a 404 page).
  */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  if (httpPart !== 'body') return acceptAll;
+  // A route that checks its own body (POST /v1/batch: its operations' bodies must reach their own validation untouched).
+  if (httpPart !== 'body' || (schema as Record<string, unknown>)['x-balcao-unvalidated'] === true) return acceptAll;
   // Compiled on the route's first body, not at start-up: compiling every write schema is a large
   // part of the time to listen, and a route never written to never pays for it.
   let validate: ValidateFunction | undefined;

@@ -57,7 +57,10 @@ type StoreResponse = (trx: Db, written: { record: Row; placeholders?: readonly P
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
-export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHooks {
+/** Headers a replay carries besides the stored body (a created record's ETag), from the stored status and body. */
+export type ReplayHeaders = (status: number, body: string) => Record<string, string> | undefined;
+
+export function createIdempotencyHooks(store: IdempotencyStore, replayHeaders?: ReplayHeaders): IdempotencyHooks {
   const claims = new WeakMap<FastifyRequest, Claim>();
   /** Requests whose response was stored with their write: onSend leaves a success alone. */
   const storedWithWrite = new WeakSet<FastifyRequest>();
@@ -88,6 +91,8 @@ export function createIdempotencyHooks(store: IdempotencyStore): IdempotencyHook
           // (the body's `request_id` must equal `X-Request-Id`, and it names the request that did the work).
           const originalId = storedRequestId(result.body);
           if (originalId) reply.header('x-request-id', originalId);
+          const extra = replayHeaders?.(result.status, result.body);
+          if (extra) reply.headers(extra);
           return reply.code(result.status).header(REPLAY_HEADER, 'true').header('content-type', contentType).send(result.body);
         }
       }

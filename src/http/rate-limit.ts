@@ -16,6 +16,13 @@ import type { AuthContext } from '../domain/tenant.ts';
 export interface RateLimiter {
   /** Counts an authenticated request; sets X-RateLimit-Limit/Remaining/Reset on the reply; throws AppError('rate-limit-exceeded') with Retry-After (and the X-RateLimit headers) when a layer is exceeded. */
   chargeKey(auth: AuthContext, access: 'read' | 'write', reply: FastifyReply): Promise<void>;
+  /**
+   * Counts `amounts` more (burst, minute, day) for a request already charged, all or nothing: a batch's further
+   * operations. Throws the 429 of the first layer it would exceed, counting nothing more.
+   */
+  chargeMore(auth: AuthContext, access: 'read' | 'write', amounts: readonly [number, number, number], reply: FastifyReply): Promise<void>;
+  /** Each layer of a key as it stands (GET /v1/me), counting nothing. */
+  liveLimits(auth: AuthContext): Promise<LiveLimits>;
   /** Counts an anonymous request (no/malformed/unknown key) by client IP: 30/min; throws the 429 with Retry-After 60 when exceeded. */
   chargeAnonymous(ip: string, reply: FastifyReply): Promise<void>;
   /** Connects the shared store; resolves once Redis answered or `waitMs` ran out (then it fails open). */
@@ -23,6 +30,19 @@ export interface RateLimiter {
   /** For readiness/metrics: which store, and whether Redis is currently reachable. */
   status(): { store: 'memory' | 'redis'; healthy: boolean };
   close(): Promise<void>;
+}
+
+/** One layer as it stands: its ceiling, what is left of it, and the seconds until its window restarts. */
+export interface LayerStatus {
+  limit: number;
+  remaining: number;
+  reset: number;
+}
+export interface LiveLimits {
+  burst: LayerStatus;
+  read: LayerStatus;
+  write: LayerStatus;
+  day: LayerStatus;
 }
 
 export interface RateLimiterOptions {
@@ -62,12 +82,15 @@ function buildKeyLayers(limits: AuthContext['rateLimits'], access: 'read' | 'wri
 /** A cached key's limits are one object for as long as it is cached: its layers are built once. */
 const layersByLimits = new WeakMap<AuthContext['rateLimits'], { read: Layer[]; write: Layer[] }>();
 function keyLayers(limits: AuthContext['rateLimits'], access: 'read' | 'write'): Layer[] {
+  return layersByAccess(limits)[access];
+}
+function layersByAccess(limits: AuthContext['rateLimits']): { read: Layer[]; write: Layer[] } {
   let layers = layersByLimits.get(limits);
   if (!layers) {
     layers = { read: buildKeyLayers(limits, 'read'), write: buildKeyLayers(limits, 'write') };
     layersByLimits.set(limits, layers);
   }
-  return layers[access];
+  return layers;
 }
 
 const ANONYMOUS_LAYERS: Layer[] = [{ name: 'a', limit: ANONYMOUS_PER_MINUTE, windowMs: MINUTE_MS }];
@@ -126,6 +149,34 @@ export function createRateLimiterOver(store: RateLimitStore, now: () => number =
         'x-ratelimit-remaining': '',
         'x-ratelimit-reset': unixSeconds(decision.resetsAt[MINUTE_LAYER] as number),
       });
+    },
+
+    async chargeMore(auth, access, amounts, reply) {
+      const layers = keyLayers(auth.rateLimits, access);
+      const decision = await store.chargeIfFits(`key:${auth.keyId}`, layers, amounts, now());
+      if (decision.exceeded >= 0) {
+        const error = refusal(layers, decision);
+        reply.headers(error.headers as Record<string, string>);
+        throw error;
+      }
+    },
+
+    async liveLimits(auth) {
+      const { read, write } = layersByAccess(auth.rateLimits);
+      // burst, read minute, write minute, day: the counters the two access classes share or keep apart.
+      const layers = [read[0], read[1], write[1], read[2]] as Layer[];
+      const at = now();
+      const counts = await store.peek(`key:${auth.keyId}`, layers, at);
+      const status = (i: number): LayerStatus => {
+        const layer = layers[i] as Layer;
+        const resetsAt = Math.floor(at / layer.windowMs) * layer.windowMs + layer.windowMs;
+        return {
+          limit: layer.limit,
+          remaining: Math.max(0, layer.limit - (counts[i] ?? 0)),
+          reset: Math.ceil((resetsAt - at) / 1000),
+        };
+      };
+      return { burst: status(0), read: status(1), write: status(2), day: status(3) };
     },
 
     async chargeAnonymous(ip, reply) {

@@ -100,10 +100,17 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
   const tags = new Map<string, RouteFacts[]>();
   const requestBodies = new RequestBodies();
 
-  for (const pathItem of Object.values<Json>(doc.paths ?? {})) {
+  // Records with versions (issue 28): their item reads answer 304, their PATCH/DELETE take If-Match, their POST tags.
+  const versioned = new Set(
+    Object.entries<Json>(doc.paths ?? {})
+      .filter(([, item]) => item.get?.responses?.['304'] !== undefined)
+      .map(([path]) => path.replace(/\/\{id\}$/, '')),
+  );
+  for (const [path, pathItem] of Object.entries<Json>(doc.paths ?? {})) {
     for (const method of METHODS) {
       const op: Json | undefined = pathItem[method];
       if (!op) continue;
+      const tagged = versioned.has(path.replace(/\/\{id\}$/, '')) && method !== 'get' ? true : op.responses?.['304'] !== undefined;
       const f = facts.get(op.operationId);
       if (!f) throw new Error(`OpenAPI: no route facts for operation ${op.operationId}`);
       for (const tag of op.tags ?? []) tags.set(tag, [...(tags.get(tag) ?? []), f]);
@@ -115,6 +122,8 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
         ...(op.parameters ?? []),
         { $ref: '#/components/parameters/RequestId' },
         ...(f.method === 'POST' ? [{ $ref: '#/components/parameters/IdempotencyKey' }] : []),
+        ...(tagged && (f.method === 'PATCH' || f.method === 'DELETE') ? [{ $ref: '#/components/parameters/IfMatch' }] : []),
+        ...(tagged && f.method === 'GET' ? [{ $ref: '#/components/parameters/IfNoneMatch' }] : []),
       ];
 
       const body = op.requestBody?.content?.['application/json'];
@@ -131,6 +140,7 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
         if (!f.public) for (const h of RATE_LIMIT_HEADERS) headers[h] = headerUse(h, 'always');
         if (f.method === 'POST' && status === '201') headers['Idempotent-Replay'] = { $ref: '#/components/headers/Idempotent-Replay' };
         if (f.deprecated) Object.assign(headers, DEPRECATION_HEADERS);
+        if (tagged && /^(2|304)/.test(status)) headers.ETag = { $ref: '#/components/headers/ETag' };
         response.headers = { ...headers, ...response.headers };
         for (const [type, media] of Object.entries<Json>(response.content ?? {})) {
           if (!media.schema) continue;

@@ -45,6 +45,14 @@ export const RESPONSE_HEADERS = {
     required: false,
     schema: { type: 'string', enum: ['true'] },
   },
+  ETag: {
+    description:
+      'Strong tag of the record version: opaque, compare it byte for byte. It changes when, and only when, the record changes; ' +
+      'send it back in `If-None-Match` (GET) or `If-Match` (PATCH, DELETE).',
+    required: true,
+    schema: { type: 'string' },
+    example: '"k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"',
+  },
   Allow: {
     description: 'The methods this path accepts.',
     required: true,
@@ -107,5 +115,23 @@ export const REQUEST_PARAMETERS = {
     // An HTTP header never holds U+0000: the pattern only says so, for generators and linters.
     schema: { type: 'string', minLength: 1, maxLength: 255, pattern: NO_NUL_PATTERN },
     example: '5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13',
+  },
+  IfMatch: {
+    name: 'If-Match',
+    in: 'header',
+    required: false,
+    description:
+      'Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise ' +
+      '412 `precondition_failed` and nothing is written; the comparison and the write are atomic.',
+    schema: { type: 'string' },
+    example: '"k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"',
+  },
+  IfNoneMatch: {
+    name: 'If-None-Match',
+    in: 'header',
+    required: false,
+    description: 'An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.',
+    schema: { type: 'string' },
+    example: '"k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"',
   },
 } as const;

@@ -16,6 +16,7 @@ const AFTER_CHARGE = new Set<ErrorCode>([
   'module_not_enabled',
   'not_found',
   'idempotency_conflict',
+  'precondition_failed',
   'payload_too_large',
   'unsupported_media_type',
   'validation',
@@ -31,6 +32,7 @@ const STATUS_NAMES: Record<number, string> = {
   405: 'MethodNotAllowed',
   408: 'RequestTimeout',
   409: 'Conflict',
+  412: 'PreconditionFailed',
   413: 'PayloadTooLarge',
   415: 'UnsupportedMediaType',
   422: 'ValidationFailed',
@@ -54,6 +56,8 @@ export function problemCodesFor(f: RouteFacts): ErrorCode[] {
     if (f.module) codes.add('module_not_enabled');
     if (f.hasQuery || f.hasBody) codes.add('validation');
     if (f.method === 'POST') codes.add('idempotency_conflict').add('validation');
+    // Conditional writes on a record (If-Match).
+    if ((f.method === 'PATCH' || f.method === 'DELETE') && f.access === 'write' && f.hasParams) codes.add('precondition_failed');
     if (BODY_METHODS.has(f.method)) codes.add('payload_too_large').add('unsupported_media_type').add('validation');
   }
   return ERROR_CODES.filter((c) => codes.has(c));
@@ -86,6 +90,8 @@ function sampleErrors(): Record<string, { summary: string; error: AppError }> {
       summary: 'First request with this Idempotency-Key still running (Retry-After: 1)',
       error: errors.idempotencyConflict('A request with this Idempotency-Key is still in progress; retry after it completes.'),
     },
+    precondition_failed: { summary: 'If-Match names a version that is no longer current', error: errors.preconditionFailed() },
+    batch_aborted: { summary: 'Not written: another operation of the atomic batch failed', error: errors.batchAborted() },
     payload_too_large: { summary: 'Body over 1 MiB', error: errors.payloadTooLarge() },
     unsupported_media_type: { summary: 'Body not sent as JSON', error: errors.unsupportedMediaType() },
     validation_body: {

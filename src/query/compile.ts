@@ -13,6 +13,7 @@ import type { FieldKind } from '../schemas/common.ts';
 import type { FilterPlan, ListPlan, Scalar } from './plan.ts';
 import { rowMeta } from './row-meta.ts';
 import { statementCache } from './statement-cache.ts';
+import { VERSION_KEY, versionSql } from './version.ts';
 import { SQL_TYPE } from './values.ts';
 
 export type Query = SelectQueryBuilder<any, any, any>;
@@ -116,7 +117,8 @@ export function compileList(db: Db, d: QueryableResource, plan: ListPlan, scope:
   return sort.nullable && !sort.desc ? [rest, nulls(q)] : [rest];
 }
 
-/** One record by id; `extra` columns are read for includes but not returned. */
+/** One record by id; `extra` columns are read for includes but not returned. The record's version
+ *  (its ETag) comes with it, whatever `fields` asks for. */
 export function compileGet(
   db: Db,
   d: QueryableResource,
@@ -125,7 +127,9 @@ export function compileGet(
   scope: TenantScope,
   extra: readonly string[],
 ): Query {
-  return selectColumns(selectScoped(db, d.table, scope, d.where), fields, extra).where('id', '=', id);
+  return selectColumns(selectScoped(db, d.table, scope, d.where), fields, extra)
+    .select(versionSql().as(VERSION_KEY))
+    .where('id', '=', id);
 }
 
 /** The related rows of an include: children of the parent in order, or the one referenced row. */

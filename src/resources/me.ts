@@ -4,6 +4,13 @@ import type { FastifyInstance } from 'fastify';
 import { MODULES } from '../domain/modules.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
 import type { AuthContext } from '../domain/tenant.ts';
+import type { LiveLimits, RateLimiter } from '../http/rate-limit.ts';
+
+const LayerStatusSchema = Type.Object({
+  limit: Type.Integer({ description: 'Ceiling of the layer.' }),
+  remaining: Type.Integer({ minimum: 0, description: 'Requests left in the current window.' }),
+  reset: Type.Integer({ minimum: 0, description: 'Seconds until the window restarts.' }),
+});
 
 export const MeSchema = Type.Object(
   {
@@ -22,13 +29,21 @@ export const MeSchema = Type.Object(
       requests_per_minute_write: Type.Integer({ format: 'int32' }),
       requests_per_day_total: Type.Integer({ format: 'int32' }),
     }),
+    rate_limit_status: Type.Object(
+      { burst: LayerStatusSchema, read: LayerStatusSchema, write: LayerStatusSchema, day: LayerStatusSchema },
+      {
+        description:
+          'Each rate layer as it stands after this request was counted, from the store the limiter uses (shared through Redis ' +
+          'across instances): `burst` (per second), `read` and `write` (per minute), `day`. Reading it counts nothing more.',
+      },
+    ),
   },
   { $id: 'Me', title: 'Me' },
 );
 
 export type Me = Static<typeof MeSchema>;
 
-export function describeKey(auth: AuthContext): Me {
+export function describeKey(auth: AuthContext, live: LiveLimits): Me {
   return {
     team_id: auth.accountId,
     team_name: auth.accountName,
@@ -40,10 +55,11 @@ export function describeKey(auth: AuthContext): Me {
     plan_code: auth.planCode,
     modules: MODULES.filter((m) => auth.modules.includes(m)),
     rate_limits: { ...auth.rateLimits },
+    rate_limit_status: live,
   };
 }
 
-export function registerMeRoute(app: FastifyInstance) {
+export function registerMeRoute(app: FastifyInstance, rateLimiter: RateLimiter) {
   app.get(
     '/v1/me',
     {
@@ -55,6 +71,9 @@ export function registerMeRoute(app: FastifyInstance) {
         response: { 200: itemEnvelopeSchema(MeSchema) },
       },
     },
-    async (request) => itemEnvelope(request, describeKey(request.auth as AuthContext)),
+    async (request) => {
+      const auth = request.auth as AuthContext;
+      return itemEnvelope(request, describeKey(auth, await rateLimiter.liveLimits(auth)));
+    },
   );
 }

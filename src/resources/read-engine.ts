@@ -9,10 +9,12 @@ import { CURSOR_KEY, getStatement, includeStatement, listStatement } from '../qu
 import { encodeCursor } from '../query/cursor.ts';
 import { responseRowOutput } from '../query/output.ts';
 import { parseItemQuery, parseQuery } from '../query/parse.ts';
-import { planItem, planList } from '../query/plan.ts';
+import { type FilterPlan, planItem, planList } from '../query/plan.ts';
+import type { QueryableResource } from '../query/contract.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
 import { isUuid } from '../schemas/formats.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
+import { takeEtag } from './etag.ts';
 
 type Row = Record<string, unknown>;
 
@@ -22,14 +24,22 @@ export interface ReadResult<T> {
   sparse: boolean;
 }
 
+/** One record read: its strong ETag besides (the same for every `fields` and `include`). */
+export interface RecordResult extends ReadResult<Row> {
+  etag: string;
+}
+
+/** `conditions`: filters the route adds beyond the client's reach (the write log's key and retention). */
 export async function listRecords(
   db: Db,
-  d: ResourceDescriptor,
+  d: QueryableResource,
   tenant: Tenant | null,
   query: unknown,
+  conditions: readonly FilterPlan[] = [],
 ): Promise<ReadResult<Row[]> & { pagination: Pagination }> {
   const scope = requireTenant(tenant, 'read');
-  const plan = planList(d, parseQuery(query));
+  const parsed = planList(d, parseQuery(query));
+  const plan = conditions.length > 0 ? { ...parsed, filters: [...conditions, ...parsed.filters] } : parsed;
   const rows: Row[] = [];
   // One row past the page says whether another page exists, exactly.
   for (let segment = 0; rows.length <= plan.limit; segment++) {
@@ -57,13 +67,7 @@ export async function listRecords(
   };
 }
 
-export async function getRecord(
-  db: Db,
-  d: ResourceDescriptor,
-  tenant: Tenant | null,
-  id: string,
-  query: unknown,
-): Promise<ReadResult<Row>> {
+export async function getRecord(db: Db, d: ResourceDescriptor, tenant: Tenant | null, id: string, query: unknown): Promise<RecordResult> {
   const scope = requireTenant(tenant, 'read');
   const plan = planItem(d, parseItemQuery(query));
   // A malformed id cannot name a record: the same 404 as an unknown one or another account's.
@@ -72,6 +76,7 @@ export async function getRecord(
   const extra = includes.flatMap(([, inc]) => (inc?.cardinality === 'one' ? [inc.foreignKey] : []));
   const [row] = (await db.executeQuery(getStatement(db, d, plan.fields, id, scope, extra))).rows as (Row | undefined)[];
   if (!row) throw errors.notFound();
+  const etag = takeEtag(row);
   const meta = descriptorMeta(d);
   const data = responseRowOutput(plan.fields, meta)(row);
   // The includes are independent reads: they go out together.
@@ -88,5 +93,5 @@ export async function getRecord(
     const items = (related[i] as Row[]).map(responseRowOutput(itemMeta.fields, itemMeta));
     data[name] = inc.cardinality === 'one' ? (items[0] ?? null) : items;
   }
-  return { data, sparse: plan.fields.length < meta.fields.length };
+  return { data, sparse: plan.fields.length < meta.fields.length, etag };
 }

@@ -10,6 +10,7 @@ import { documentedRecord, idParamsSchema, itemQuerySchema, listQuerySchema, rec
 import { dealStageRow, deals, dealStages, listDealStages } from './deals.ts';
 import { type ResourceDescriptor, resourceTag } from './descriptor.ts';
 import { getRecord, listRecords } from './read-engine.ts';
+import { noneMatchHits } from './etag.ts';
 import { RESOURCES } from './registry.ts';
 
 export interface ReadRouteDeps {
@@ -26,6 +27,8 @@ export interface ReadRouteDeps {
 function serializeWith(reply: FastifyReply, schema: TSchema): void {
   reply.serializer(reply.compileSerializationSchema(schema, '200')).type('application/json; charset=utf-8');
 }
+
+const NOT_MODIFIED = Type.Null({ description: 'Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent.' });
 
 function registerResource(app: TypedApp, read: ReadRunner, d: ResourceDescriptor): void {
   const guard = { resource: d.name, access: 'read', module: d.module, deprecated: d.deprecated } as const;
@@ -63,12 +66,17 @@ function registerResource(app: TypedApp, read: ReadRunner, d: ResourceDescriptor
         tags,
         params: idParamsSchema,
         querystring: itemQuerySchema(d),
-        response: { 200: itemEnvelopeSchema(documentedRecord(record)) },
+        description:
+          'Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.',
+        response: { 200: itemEnvelopeSchema(documentedRecord(record)), 304: NOT_MODIFIED },
       },
     },
     async (request, reply) => {
       const { id } = request.params;
       const result = await read(request.auth?.keyId, (db) => getRecord(db, d, request.tenant, id, request.query));
+      reply.header('etag', result.etag);
+      // The client's copy is current: no body (the read was counted like any other).
+      if (noneMatchHits(request.headers['if-none-match'], result.etag)) return reply.code(304).send(null);
       serializeWith(reply, result.sparse ? item.sparse : item.whole);
       return itemEnvelope(request, result.data);
     },

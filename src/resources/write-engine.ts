@@ -19,6 +19,7 @@ import { outputRow, rowOutput } from '../query/output.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
 import type { Body, IncludedRows, ResourceDescriptor, Row, WriteContext, WriteDescriptor } from './descriptor.ts';
 import { insertStatement, isSqlFragment } from './insert-statement.ts';
+import { matchHolds, takeEtag, VERSION_KEY, versionSql } from './etag.ts';
 import { getRecord } from './read-engine.ts';
 
 export interface WriteOptions {
@@ -32,6 +33,21 @@ export interface WriteOptions {
   onWritten?: (trx: Db, written: WrittenRecord) => Promise<void>;
   /** Run in order inside a creating transaction, before `onWritten`, with the record as answered; a throw rolls back. */
   finishers?: readonly InTransactionFinisher[];
+  /** PATCH/DELETE: the If-Match header; compared with the locked row's version, 412 when it does not hold. */
+  ifMatch?: string | string[];
+  /** `db` is already a transaction the caller commits (an atomic batch): the write runs in it. */
+  inTransaction?: boolean;
+}
+
+/** The record written and its strong ETag (docs/api-guide.md). */
+export interface TaggedRecord {
+  data: Row;
+  etag: string;
+}
+
+/** Runs `fn` in a new transaction, or in `db` itself when the caller already holds one. */
+function transact<T>(db: Db, options: WriteOptions, fn: (trx: Db) => Promise<T>): Promise<T> {
+  return options.inTransaction ? fn(db) : db.transaction().execute(fn);
 }
 
 /** An extension of a creation's transaction that sees the record as the API answers with it. */
@@ -139,7 +155,7 @@ export async function createRecord(
   const w = writeOf(d);
   const tenant = requireTenant(tenantOrNull, 'write');
   await refuseInvalid(db, w, tenant, body, undefined, options);
-  const created = await db.transaction().execute(async (trx) => {
+  const created = await transact(db, options, async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     // The id is made here, not by the database, so the follow-up rows can name it before the insert answers.
     const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
@@ -179,26 +195,38 @@ export async function createRecord(
     return { record, settled };
   });
   if (!created.settled) return created.record;
+  // In a caller's transaction nothing else sends the deferred statement: a statement of our own does.
+  if (options.inTransaction) await db.executeQuery(CompiledQuery.raw('select 1'));
   // Answered before the commit was: the fields as stored.
   const [values] = (await created.settled) as (Row | undefined)[];
   if (!values) throw errors.internal(new Error(`${d.name}: the settling statement answered no row`));
   return { ...created.record, ...values };
 }
 
-/** The row to change, locked for the rest of the transaction; 404 when the tenant has no such record. */
-async function lockRow(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: string): Promise<Row> {
-  const row = await lockScoped(trx, d.table, tenant, id, d.where).executeTakeFirst();
+/** The row to change with its ETag, locked for the rest of the transaction; 404 when the tenant has no such record. */
+async function lockRow(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: string): Promise<{ row: Row; etag: string }> {
+  const row = await lockScoped(trx, d.table, tenant, id, d.where).select(versionSql().as(VERSION_KEY)).executeTakeFirst();
   if (!row) throw errors.notFound();
-  return row as Row;
+  return { etag: takeEtag(row as Row), row: row as Row };
 }
 
-async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, values: Row): Promise<void> {
+/**
+ * Every change moves updated_at strictly forward, even within one microsecond or when the clock
+ * steps back: the version (ETag) of a record then changes with every write (docs/decisions.md).
+ */
+const NEXT_VERSION = sql`greatest(now(), ${sql.ref('updated_at')} + interval '1 microsecond')`;
+
+/** Applies the change; answers the new ETag. */
+async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, values: Row): Promise<string> {
   const after = (await updateScoped(ctx.trx, d.table, ctx.tenant)
-    .set({ ...columnValues(d, values), updated_at: sql`now()` })
+    .set({ ...columnValues(d, values), updated_at: NEXT_VERSION })
     .where('id', '=', before.id)
     .returningAll()
+    .returning(versionSql().as(VERSION_KEY))
     .executeTakeFirstOrThrow()) as Row;
+  const etag = takeEtag(after);
   await writeOf(d).rules?.afterChange?.(ctx, before, after);
+  return etag;
 }
 
 /** Locks the tenant's row for one transaction and applies what `decide` returns; 404 outside the tenant. */
@@ -210,16 +238,19 @@ async function changeRow(
   options: WriteOptions,
   action: 'updated' | 'deleted',
   decide: (ctx: WriteContext, current: Row) => Promise<Row>,
-): Promise<Tenant> {
+): Promise<{ tenant: Tenant; etag: string }> {
   const tenant = requireTenant(tenantOrNull, 'write');
   if (!isUuid(id)) throw errors.notFound();
-  await db.transaction().execute(async (trx) => {
+  const etag = await transact(db, options, async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
-    const current = await lockRow(trx, d, tenant, id);
-    await applyChange(ctx, d, current, await decide(ctx, current));
+    const { row: current, etag: currentTag } = await lockRow(trx, d, tenant, id);
+    // Compared under the row lock, so of two writers holding the same tag exactly one gets through.
+    if (matchHolds(options.ifMatch, currentTag) === false) throw errors.preconditionFailed();
+    const written = await applyChange(ctx, d, current, await decide(ctx, current));
     await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current });
+    return written;
   });
-  return tenant;
+  return { tenant, etag };
 }
 
 /** PATCH: 404 for a record outside the tenant, 422 with every refused field, or the updated record. */
@@ -230,13 +261,15 @@ export async function updateRecord(
   id: string,
   body: Body,
   options: WriteOptions = {},
-): Promise<Row> {
+): Promise<TaggedRecord> {
   const w = writeOf(d);
-  const tenant = await changeRow(db, d, tenantOrNull, id, options, 'updated', async (ctx, current) => {
+  const { tenant } = await changeRow(db, d, tenantOrNull, id, options, 'updated', async (ctx, current) => {
     await refuseInvalid(ctx.trx, w, ctx.tenant, body, current, options);
     return w.rules?.toUpdate ? w.rules.toUpdate(ctx, body, current) : { ...body };
   });
-  return readBack(db, d, tenant, id);
+  // The tag of the version the body shows (a later writer may have moved on already).
+  const { data, etag } = await getRecord(db, d, tenant, id, {});
+  return { data, etag };
 }
 
 /** DELETE: the soft delete of the descriptor (the record is kept); 404 outside the tenant. */
@@ -246,7 +279,8 @@ export async function deleteRecord(
   tenantOrNull: Tenant | null,
   id: string,
   options: WriteOptions = {},
-): Promise<void> {
+): Promise<{ etag: string }> {
   const { softDelete } = writeOf(d);
-  await changeRow(db, d, tenantOrNull, id, options, 'deleted', async () => ({ ...softDelete }));
+  const { etag } = await changeRow(db, d, tenantOrNull, id, options, 'deleted', async () => ({ ...softDelete }));
+  return { etag };
 }

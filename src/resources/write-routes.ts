@@ -7,7 +7,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FieldError } from '../errors/app-error.ts';
 import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
-import { createIdempotencyHooks, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
+import { batchOperationOf } from '../http/batch-context.ts';
+import { createIdempotencyHooks, IDEMPOTENCY_HEADER, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { idParamsSchema } from '../query/schemas.ts';
@@ -15,6 +16,8 @@ import { type TypedApp, typedRoutes } from '../http/typed-routes.ts';
 import { type ResourceDescriptor, type Row, resourceTag, type WriteDescriptor, writableOf } from './descriptor.ts';
 import { RESOURCES } from './registry.ts';
 import { isSqlFragment } from './insert-statement.ts';
+import { etagOf } from './etag.ts';
+import { logWrite, type WriteRequest } from './request-log.ts';
 import { createRecord, deleteRecord, updateRecord, type WriteOptions } from './write-engine.ts';
 
 /** The resources that accept writes: those of the registry with a `write` section, in its order. */
@@ -35,6 +38,10 @@ const IDEMPOTENCY_DOC =
   'Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with ' +
   '`Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`, as does a ' +
   'key whose first request is still running (with `Retry-After: 1`).';
+
+const CONDITIONAL_DOC =
+  'Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at ' +
+  'that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.';
 
 /** A soft-delete value as the prose shows it: JSON, or the SQL text of a fragment (`now()`). */
 function shown(value: unknown): string {
@@ -90,15 +97,18 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
       reply.code(201);
       const respond = memoize((record: Row) => reply.serialize(itemEnvelope(request, record)) as string);
       const finisher = hooks.finisher(request, 201, respond);
-      const data = await createRecord(db, d, request.tenant, request.body, {
+      const batch = batchOperationOf(request);
+      const data = await createRecord(batch?.trx ?? db, d, request.tenant, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
-        onWritten: deps.recordWrite?.(request.id),
+        inTransaction: Boolean(batch?.trx),
+        onWritten: onWrittenFor(deps, request, 201),
         finishers: finisher ? [finisher] : [],
       });
       // Already serialized (a held Idempotency-Key stores these very bytes): sent as text, past the typed serializer.
+      // A new record has not changed yet: its version is its id (updated_at is still null).
       const untyped: FastifyReply = reply;
-      return untyped.type(JSON_CONTENT_TYPE).send(respond(data));
+      return untyped.header('etag', etagOf(data.id, null)).type(JSON_CONTENT_TYPE).send(respond(data));
     },
   );
 
@@ -110,20 +120,24 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
       schema: {
         operationId: `${d.name}.update`,
         summary: `Update a record of ${d.name}`,
-        description: 'Only the fields sent change; fields the body schema does not name are ignored.',
+        description: `Only the fields sent change; fields the body schema does not name are ignored. ${CONDITIONAL_DOC}`,
         tags,
         params: idParamsSchema,
         body: w.update,
         response: { 200: itemEnvelopeSchema(d.row) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { id } = request.params;
-      const data = await updateRecord(db, d, request.tenant, id, request.body, {
+      const batch = batchOperationOf(request);
+      const { data, etag } = await updateRecord(batch?.trx ?? db, d, request.tenant, id, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
-        onWritten: deps.recordWrite?.(request.id),
+        inTransaction: Boolean(batch?.trx),
+        onWritten: onWrittenFor(deps, request, 200),
+        ifMatch: request.headers['if-match'],
       });
+      reply.header('etag', etag);
       return itemEnvelope(request, data);
     },
   );
@@ -138,7 +152,7 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
         summary: w.deleteSummary ?? `Deactivate a record of ${d.name}`,
         description: `Sets ${Object.entries(w.softDelete)
           .map(([k, v]) => `\`${k}\` to \`${shown(v)}\``)
-          .join(', ')}; the record is kept. Answers 204 every time.`,
+          .join(', ')}; the record is kept. Answers 204 every time, with the new version's \`ETag\`. ${CONDITIONAL_DOC}`,
         tags,
         params: idParamsSchema,
         response: { 204: Type.Null({ description: 'No body.' }) },
@@ -146,10 +160,49 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
     },
     async (request, reply) => {
       const { id } = request.params;
-      await deleteRecord(db, d, request.tenant, id, { now: deps.now, onWritten: deps.recordWrite?.(request.id) });
-      return reply.code(204).send(null);
+      const batch = batchOperationOf(request);
+      const { etag } = await deleteRecord(batch?.trx ?? db, d, request.tenant, id, {
+        now: deps.now,
+        inTransaction: Boolean(batch?.trx),
+        onWritten: onWrittenFor(deps, request, 204),
+        ifMatch: request.headers['if-match'],
+      });
+      return reply.code(204).header('etag', etag).send(null);
     },
   );
+}
+
+/** What a write does in its transaction besides the change: its event, and its entry in the write log. */
+function onWrittenFor(deps: WriteRouteDeps, request: FastifyRequest, status: number): WriteOptions['onWritten'] {
+  const events = deps.recordWrite?.(request.id);
+  const auth = request.auth;
+  if (!auth) return events;
+  const batch = batchOperationOf(request);
+  const header = request.headers[IDEMPOTENCY_HEADER];
+  const entry: WriteRequest = {
+    apiKeyId: auth.keyId,
+    requestId: request.id,
+    method: request.method as WriteRequest['method'],
+    path: request.url.split('?', 1)[0] as string,
+    status,
+    // The key only means something on POST (SPEC 8: ignored on PATCH and DELETE); a batch's covers its operations.
+    idempotencyKey: batch ? batch.idempotencyKey : request.method === 'POST' && typeof header === 'string' ? header : null,
+  };
+  return async (trx, written) => {
+    await events?.(trx, written);
+    await logWrite(trx, written, entry);
+  };
+}
+
+/** A replayed creation carries the ETag it was first sent with: the new record's (its id alone, see etag.ts). */
+function creationTag(status: number, body: string): Record<string, string> | undefined {
+  if (status !== 201) return undefined;
+  try {
+    const id = (JSON.parse(body) as { data?: { id?: unknown } }).data?.id;
+    return typeof id === 'string' ? { etag: etagOf(id, null) } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The last answer of `fn`, reused while it is asked about the same record. */
@@ -162,6 +215,6 @@ function memoize(fn: (record: Row) => string): (record: Row) => string {
 }
 
 export function registerWriteRoutes(app: FastifyInstance, deps: WriteRouteDeps): void {
-  const hooks = createIdempotencyHooks(new IdempotencyStore(deps.database.db, deps.idempotency));
+  const hooks = createIdempotencyHooks(new IdempotencyStore(deps.database.db, deps.idempotency), creationTag);
   for (const d of deps.resources ? writableOf(deps.resources) : WRITABLE) registerResource(typedRoutes(app), deps, hooks, d);
 }

@@ -161,14 +161,16 @@ export interface paths {
     };
     /**
      * Get one record of customers
-     * @description Requires the scope `customers:read` and the module `clientes` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `customers:read` and the module `clientes` on the contract.
      */
     get: operations['customers.get'];
     put?: never;
     post?: never;
     /**
      * Deactivate a record of customers
-     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time.
+     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time, with the new version's `ETag`. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `customers:write` and the module `clientes` on the contract.
      */
@@ -177,7 +179,7 @@ export interface paths {
     head?: never;
     /**
      * Update a record of customers
-     * @description Only the fields sent change; fields the body schema does not name are ignored.
+     * @description Only the fields sent change; fields the body schema does not name are ignored. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `customers:write` and the module `clientes` on the contract.
      */
@@ -219,14 +221,16 @@ export interface paths {
     };
     /**
      * Get one record of sales
-     * @description Requires the scope `sales:read` and the module `vendas` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `sales:read` and the module `vendas` on the contract.
      */
     get: operations['sales.get'];
     put?: never;
     post?: never;
     /**
      * Cancel a sale
-     * @description Sets `status` to `"cancelled"`; the record is kept. Answers 204 every time.
+     * @description Sets `status` to `"cancelled"`; the record is kept. Answers 204 every time, with the new version's `ETag`. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `sales:write` and the module `vendas` on the contract.
      */
@@ -235,7 +239,7 @@ export interface paths {
     head?: never;
     /**
      * Update a record of sales
-     * @description Only the fields sent change; fields the body schema does not name are ignored.
+     * @description Only the fields sent change; fields the body schema does not name are ignored. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `sales:write` and the module `vendas` on the contract.
      */
@@ -277,14 +281,16 @@ export interface paths {
     };
     /**
      * Get one record of suppliers
-     * @description Requires the scope `suppliers:read` and the module `fornecedores` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `suppliers:read` and the module `fornecedores` on the contract.
      */
     get: operations['suppliers.get'];
     put?: never;
     post?: never;
     /**
      * Deactivate a record of suppliers
-     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time.
+     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time, with the new version's `ETag`. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `suppliers:write` and the module `fornecedores` on the contract.
      */
@@ -293,7 +299,7 @@ export interface paths {
     head?: never;
     /**
      * Update a record of suppliers
-     * @description Only the fields sent change; fields the body schema does not name are ignored.
+     * @description Only the fields sent change; fields the body schema does not name are ignored. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `suppliers:write` and the module `fornecedores` on the contract.
      */
@@ -335,14 +341,16 @@ export interface paths {
     };
     /**
      * Get one record of expenses
-     * @description Requires the scope `expenses:read` and the module `despesas` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `expenses:read` and the module `despesas` on the contract.
      */
     get: operations['expenses.get'];
     put?: never;
     post?: never;
     /**
      * Deactivate a record of expenses
-     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time.
+     * @description Sets `is_active` to `false`; the record is kept. Answers 204 every time, with the new version's `ETag`. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `expenses:write` and the module `despesas` on the contract.
      */
@@ -351,7 +359,7 @@ export interface paths {
     head?: never;
     /**
      * Update a record of expenses
-     * @description Only the fields sent change; fields the body schema does not name are ignored.
+     * @description Only the fields sent change; fields the body schema does not name are ignored. Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
      *
      *     Requires the scope `expenses:write` and the module `despesas` on the contract.
      */
@@ -387,7 +395,9 @@ export interface paths {
     };
     /**
      * Get one record of appointments
-     * @description Requires the scope `appointments:read` and the module `agendamentos` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `appointments:read` and the module `agendamentos` on the contract.
      */
     get: operations['appointments.get'];
     put?: never;
@@ -427,7 +437,9 @@ export interface paths {
     };
     /**
      * Get one record of services
-     * @description Requires the scope `services:read` and the module `agendamentos` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `services:read` and the module `agendamentos` on the contract.
      */
     get: operations['services.get'];
     put?: never;
@@ -467,7 +479,9 @@ export interface paths {
     };
     /**
      * Get one record of products
-     * @description Requires the scope `products:read` and the module `catalogo` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `products:read` and the module `catalogo` on the contract.
      */
     get: operations['products.get'];
     put?: never;
@@ -507,7 +521,9 @@ export interface paths {
     };
     /**
      * Get one record of inventory
-     * @description Requires the scope `inventory:read` and the module `estoque` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `inventory:read` and the module `estoque` on the contract.
      */
     get: operations['inventory.get'];
     put?: never;
@@ -547,7 +563,9 @@ export interface paths {
     };
     /**
      * Get one record of bank accounts
-     * @description Requires the scope `bank-accounts:read` and the module `contas_bancarias` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `bank-accounts:read` and the module `contas_bancarias` on the contract.
      */
     get: operations['bank-accounts.get'];
     put?: never;
@@ -587,11 +605,57 @@ export interface paths {
     };
     /**
      * Get one record of deals
-     * @description Requires the scope `deals:read` and the module `crm_funil` on the contract.
+     * @description Carries a strong `ETag` naming the record version. With `If-None-Match` holding it (or a list holding it, or `*`) the answer is `304 Not Modified` with no body.
+     *
+     *     Requires the scope `deals:read` and the module `crm_funil` on the contract.
      */
     get: operations['deals.get'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/requests': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the writes this key made that committed (last 24 hours)
+     * @description Every 2xx POST, PATCH and DELETE of the calling key (each operation of a batch included), newest first, for 24 hours. Another key, account or mode never sees them. `request_id` is the X-Request-Id of the write (the client’s own when it sent one): a client that lost a response finds here whether the write committed, and which record it made. An empty list means nothing committed. No scope is needed; it counts as a read.
+     *
+     *     Any valid key of an account with the API enabled; no scope or module needed.
+     */
+    get: operations['requests.list'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/batch': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send up to 100 writes in one request
+     * @description Each operation (`POST /v1/<resource>`, `PATCH` or `DELETE /v1/<resource>/<id>`) is checked and answered exactly as the single request would be: scopes, modules, plan, validation, the tenant wall, `If-Match` (from `if_match`), events. The answer is 200 with one result per operation, in order: `{status, body, etag}`. With `atomic: false` each operation stands alone; with `atomic: true` all commit together or none does: the failed ones carry their error and the others 424 `batch_aborted`. Each operation counts as one write in the minute and day layers, the batch once in the burst layer; a batch that would exceed a layer is refused whole with 429 before anything runs. An `Idempotency-Key` makes the whole batch idempotent (same key and body replays, another body is a 409). A malformed batch (more than 100 operations, an unknown method, a path that is not a write route) is a 422 for the whole request, with `errors[].field` such as `operations[3].path`.
+     *
+     *     Any valid key of an account with the API enabled; no scope or module needed.
+     */
+    post: operations['batch.create'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1035,6 +1099,41 @@ export interface components {
         requests_per_minute_write: number;
         /** Format: int32 */
         requests_per_day_total: number;
+      };
+      /** @description Each rate layer as it stands after this request was counted, from the store the limiter uses (shared through Redis across instances): `burst` (per second), `read` and `write` (per minute), `day`. Reading it counts nothing more. */
+      rate_limit_status: {
+        burst: {
+          /** @description Ceiling of the layer. */
+          limit: number;
+          /** @description Requests left in the current window. */
+          remaining: number;
+          /** @description Seconds until the window restarts. */
+          reset: number;
+        };
+        read: {
+          /** @description Ceiling of the layer. */
+          limit: number;
+          /** @description Requests left in the current window. */
+          remaining: number;
+          /** @description Seconds until the window restarts. */
+          reset: number;
+        };
+        write: {
+          /** @description Ceiling of the layer. */
+          limit: number;
+          /** @description Requests left in the current window. */
+          remaining: number;
+          /** @description Seconds until the window restarts. */
+          reset: number;
+        };
+        day: {
+          /** @description Ceiling of the layer. */
+          limit: number;
+          /** @description Requests left in the current window. */
+          remaining: number;
+          /** @description Seconds until the window restarts. */
+          reset: number;
+        };
       };
     };
     /** Meta */
@@ -2288,6 +2387,104 @@ export interface components {
        */
       updated_at?: string;
     };
+    /** RequestLogEntry */
+    RequestLogEntry: {
+      /** @description The X-Request-Id of the write: the client’s own when it sent one. */
+      request_id: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      /** @enum {string} */
+      method: 'POST' | 'PATCH' | 'DELETE';
+      /**
+       * @description The path written (for a batch operation, the operation’s path).
+       * @example /v1/sales
+       */
+      path: string;
+      status: number;
+      /** @description The Idempotency-Key sent (a batch operation: the batch’s). */
+      idempotency_key: string | null;
+      /** @example sales */
+      resource: string;
+      /** Format: uuid */
+      resource_id: string | null;
+    };
+    /**
+     * RequestLogEntryProjection
+     * @description RequestLogEntry narrowed by `fields`: `id` and the requested fields only.
+     */
+    RequestLogEntryProjection: {
+      /** @description The X-Request-Id of the write: the client’s own when it sent one. */
+      request_id?: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at?: string;
+      /** @enum {string} */
+      method?: 'POST' | 'PATCH' | 'DELETE';
+      /**
+       * @description The path written (for a batch operation, the operation’s path).
+       * @example /v1/sales
+       */
+      path?: string;
+      status?: number;
+      /** @description The Idempotency-Key sent (a batch operation: the batch’s). */
+      idempotency_key?: string | null;
+      /** @example sales */
+      resource?: string;
+      /** Format: uuid */
+      resource_id?: string | null;
+    };
+    /** BatchOperation */
+    BatchOperation: {
+      /**
+       * @description POST creates, PATCH updates, DELETE deactivates.
+       * @enum {string}
+       */
+      method: 'POST' | 'PATCH' | 'DELETE';
+      /**
+       * @description A write route: `/v1/<resource>` for POST, `/v1/<resource>/<id>` for PATCH and DELETE.
+       * @example /v1/customers
+       */
+      path: string;
+      /** @description The body of the single request; absent for DELETE. */
+      body?: {
+        [key: string]: unknown;
+      };
+      /** @description The `If-Match` of the single request (PATCH, DELETE). */
+      if_match?: string;
+    };
+    /** BatchResult */
+    BatchResult: {
+      /** @description The HTTP status the single request would have answered (424 `batch_aborted` in a failed atomic batch). */
+      status: number;
+      /**
+       * @description Exactly the body of the single request: an item envelope, a problem, or null (204).
+       * @example {
+       *       "data": {
+       *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+       *         "full_name": "Maria Silva"
+       *       },
+       *       "meta": {
+       *         "request_id": "erp-sync-0042"
+       *       }
+       *     }
+       */
+      body: unknown;
+      /**
+       * @description The `ETag` of the single request, or null.
+       * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+       */
+      etag: string | null;
+    };
+    /** BatchResponse */
+    BatchResponse: {
+      data: components['schemas']['BatchResult'][];
+      meta: components['schemas']['Meta'];
+    };
     /** Event */
     Event: {
       /** Format: uuid */
@@ -2932,6 +3129,27 @@ export interface components {
       };
     };
     /**
+     * @description Precondition failed. Problem types:
+     *     - [`precondition_failed`](http://localhost:3000/errors/precondition_failed): The `If-Match` header names a version (ETag) of the record that is no longer current: someone changed it since you read it. Nothing was written.
+     */
+    PreconditionFailed: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+        'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+        'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          /** @enum {unknown} */
+          type?: 'http://localhost:3000/errors/precondition_failed';
+          /** @constant */
+          status?: 412;
+        };
+      };
+    };
+    /**
      * @description Bad request. Problem types:
      *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
      */
@@ -3196,6 +3414,16 @@ export interface components {
      * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
      */
     IdempotencyKey: string;
+    /**
+     * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+     * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+     */
+    IfMatch: string;
+    /**
+     * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+     * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+     */
+    IfNoneMatch: string;
   };
   requestBodies: {
     CreateCustomerInput: {
@@ -3622,6 +3850,28 @@ export interface components {
         };
       };
     };
+    BatchRequest: {
+      content: {
+        /**
+         * @example {
+         *       "operations": [
+         *         {
+         *           "method": "POST",
+         *           "path": "/v1/customers"
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': {
+          operations: components['schemas']['BatchOperation'][];
+          /**
+           * @description All the operations commit together, or none does.
+           * @default false
+           */
+          atomic?: boolean;
+        };
+      };
+    };
     CreateWebhookEndpointInput: {
       content: {
         /**
@@ -3735,6 +3985,11 @@ export interface components {
     /** @description Present, `true`, when this is the stored response of an earlier request with the same `Idempotency-Key`. */
     'Idempotent-Replay': 'true';
     /**
+     * @description Strong tag of the record version: opaque, compare it byte for byte. It changes when, and only when, the record changes; send it back in `If-None-Match` (GET) or `If-Match` (PATCH, DELETE).
+     * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+     */
+    ETag: string;
+    /**
      * @description The methods this path accepts.
      * @example GET, POST
      */
@@ -3825,6 +4080,8 @@ export interface operations {
           | 'not_found'
           | 'method_not_allowed'
           | 'idempotency_conflict'
+          | 'precondition_failed'
+          | 'batch_aborted'
           | 'request_timeout'
           | 'payload_too_large'
           | 'unsupported_media_type'
@@ -3927,6 +4184,28 @@ export interface operations {
            *           "requests_per_minute_read": 1,
            *           "requests_per_minute_write": 1,
            *           "requests_per_day_total": 1
+           *         },
+           *         "rate_limit_status": {
+           *           "burst": {
+           *             "limit": 1,
+           *             "remaining": 0,
+           *             "reset": 0
+           *           },
+           *           "read": {
+           *             "limit": 1,
+           *             "remaining": 0,
+           *             "reset": 0
+           *           },
+           *           "write": {
+           *             "limit": 1,
+           *             "remaining": 0,
+           *             "reset": 0
+           *           },
+           *           "day": {
+           *             "limit": 1,
+           *             "remaining": 0,
+           *             "reset": 0
+           *           }
            *         }
            *       },
            *       "meta": {
@@ -4330,6 +4609,7 @@ export interface operations {
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
           'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -4394,6 +4674,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -4410,6 +4695,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -4451,6 +4737,18 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -4469,6 +4767,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -4485,6 +4788,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -4494,6 +4798,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -4509,6 +4814,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -4525,6 +4835,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -4571,6 +4882,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -4898,6 +5210,7 @@ export interface operations {
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
           'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -4976,6 +5289,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -4992,6 +5310,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -5054,6 +5373,18 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -5072,6 +5403,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -5088,6 +5424,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -5097,6 +5434,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -5112,6 +5450,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -5128,6 +5471,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -5171,6 +5515,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -5494,6 +5839,7 @@ export interface operations {
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
           'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -5565,6 +5911,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -5581,6 +5932,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -5629,6 +5981,18 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -5647,6 +6011,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -5663,6 +6032,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -5672,6 +6042,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -5687,6 +6058,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -5703,6 +6079,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -5756,6 +6133,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -6184,6 +6562,7 @@ export interface operations {
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
           'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -6258,6 +6637,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -6274,6 +6658,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -6335,6 +6720,18 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -6353,6 +6750,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -6369,6 +6771,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content?: never;
@@ -6378,6 +6781,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -6393,6 +6797,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -6409,6 +6818,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -6463,6 +6873,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -6636,6 +7047,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -6652,6 +7068,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -6685,6 +7102,18 @@ export interface operations {
             meta: components['schemas']['Meta'];
           };
         };
+      };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
@@ -6839,6 +7268,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -6855,6 +7289,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -6883,6 +7318,18 @@ export interface operations {
             meta: components['schemas']['Meta'];
           };
         };
+      };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
@@ -7086,6 +7533,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -7102,6 +7554,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -7141,6 +7594,18 @@ export interface operations {
             meta: components['schemas']['Meta'];
           };
         };
+      };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
@@ -7296,6 +7761,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -7312,6 +7782,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -7341,6 +7812,18 @@ export interface operations {
             meta: components['schemas']['Meta'];
           };
         };
+      };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
@@ -7498,6 +7981,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -7514,6 +8002,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -7545,6 +8034,18 @@ export interface operations {
             meta: components['schemas']['Meta'];
           };
         };
+      };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
@@ -7662,6 +8163,11 @@ export interface operations {
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
         'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Record id; anything else is a 404. */
@@ -7678,6 +8184,7 @@ export interface operations {
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
@@ -7710,11 +8217,178 @@ export interface operations {
           };
         };
       };
+      /** @description Not Modified: the version named in `If-None-Match` is current. No body; `ETag` is sent. */
+      304: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'requests.list': {
+    parameters: {
+      query?: {
+        /** @description Page size, 1..100; other numbers are clamped, anything else is a 422 `invalid_limit`. */
+        limit?: number;
+        /** @description `pagination.next_cursor` of the previous page, with the same query otherwise. */
+        cursor?: string;
+        /** @description One field; a `-` prefix sorts descending. Ties are broken by id. */
+        sort?: 'created_at' | '-created_at';
+        /** @description Comma list of fields to return (`id` always is): id, request_id, created_at, method, path, status, idempotency_key, resource, resource_id. */
+        fields?: string;
+        /** @description Filter: `request_id` equal to. */
+        'filter[request_id][eq]'?: string;
+        /** @description Filter: `idempotency_key` equal to. */
+        'filter[idempotency_key][eq]'?: string;
+        /** @description Filter: `resource` equal to. */
+        'filter[resource][eq]'?: string;
+        /** @description Filter: `resource` one of a comma list (up to 100). */
+        'filter[resource][in]'?: string;
+        /** @description Filter: `created_at` greater than. */
+        'filter[created_at][gt]'?: string;
+        /** @description Filter: `created_at` greater than or equal to. */
+        'filter[created_at][gte]'?: string;
+        /** @description Filter: `created_at` less than. */
+        'filter[created_at][lt]'?: string;
+        /** @description Filter: `created_at` less than or equal to. */
+        'filter[created_at][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "request_id": "string",
+           *           "created_at": "2026-11-21T10:00:00.000Z",
+           *           "method": "POST",
+           *           "path": "/v1/sales",
+           *           "status": 1,
+           *           "idempotency_key": "string",
+           *           "resource": "sales",
+           *           "resource_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13"
+           *         }
+           *       ],
+           *       "pagination": {
+           *         "next_cursor": "string",
+           *         "has_more": true,
+           *         "limit": 1
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: (components['schemas']['RequestLogEntry'] | components['schemas']['RequestLogEntryProjection'])[];
+            pagination: components['schemas']['Pagination'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenApiDisabledOrIpNotAllowed'];
+      408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'batch.create': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: components['requestBodies']['BatchRequest'];
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "status": 1,
+           *           "body": {
+           *             "data": {
+           *               "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *               "full_name": "Maria Silva"
+           *             },
+           *             "meta": {
+           *               "request_id": "erp-sync-0042"
+           *             }
+           *           },
+           *           "etag": "\"k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2\""
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['BatchResponse'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenApiDisabledOrIpNotAllowed'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['RequestHeaderFieldsTooLarge'];
@@ -8093,6 +8767,7 @@ export interface operations {
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -8157,6 +8832,7 @@ export interface operations {
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];

@@ -33,6 +33,13 @@ export const windowStart = (now: number, windowMs: number): number => Math.floor
 export const counterKey = (prefix: string, subject: string, layer: Layer, now: number): string =>
   `${prefix}{${subject}}:${layer.name}:${windowStart(now, layer.windowMs)}`;
 
+/** A charge of `amounts` over counts that stood at `counts`: refused at the first layer it would exceed. */
+export function decideAmounts(layers: readonly Layer[], counts: number[], amounts: readonly number[], now: number): Decision {
+  const exceeded = layers.findIndex((layer, i) => (counts[i] ?? 0) + (amounts[i] ?? 0) > layer.limit);
+  const resetsAt = layers.map((layer) => windowStart(now, layer.windowMs) + layer.windowMs);
+  return { exceeded, counts: exceeded >= 0 ? counts : counts.map((c, i) => c + (amounts[i] ?? 0)), resetsAt };
+}
+
 /** Every layer was counted before this runs; the first exceeded, in the order given, refuses the request. */
 export function decide(layers: readonly Layer[], counts: number[], now: number): Decision {
   const exceeded = layers.findIndex((layer, i) => (counts[i] ?? 0) > layer.limit);

@@ -22,7 +22,7 @@
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
-import { counterKey, decide, type Decision, type Layer } from './layers.ts';
+import { counterKey, decide, decideAmounts, type Decision, type Layer } from './layers.ts';
 import { MemoryRateLimitStore } from './memory-store.ts';
 import type { RateLimitStore } from './store.ts';
 
@@ -40,6 +40,30 @@ end
 return counts
 `;
 const COMMAND = 'balcaoRateLimitCharge';
+
+// KEYS: the counters; ARGV: their expiries, then the amounts, then the limits. Adds every amount only when
+// every counter stays within its limit; answers the counts before (refused) or after (counted), then 1 if counted.
+const CHARGE_IF_FITS_SCRIPT = `
+local n = #KEYS
+local counts = {}
+local fits = 1
+for i, key in ipairs(KEYS) do
+  counts[i] = tonumber(redis.call('GET', key) or '0')
+  if counts[i] + tonumber(ARGV[n + i]) > tonumber(ARGV[2 * n + i]) then fits = 0 end
+end
+if fits == 1 then
+  for i, key in ipairs(KEYS) do
+    local amount = tonumber(ARGV[n + i])
+    if amount > 0 then
+      local count = redis.call('INCRBY', key, amount)
+      if count == amount then redis.call('PEXPIRE', key, ARGV[i]) end
+    end
+  end
+end
+counts[n + 1] = fits
+return counts
+`;
+const COMMAND_IF_FITS = 'balcaoRateLimitChargeIfFits';
 type ChargeCommand = (numKeys: number, ...keysThenTtls: (string | number)[]) => Promise<number[]>;
 
 /** Counters live a little past their window so an instance whose clock lags slightly still finds them. */
@@ -101,6 +125,7 @@ export class RedisRateLimitStore implements RateLimitStore {
       retryStrategy: (attempt) => Math.min(attempt * 100, maxReconnectDelay),
     });
     this.client.defineCommand(COMMAND, { lua: CHARGE_SCRIPT });
+    this.client.defineCommand(COMMAND_IF_FITS, { lua: CHARGE_IF_FITS_SCRIPT });
     // Without a listener ioredis prints every failed reconnection; transitions are logged once instead.
     this.client.on('error', (err: Error) => {
       this.lastError = err.message;
@@ -150,6 +175,38 @@ export class RedisRateLimitStore implements RateLimitStore {
       }
     }
     return this.fallback.charge(subject, layers, now);
+  }
+
+  async chargeIfFits(subject: string, layers: readonly Layer[], amounts: readonly number[], now: number): Promise<Decision> {
+    if (this.state === 'starting') await this.start();
+    if (this.state === 'up') {
+      try {
+        const keys = layers.map((layer) => counterKey(this.prefix, subject, layer, now));
+        const ttls = layers.map((layer) => layer.windowMs - (now % layer.windowMs) + EXPIRY_SLACK_MS);
+        const command = (this.client as unknown as Record<string, ChargeCommand>)[COMMAND_IF_FITS] as ChargeCommand;
+        const answer = await this.withinTimeout(
+          command.call(this.client, keys.length, ...keys, ...ttls, ...amounts, ...layers.map((layer) => layer.limit)),
+        );
+        return decideAmounts(layers, answer.slice(0, layers.length), amounts, now);
+      } catch (err) {
+        this.markDown(err instanceof Error ? err.message : String(err));
+      }
+    }
+    return this.fallback.chargeIfFits(subject, layers, amounts, now);
+  }
+
+  async peek(subject: string, layers: readonly Layer[], now: number): Promise<number[]> {
+    if (this.state === 'starting') await this.start();
+    if (this.state === 'up') {
+      try {
+        const keys = layers.map((layer) => counterKey(this.prefix, subject, layer, now));
+        const values = await this.withinTimeout(this.client.mget(...keys));
+        return values.map((v) => (v === null ? 0 : Number(v)));
+      } catch (err) {
+        this.markDown(err instanceof Error ? err.message : String(err));
+      }
+    }
+    return this.fallback.peek(subject, layers, now);
   }
 
   healthy(): boolean {
