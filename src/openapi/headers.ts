@@ -123,7 +123,7 @@ export const REQUEST_PARAMETERS = {
     description:
       'Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise ' +
       '412 `precondition_failed` and nothing is written; the comparison and the write are atomic.',
-    schema: { type: 'string' },
+    schema: { type: 'string', maxLength: 1024, pattern: NO_NUL_PATTERN },
     example: '"k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"',
   },
   IfNoneMatch: {
@@ -131,7 +131,7 @@ export const REQUEST_PARAMETERS = {
     in: 'header',
     required: false,
     description: 'An `ETag` you hold (a comma list of them, or `*`): while it is current the answer is 304 with no body.',
-    schema: { type: 'string' },
+    schema: { type: 'string', maxLength: 1024, pattern: NO_NUL_PATTERN },
     example: '"k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"',
   },
 } as const;

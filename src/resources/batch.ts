@@ -31,6 +31,8 @@ export interface Operation {
   if_match?: string;
 }
 
+const MAX_IF_MATCH = 1024;
+
 const OperationSchema = Type.Object(
   {
     method: Type.Union(
@@ -38,11 +40,19 @@ const OperationSchema = Type.Object(
       { description: 'POST creates, PATCH updates, DELETE deactivates.' },
     ),
     path: Type.String({
+      maxLength: 255,
+      pattern: '^/v1/',
       description: 'A write route: `/v1/<resource>` for POST, `/v1/<resource>/<id>` for PATCH and DELETE.',
       examples: ['/v1/customers'],
     }),
     body: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The body of the single request; absent for DELETE.' })),
-    if_match: Type.Optional(Type.String({ description: 'The `If-Match` of the single request (PATCH, DELETE).' })),
+    if_match: Type.Optional(
+      Type.String({
+        maxLength: MAX_IF_MATCH,
+        pattern: '^[\\x20-\\x7e]*$',
+        description: 'The `If-Match` of the single request (PATCH, DELETE).',
+      }),
+    ),
   },
   { title: 'BatchOperation' },
 );
@@ -59,6 +69,7 @@ export const BatchBodySchema = Type.Object(
 const BatchResultSchema = Type.Object(
   {
     status: Type.Integer({
+      format: 'int32',
       description: 'The HTTP status the single request would have answered (424 `batch_aborted` in a failed atomic batch).',
     }),
     body: Type.Unknown({
@@ -118,6 +129,11 @@ export function parseBatch(raw: unknown, writable: ReadonlySet<string>): { opera
       );
     if (ifMatch !== undefined && typeof ifMatch !== 'string')
       refused.push(invalid(`${at}.if_match`, 'invalid_type', 'Tipo inválido: esperado texto.'));
+    else if (typeof ifMatch === 'string' && ifMatch.length > MAX_IF_MATCH)
+      refused.push(invalid(`${at}.if_match`, 'too_long', `Texto longo demais: no máximo ${MAX_IF_MATCH} caracteres.`));
+    // It becomes a header of the single request, where only visible ASCII (and spaces) can travel.
+    else if (typeof ifMatch === 'string' && !/^[\x20-\x7e]*$/.test(ifMatch))
+      refused.push(invalid(`${at}.if_match`, 'invalid_format', 'Formato inválido: um ETag, uma lista deles ou *.'));
     operations.push({ method: method as Method, path: path as string, body: opBody, if_match: ifMatch as string | undefined });
   });
   if (refused.length > 0) throw errors.bodyInvalid(refused);

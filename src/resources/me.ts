@@ -7,9 +7,9 @@ import type { AuthContext } from '../domain/tenant.ts';
 import type { LiveLimits, RateLimiter } from '../http/rate-limit.ts';
 
 const LayerStatusSchema = Type.Object({
-  limit: Type.Integer({ description: 'Ceiling of the layer.' }),
-  remaining: Type.Integer({ minimum: 0, description: 'Requests left in the current window.' }),
-  reset: Type.Integer({ minimum: 0, description: 'Seconds until the window restarts.' }),
+  limit: Type.Integer({ format: 'int32', description: 'Ceiling of the layer.' }),
+  remaining: Type.Integer({ format: 'int32', minimum: 0, description: 'Requests left in the current window.' }),
+  reset: Type.Integer({ format: 'int32', minimum: 0, description: 'Seconds until the window restarts.' }),
 });
 
 export const MeSchema = Type.Object(

@@ -1103,35 +1103,71 @@ export interface components {
       /** @description Each rate layer as it stands after this request was counted, from the store the limiter uses (shared through Redis across instances): `burst` (per second), `read` and `write` (per minute), `day`. Reading it counts nothing more. */
       rate_limit_status: {
         burst: {
-          /** @description Ceiling of the layer. */
+          /**
+           * Format: int32
+           * @description Ceiling of the layer.
+           */
           limit: number;
-          /** @description Requests left in the current window. */
+          /**
+           * Format: int32
+           * @description Requests left in the current window.
+           */
           remaining: number;
-          /** @description Seconds until the window restarts. */
+          /**
+           * Format: int32
+           * @description Seconds until the window restarts.
+           */
           reset: number;
         };
         read: {
-          /** @description Ceiling of the layer. */
+          /**
+           * Format: int32
+           * @description Ceiling of the layer.
+           */
           limit: number;
-          /** @description Requests left in the current window. */
+          /**
+           * Format: int32
+           * @description Requests left in the current window.
+           */
           remaining: number;
-          /** @description Seconds until the window restarts. */
+          /**
+           * Format: int32
+           * @description Seconds until the window restarts.
+           */
           reset: number;
         };
         write: {
-          /** @description Ceiling of the layer. */
+          /**
+           * Format: int32
+           * @description Ceiling of the layer.
+           */
           limit: number;
-          /** @description Requests left in the current window. */
+          /**
+           * Format: int32
+           * @description Requests left in the current window.
+           */
           remaining: number;
-          /** @description Seconds until the window restarts. */
+          /**
+           * Format: int32
+           * @description Seconds until the window restarts.
+           */
           reset: number;
         };
         day: {
-          /** @description Ceiling of the layer. */
+          /**
+           * Format: int32
+           * @description Ceiling of the layer.
+           */
           limit: number;
-          /** @description Requests left in the current window. */
+          /**
+           * Format: int32
+           * @description Requests left in the current window.
+           */
           remaining: number;
-          /** @description Seconds until the window restarts. */
+          /**
+           * Format: int32
+           * @description Seconds until the window restarts.
+           */
           reset: number;
         };
       };
@@ -2403,6 +2439,7 @@ export interface components {
        * @example /v1/sales
        */
       path: string;
+      /** Format: int32 */
       status: number;
       /** @description The Idempotency-Key sent (a batch operation: the batch’s). */
       idempotency_key: string | null;
@@ -2430,6 +2467,7 @@ export interface components {
        * @example /v1/sales
        */
       path?: string;
+      /** Format: int32 */
       status?: number;
       /** @description The Idempotency-Key sent (a batch operation: the batch’s). */
       idempotency_key?: string | null;
@@ -2459,7 +2497,10 @@ export interface components {
     };
     /** BatchResult */
     BatchResult: {
-      /** @description The HTTP status the single request would have answered (424 `batch_aborted` in a failed atomic batch). */
+      /**
+       * Format: int32
+       * @description The HTTP status the single request would have answered (424 `batch_aborted` in a failed atomic batch).
+       */
       status: number;
       /**
        * @description Exactly the body of the single request: an item envelope, a problem, or null (204).
@@ -3142,8 +3183,7 @@ export interface components {
       };
       content: {
         'application/problem+json': components['schemas']['Problem'] & {
-          /** @enum {unknown} */
-          type?: 'http://localhost:3000/errors/precondition_failed';
+          type?: unknown;
           /** @constant */
           status?: 412;
         };
