@@ -140,7 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await registerOpenApi(app, config, resources);
   registerDocs(app, config);
   registerHealthRoutes(app, database, rateLimiter, { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping });
-  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics });
+  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, public: config.metricsPublic });
   registerMeRoute(app);
   registerReadRoutes(app, { ...deps, resources });
   registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });

@@ -15,7 +15,7 @@ import { commandContext, output } from './runtime.ts';
  * WebAssembly on V8's background threads: the two waits overlap instead of adding up.
  */
 export function loadServing() {
-  const loading = Promise.all([import('../app.ts'), import('../http/graceful-stop.ts')]);
+  const loading = Promise.all([import('../app.ts'), import('../http/graceful-stop.ts'), import('../http/metrics.ts')]);
   // Awaited again by startServing, which reports a failure; this copy only starts the work.
   loading.catch(() => {});
   return loading;
@@ -26,6 +26,8 @@ export interface Listening {
   host: string;
   port: number;
   database: Database['engine'];
+  /** With BALCAO_METRICS_PORT: where /metrics is served (in the --workers primary, aggregated). */
+  metrics_url?: string;
 }
 
 /**
@@ -39,7 +41,7 @@ export async function startServing(
   json: boolean,
   ready: Promise<unknown> = Promise.resolve(),
 ): Promise<Listening> {
-  const [{ buildApp }, { onStopSignals, stopGracefully }] = await loadServing();
+  const [{ buildApp }, { onStopSignals, stopGracefully }, { listenMetrics }] = await loadServing();
   const app = await buildApp({
     config,
     database,
@@ -50,12 +52,38 @@ export async function startServing(
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
+  // A worker's metrics are scraped through the primary, which sums them (serve-workers.ts): one address for all.
+  if (cluster.isWorker) {
+    const { AggregatorRegistry } = await import('prom-client');
+    new AggregatorRegistry(); // answers the primary's requests for this worker's metrics
+    AggregatorRegistry.setRegistries([app.metrics]);
+  }
+  const metrics =
+    config.metricsPort === undefined || cluster.isWorker
+      ? undefined
+      : await listenMetrics(app.metrics, config.metricsHost, config.metricsPort);
   onStopSignals((signal) => {
-    app.log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'stopping: finishing the requests in flight');
-    void stopGracefully(app, { timeoutMs: config.shutdownTimeoutMs, closeAfter: () => database.close() });
+    app.log.info(
+      { signal, graceMs: config.shutdownGraceMs, timeoutMs: config.shutdownTimeoutMs },
+      'stopping: not ready; finishing the requests in flight',
+    );
+    void stopGracefully(app, {
+      timeoutMs: config.shutdownTimeoutMs,
+      graceMs: config.shutdownGraceMs,
+      closeAfter: async () => {
+        await metrics?.close();
+        await database.close();
+      },
+    });
   });
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  return { url: `http://${host}:${port}`, host: config.host, port, database: database.engine };
+  return {
+    url: `http://${host}:${port}`,
+    host: config.host,
+    port,
+    database: database.engine,
+    ...(metrics ? { metrics_url: metrics.url } : {}),
+  };
 }
 
 export async function openMigrated(config: Config, holder: string): Promise<Database> {
