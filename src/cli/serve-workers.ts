@@ -43,13 +43,8 @@ export async function serveWithWorkers(config: Config, workers: number, json: bo
   // asks each worker over the cluster channel); the workers open no metrics listener of their own.
   let metrics: { url: string; close(): Promise<void> } | undefined;
   if (config.metricsPort !== undefined) {
-    const [{ AggregatorRegistry }, { listenMetrics }] = await Promise.all([import('prom-client'), import('../http/metrics.ts')]);
-    const aggregate = new AggregatorRegistry();
-    metrics = await listenMetrics(
-      { contentType: aggregate.contentType, metrics: () => aggregate.clusterMetrics() },
-      config.metricsHost,
-      config.metricsPort,
-    );
+    const { listenMetrics, workersMetrics } = await import('../http/metrics.ts');
+    metrics = await listenMetrics(workersMetrics(), config.metricsHost, config.metricsPort);
   }
 
   let stopping = false;

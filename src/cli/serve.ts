@@ -41,7 +41,7 @@ export async function startServing(
   json: boolean,
   ready: Promise<unknown> = Promise.resolve(),
 ): Promise<Listening> {
-  const [{ buildApp }, { onStopSignals, stopGracefully }, { listenMetrics }] = await loadServing();
+  const [{ buildApp }, { onStopSignals, stopGracefully }, { listenMetrics, shareWithPrimary }] = await loadServing();
   const app = await buildApp({
     config,
     database,
@@ -53,11 +53,7 @@ export async function startServing(
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   // A worker's metrics are scraped through the primary, which sums them (serve-workers.ts): one address for all.
-  if (cluster.isWorker) {
-    const { AggregatorRegistry } = await import('prom-client');
-    new AggregatorRegistry(); // answers the primary's requests for this worker's metrics
-    AggregatorRegistry.setRegistries([app.metrics]);
-  }
+  if (cluster.isWorker) shareWithPrimary(app.metrics);
   const metrics =
     config.metricsPort === undefined || cluster.isWorker
       ? undefined

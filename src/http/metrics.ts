@@ -4,7 +4,7 @@
 // beside /v1 unless the operator asks (BALCAO_METRICS_PUBLIC=true); why in docs/operations.md.
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
 import { RequestStats } from './request-stats.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
@@ -77,6 +77,18 @@ export function registerMetrics(
 export interface MetricsSource {
   contentType: string;
   metrics(): Promise<string>;
+}
+
+/** In a --workers worker: answer the primary's requests for this worker's metrics (prom-client's cluster channel). */
+export function shareWithPrimary(registry: Registry): void {
+  new AggregatorRegistry(); // installs the worker's answering listener
+  AggregatorRegistry.setRegistries([registry]);
+}
+
+/** In the --workers primary: every worker's metrics, asked for over the cluster channel and summed. */
+export function workersMetrics(): MetricsSource {
+  const aggregate = new AggregatorRegistry();
+  return { contentType: aggregate.contentType, metrics: () => aggregate.clusterMetrics() };
 }
 
 /**
