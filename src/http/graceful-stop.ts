@@ -10,6 +10,8 @@ import type { FastifyInstance } from 'fastify';
 export interface Lifecycle {
   /** True from the first stop signal on. */
   stopping: boolean;
+  /** The open client connections (a stop decides which of them may close). */
+  connections: Set<net.Socket>;
 }
 
 export interface StopOptions {
@@ -25,8 +27,13 @@ export interface StopOptions {
 
 /** Adds the stopping flag and the "close after this response" rule to an app; call it while building. */
 export function addLifecycle(app: FastifyInstance): Lifecycle {
-  const lifecycle: Lifecycle = { stopping: false };
+  const lifecycle: Lifecycle = { stopping: false, connections: new Set() };
   app.decorate('lifecycle', lifecycle);
+  // Once per connection, not per request.
+  app.server.on('connection', (socket: net.Socket) => {
+    lifecycle.connections.add(socket);
+    socket.once('close', () => lifecycle.connections.delete(socket));
+  });
   // Callback style, as the other per-request hooks: no promise per request for a flag check.
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (lifecycle.stopping) reply.header('connection', 'close');
@@ -50,12 +57,14 @@ export async function stopGracefully(app: FastifyInstance, options: StopOptions)
     // balancer sends before its next health check, are taken in and served (with Connection: close).
     await new Promise((resolve) => setTimeout(resolve, options.graceMs ?? 0));
     stopAccepting(app);
-    // Fastify's close (below) closes every connection Node counts as idle, and Node counts as idle a
-    // connection whose request has arrived in the socket but has not been read yet: that client would get a
-    // reset. Two turns of the event loop read and parse what arrived before the listener closed, which
-    // makes those requests in flight; only connections with nothing sent are left idle.
+    // Node's own close would now close every connection it counts as idle, and it counts as idle a
+    // connection whose request has not been read yet (still in the socket, or not sent yet by a client that
+    // has just connected): its client would get a reset. Instead: two turns of the event loop read and parse
+    // what already arrived, then only connections kept alive after a response close; connections that have
+    // not been answered yet are left to send their request (answered with Connection: close), for a bound.
     await new Promise((resolve) => setImmediate(resolve));
     await new Promise((resolve) => setImmediate(resolve));
+    await closeIdle(app.lifecycle.connections, Math.max(options.graceMs ?? 0, FIRST_REQUEST_WAIT_MS));
     await app.close();
     await options.closeAfter?.();
   } catch (err) {
@@ -66,6 +75,33 @@ export async function stopGracefully(app: FastifyInstance, options: StopOptions)
   }
   app.log.info({ code }, 'stopped');
   exit(code);
+}
+
+/** Least time a connection accepted before the listener closed gets to send its first request. */
+const FIRST_REQUEST_WAIT_MS = 1_000;
+
+/** A response is being written on the connection (Node's own field, set while a response is pending). */
+const answering = (socket: net.Socket) => !!(socket as net.Socket & { _httpMessage?: unknown })._httpMessage;
+
+/**
+ * Closes the idle kept-alive connections (answered before, nothing pending) at once; a connection that was
+ * accepted but has had no answer yet (bytesWritten 0) may still be sending its request: it is waited for until
+ * it has one, or for `firstRequestMs` (then it has sent nothing for that long and closes).
+ */
+async function closeIdle(connections: Set<net.Socket>, firstRequestMs: number): Promise<void> {
+  const deadline = Date.now() + firstRequestMs;
+  for (;;) {
+    let waiting = false;
+    for (const socket of connections) {
+      // Closes itself after its response (Connection: close), or is already closing: left alone, so
+      // nothing still in its write buffer is lost.
+      if (answering(socket) || socket.writableEnded || socket.writableLength > 0) continue;
+      if (socket.bytesWritten > 0 || Date.now() >= deadline) socket.destroy();
+      else waiting = true;
+    }
+    if (!waiting) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /**
