@@ -49,15 +49,21 @@ export async function startServing(
     logger: await logOutput(config.logLevel, json),
   } as Parameters<typeof buildApp>[0]);
   await ready;
-  await app.listen({ host: config.host, port: config.port });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
   // A worker's metrics are scraped through the primary, which sums them (serve-workers.ts): one address for all.
   if (cluster.isWorker) shareWithPrimary(app.metrics);
+  // Before the public listener: a metrics port already taken stops the start before any request is taken in.
   const metrics =
     config.metricsPort === undefined || cluster.isWorker
       ? undefined
       : await listenMetrics(app.metrics, config.metricsHost, config.metricsPort);
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    await metrics?.close();
+    throw err;
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
   onStopSignals((signal) => {
     app.log.info(
       { signal, graceMs: config.shutdownGraceMs, timeoutMs: config.shutdownTimeoutMs },
