@@ -12,6 +12,8 @@ export interface Lifecycle {
   stopping: boolean;
   /** The open client connections (a stop decides which of them may close). */
   connections: Set<net.Socket>;
+  /** Connections accepted since start (the stop logs it, with the open ones, when the listener closes). */
+  accepted: number;
 }
 
 export interface StopOptions {
@@ -27,10 +29,11 @@ export interface StopOptions {
 
 /** Adds the stopping flag and the "close after this response" rule to an app; call it while building. */
 export function addLifecycle(app: FastifyInstance): Lifecycle {
-  const lifecycle: Lifecycle = { stopping: false, connections: new Set() };
+  const lifecycle: Lifecycle = { stopping: false, connections: new Set(), accepted: 0 };
   app.decorate('lifecycle', lifecycle);
   // Once per connection, not per request.
   app.server.on('connection', (socket: net.Socket) => {
+    lifecycle.accepted += 1;
     lifecycle.connections.add(socket);
     socket.once('close', () => lifecycle.connections.delete(socket));
   });
@@ -57,6 +60,7 @@ export async function stopGracefully(app: FastifyInstance, options: StopOptions)
     // balancer sends before its next health check, are taken in and served (with Connection: close).
     await new Promise((resolve) => setTimeout(resolve, options.graceMs ?? 0));
     stopAccepting(app);
+    app.log.info({ accepted: app.lifecycle.accepted, open: app.lifecycle.connections.size }, 'stopping: listener closed');
     // Node's own close would now close every connection it counts as idle, and it counts as idle a
     // connection whose request has not been read yet (still in the socket, or not sent yet by a client that
     // has just connected): its client would get a reset. Instead: two turns of the event loop read and parse
