@@ -149,7 +149,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await registerOpenApi(app, config, resources);
   registerDocs(app, config);
   registerHealthRoutes(app, database, rateLimiter, { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping });
-  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, reads: database.reads });
+  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, public: config.metricsPublic, reads: database.reads });
   registerMeRoute(app, rateLimiter);
   registerReadRoutes(app, { ...deps, resources });
   registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });

@@ -22,6 +22,14 @@ export interface Config {
   readonly redisStartupWaitMs: number;
   /** Longest a graceful stop may take before the process exits anyway. */
   readonly shutdownTimeoutMs: number;
+  /** After a stop signal, how long the listener stays open (unready) before it closes (BALCAO_SHUTDOWN_GRACE_MS). */
+  readonly shutdownGraceMs: number;
+  /** BALCAO_METRICS_PORT: /metrics on its own listener at metricsHost (unset: no such listener). */
+  readonly metricsPort: number | undefined;
+  /** BALCAO_METRICS_HOST: where that listener binds (loopback by default). */
+  readonly metricsHost: string;
+  /** BALCAO_METRICS_PUBLIC=true: /metrics on the public listener too (off by default). */
+  readonly metricsPublic: boolean;
   /** PostgreSQL connections per process (BALCAO_DB_POOL_SIZE). */
   readonly dbPoolSize: number;
   /** BALCAO_DB_PREPARE (default true): false sends no named prepared statements and no timeouts in the
@@ -93,6 +101,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readinessTimeoutMs: milliseconds(env, 'BALCAO_READINESS_TIMEOUT_MS', 1_000),
     redisStartupWaitMs: milliseconds(env, 'BALCAO_REDIS_STARTUP_WAIT_MS', 5_000),
     shutdownTimeoutMs: milliseconds(env, 'BALCAO_SHUTDOWN_TIMEOUT_MS', 25_000),
+    shutdownGraceMs: milliseconds(env, 'BALCAO_SHUTDOWN_GRACE_MS', 2_000, true),
+    metricsPort: env.BALCAO_METRICS_PORT ? parsePort(env.BALCAO_METRICS_PORT, 'BALCAO_METRICS_PORT') : undefined,
+    metricsHost: env.BALCAO_METRICS_HOST || '127.0.0.1',
+    metricsPublic: env.BALCAO_METRICS_PUBLIC === 'true',
     dbPoolSize,
     dbPrepare: parseBoolean('BALCAO_DB_PREPARE', env.BALCAO_DB_PREPARE, true),
     listenDatabaseUrl: env.BALCAO_LISTEN_DATABASE_URL || undefined,
@@ -122,6 +134,13 @@ function parseBoolean(name: string, raw: string | undefined, fallback: boolean):
   if (['true', '1', 'yes', 'on'].includes(value)) return true;
   if (['false', '0', 'no', 'off'].includes(value)) return false;
   throw new Error(`${name} must be true or false, got "${raw}"`);
+}
+
+/** A TCP port (0: any free one). */
+function parsePort(value: string, what: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value.trim()) || port > 65535) throw new Error(`${what} must be a port number, got "${value}"`);
+  return port;
 }
 
 /** A worker count from BALCAO_WORKERS or `serve --workers`: 1 to 64. */

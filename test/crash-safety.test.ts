@@ -45,7 +45,7 @@ it('SIGKILL during sales of 200 items: nothing partial, and retries give exactly
   );
   // Kill once some sales committed and others are still running.
   const deadline = Date.now() + 60_000;
-  while ((await metric(first.url, 'balcao_http_requests_total', 'operation="sales.create"')) < 3) {
+  while ((await metric(first.metricsUrl, 'balcao_http_requests_total', 'operation="sales.create"')) < 3) {
     assert.ok(Date.now() < deadline, 'sales are being created');
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -24,8 +24,19 @@ describe('health', () => {
 });
 
 describe('metrics', () => {
-  it('counts requests by operation and status, and reports the rate-limit store', async () => {
+  it('are not served on the public port unless BALCAO_METRICS_PUBLIC=true', async () => {
     const s = await startTestServer();
+    try {
+      const res = await fetch(`${s.url}/metrics`);
+      assert.equal(res.status, 404);
+      await res.arrayBuffer();
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('count requests by operation and status, and report the rate-limit store', async () => {
+    const s = await startTestServer({ env: { BALCAO_METRICS_PUBLIC: 'true' } });
     try {
       const { key } = await s.createAccountWithKey();
       await s.request('GET', '/v1/me', { key });

@@ -47,7 +47,7 @@ describe('balcao serve --workers', () => {
       env,
     );
     const key = await balcaoJson(['keys', 'create', '--account', account.id, '--name', 'k', '--scopes', 'customers:read'], env);
-    const server = await startServe('serve', { ...env, REDIS_URL: redis.url }, ['--workers', '2']);
+    const server = await startServe('serve', { ...env, REDIS_URL: redis.url, BALCAO_METRICS_PORT: '0' }, ['--workers', '2']);
     try {
       assert.equal(server.announced.workers, 2);
       const workers = childrenOf(server.child.pid!);
@@ -60,6 +60,16 @@ describe('balcao serve --workers', () => {
         statuses.push(res.status);
       }
       assert.deepEqual(statuses, [...Array(10).fill(200), ...Array(4).fill(429)]);
+      // The primary's metrics listener answers with both workers' requests summed.
+      const scraped = await (await fetch(server.announced.metrics_url)).text();
+      const count = (status: number) =>
+        Number(
+          scraped.match(
+            new RegExp(`^balcao_http_requests_total\\{operation="me.get",method="GET",status="${status}"\\} (\\d+)$`, 'm'),
+          )?.[1],
+        );
+      assert.equal(count(200), 10);
+      assert.equal(count(429), 4);
     } finally {
       await server.stop();
     }

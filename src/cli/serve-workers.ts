@@ -5,8 +5,8 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Config } from '../config.ts';
 import { CliError, output } from './runtime.ts';
 
-/** How long the primary waits for the workers to drain before it kills them. */
-const STOP_GRACE_MS = 15_000;
+/** The primary kills its workers this long after their own bound (BALCAO_SHUTDOWN_TIMEOUT_MS) ran out. */
+const KILL_MARGIN_MS = 1_000;
 /** A worker that dies more often than this (per minute) is a crash loop: the primary gives up. */
 const MAX_RESTARTS_PER_MINUTE = 5;
 
@@ -39,6 +39,13 @@ export async function serveAsWorker(serveOne: () => Promise<Listening>): Promise
 export async function serveWithWorkers(config: Config, workers: number, json: boolean, migrateOnce: () => Promise<void>): Promise<void> {
   checkWorkersAllowed(config, workers);
   await migrateOnce();
+  // BALCAO_METRICS_PORT: the primary serves every worker's metrics summed (prom-client's AggregatorRegistry
+  // asks each worker over the cluster channel); the workers open no metrics listener of their own.
+  let metrics: { url: string; close(): Promise<void> } | undefined;
+  if (config.metricsPort !== undefined) {
+    const { listenMetrics, workersMetrics } = await import('../http/metrics.ts');
+    metrics = await listenMetrics(workersMetrics(), config.metricsHost, config.metricsPort);
+  }
 
   let stopping = false;
   let ready = false;
@@ -70,7 +77,7 @@ export async function serveWithWorkers(config: Config, workers: number, json: bo
     const timer = setTimeout(() => {
       for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
       process.exit(1);
-    }, STOP_GRACE_MS).unref();
+    }, config.shutdownTimeoutMs + KILL_MARGIN_MS).unref();
     const exitWhenDone = () => {
       if (Object.keys(cluster.workers ?? {}).length === 0) {
         clearTimeout(timer);
@@ -111,5 +118,5 @@ export async function serveWithWorkers(config: Config, workers: number, json: bo
     throw err;
   }
   ready = true;
-  if (json && first) output(true, { ...first, workers }, () => '');
+  if (json && first) output(true, { ...first, ...(metrics ? { metrics_url: metrics.url } : {}), workers }, () => '');
 }

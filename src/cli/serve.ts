@@ -15,7 +15,7 @@ import { commandContext, output } from './runtime.ts';
  * WebAssembly on V8's background threads: the two waits overlap instead of adding up.
  */
 export function loadServing() {
-  const loading = Promise.all([import('../app.ts'), import('../http/graceful-stop.ts')]);
+  const loading = Promise.all([import('../app.ts'), import('../http/graceful-stop.ts'), import('../http/metrics.ts')]);
   // Awaited again by startServing, which reports a failure; this copy only starts the work.
   loading.catch(() => {});
   return loading;
@@ -26,6 +26,8 @@ export interface Listening {
   host: string;
   port: number;
   database: Database['engine'];
+  /** With BALCAO_METRICS_PORT: where /metrics is served (in the --workers primary, aggregated). */
+  metrics_url?: string;
 }
 
 /**
@@ -39,7 +41,7 @@ export async function startServing(
   json: boolean,
   ready: Promise<unknown> = Promise.resolve(),
 ): Promise<Listening> {
-  const [{ buildApp }, { onStopSignals, stopGracefully }] = await loadServing();
+  const [{ buildApp }, { onStopSignals, stopGracefully }, { listenMetrics, shareWithPrimary }] = await loadServing();
   const app = await buildApp({
     config,
     database,
@@ -47,15 +49,43 @@ export async function startServing(
     logger: await logOutput(config.logLevel, json),
   } as Parameters<typeof buildApp>[0]);
   await ready;
-  await app.listen({ host: config.host, port: config.port });
+  // A worker's metrics are scraped through the primary, which sums them (serve-workers.ts): one address for all.
+  if (cluster.isWorker) shareWithPrimary(app.metrics);
+  // Before the public listener: a metrics port already taken stops the start before any request is taken in.
+  const metrics =
+    config.metricsPort === undefined || cluster.isWorker
+      ? undefined
+      : await listenMetrics(app.metrics, config.metricsHost, config.metricsPort);
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    await metrics?.close();
+    throw err;
+  }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   onStopSignals((signal) => {
-    app.log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'stopping: finishing the requests in flight');
-    void stopGracefully(app, { timeoutMs: config.shutdownTimeoutMs, closeAfter: () => database.close() });
+    app.log.info(
+      { signal, graceMs: config.shutdownGraceMs, timeoutMs: config.shutdownTimeoutMs },
+      'stopping: not ready; finishing the requests in flight',
+    );
+    void stopGracefully(app, {
+      timeoutMs: config.shutdownTimeoutMs,
+      graceMs: config.shutdownGraceMs,
+      closeAfter: async () => {
+        await metrics?.close();
+        await database.close();
+      },
+    });
   });
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  return { url: `http://${host}:${port}`, host: config.host, port, database: database.engine };
+  return {
+    url: `http://${host}:${port}`,
+    host: config.host,
+    port,
+    database: database.engine,
+    ...(metrics ? { metrics_url: metrics.url } : {}),
+  };
 }
 
 export async function openMigrated(config: Config, holder: string): Promise<Database> {

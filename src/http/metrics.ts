@@ -1,8 +1,10 @@
-// Prometheus metrics at GET /metrics (public, not in the API description: operators keep it
-// off the public edge): request counts and latencies by operation and status, and the health
-// of the rate-limit store (DECISIONS B.16 asks for its outages in readiness and metrics).
+// Prometheus metrics: request counts and latencies by operation and status, requests in flight, and
+// the health of the rate-limit store (DECISIONS B.16 asks for its outages in readiness and metrics).
+// Served at GET /metrics on a listener of their own (BALCAO_METRICS_PORT, loopback by default), never
+// beside /v1 unless the operator asks (BALCAO_METRICS_PUBLIC=true); why in docs/operations.md.
+import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from 'prom-client';
 import { RequestStats } from './request-stats.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { ReadRouter } from '../infra/db/read-router.ts';
@@ -10,8 +12,8 @@ import type { ReadRouter } from '../infra/db/read-router.ts';
 export function registerMetrics(
   app: FastifyInstance,
   rateLimiter: RateLimiter,
-  options: { processMetrics?: boolean; reads?: ReadRouter } = {},
-) {
+  options: { processMetrics?: boolean; public?: boolean; reads?: ReadRouter } = {},
+): Registry {
   // One registry per app instance: tests build many apps in one process.
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'balcao_' });
@@ -28,6 +30,8 @@ export function registerMetrics(
     help: '1 when the rate-limit store answers; 0 while Redis is unreachable and per-instance counters stand in.',
     labelNames: ['store'] as const,
     registers: [registry],
+    // Summed over --workers it would read 2; the lowest is the truth (one unhealthy worker is unhealthy).
+    aggregator: 'min',
     collect() {
       const { store, healthy } = rateLimiter.status();
       this.reset();
@@ -59,14 +63,78 @@ export function registerMetrics(
     done();
   });
 
-  app.get(
-    '/metrics',
-    { config: { operationId: 'metrics.get', public: true }, schema: { hide: true } as object },
-    async (_request, reply) => {
-      reply.type(registry.contentType);
-      return registry.metrics();
-    },
-  );
+  app.decorate('metrics', registry);
+  if (options.public)
+    app.get(
+      '/metrics',
+      { config: { operationId: 'metrics.get', public: true }, schema: { hide: true } as object },
+      async (_request, reply) => {
+        reply.type(registry.contentType);
+        return registry.metrics();
+      },
+    );
+  return registry;
+}
+
+/** What a metrics listener serves: the text of one registry, or of every worker's (the --workers primary). */
+export interface MetricsSource {
+  contentType: string;
+  metrics(): Promise<string>;
+}
+
+/** In a --workers worker: answer the primary's requests for this worker's metrics (prom-client's cluster channel). */
+export function shareWithPrimary(registry: Registry): void {
+  new AggregatorRegistry(); // installs the worker's answering listener
+  AggregatorRegistry.setRegistries([registry]);
+}
+
+/** In the --workers primary: every worker's metrics, asked for over the cluster channel and summed. */
+export function workersMetrics(): MetricsSource {
+  const aggregate = new AggregatorRegistry();
+  return { contentType: aggregate.contentType, metrics: () => aggregate.clusterMetrics() };
+}
+
+/**
+ * GET /metrics on a plain node:http listener of its own (BALCAO_METRICS_PORT): off the public port, outside
+ * the API's pipeline (no rate limit, no access log). Resolves once listening; `close()` ends it and its
+ * connections (a scrape is short: nothing to drain).
+ */
+export async function listenMetrics(source: MetricsSource, host: string, port: number): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((request, response) => {
+    const path = (request.url ?? '/').split('?')[0];
+    if (path !== '/metrics' || (request.method !== 'GET' && request.method !== 'HEAD')) {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: the metrics listener serves GET /metrics only\n');
+      return;
+    }
+    source.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': source.contentType }).end(request.method === 'HEAD' ? undefined : text),
+      () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n'),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const bound = typeof address === 'object' && address ? address.port : port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}/metrics`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The app's metrics, for a listener of their own (listenMetrics) or a --workers primary's aggregate. */
+    metrics: Registry;
+  }
 }
 
 /** Each read replica's state and lag, and where reads went (BALCAO_READ_DATABASE_URL). */

@@ -58,7 +58,8 @@ export async function scratchEnv(): Promise<ScratchEnv> {
 
 const childEnv = (env: Record<string, string>) => {
   const { TEST_DATABASE_URL: _t, DATABASE_URL: _d, REDIS_URL: _r, ...rest } = process.env;
-  return { ...rest, LOG_LEVEL: 'warn', ...env };
+  // No stop grace unless a test asks: a stop here has no balancer to wait for.
+  return { ...rest, LOG_LEVEL: 'warn', BALCAO_SHUTDOWN_GRACE_MS: '0', ...env };
 };
 
 export function balcao(args: string[], env: Record<string, string>, nodeArgs: string[] = []): Promise<CliResult> {

@@ -14,6 +14,8 @@ import { UNLIMITED } from './write-fixtures.ts';
 export interface ServeProcess {
   child: ChildProcess;
   url: string;
+  /** GET /metrics on the process's own metrics listener (BALCAO_METRICS_PORT=0: a free port). */
+  metricsUrl: string;
   /** Everything the process wrote to stderr (its log lines in --json mode). */
   logs(): string;
   /** Resolves with the exit code (or the signal's name) once the process is gone. */
@@ -58,7 +60,8 @@ export async function scratchWithKey(): Promise<Scratch> {
 export function spawnServe(env: Record<string, string>): Promise<ServeProcess> {
   const { TEST_DATABASE_URL: _t, DATABASE_URL: _d, REDIS_URL: _r, ...rest } = process.env;
   const child = spawn(process.execPath, [BIN, 'serve', '--json'], {
-    env: { ...rest, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    // No stop grace unless a test asks: a stop here has no balancer to wait for.
+    env: { ...rest, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', BALCAO_METRICS_PORT: '0', BALCAO_SHUTDOWN_GRACE_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -77,7 +80,8 @@ export function spawnServe(env: Record<string, string>): Promise<ServeProcess> {
       const line = stdout.split('\n').find((l) => l.trim().startsWith('{'));
       if (line && stdout.includes('\n')) {
         clearTimeout(timer);
-        resolve({ child, url: JSON.parse(line).url, logs: () => stderr, exited });
+        const announced = JSON.parse(line);
+        resolve({ child, url: announced.url, metricsUrl: announced.metrics_url, logs: () => stderr, exited });
       }
     });
     void exited.then((code) => {
@@ -106,6 +110,8 @@ export function send(
     agent?: http.Agent;
     /** Send all of the body but its last byte, and that byte once this settles: the request stays in flight until then. */
     holdLastByteUntil?: Promise<void>;
+    /** Called once the request's connection is established (the server's kernel has accepted it). */
+    onConnected?: () => void;
   } = {},
 ): Promise<HttpAnswer> {
   const target = new URL(path, url);
@@ -135,6 +141,8 @@ export function send(
       res.on('error', reject);
     });
     req.on('error', reject);
+    const onConnected = options.onConnected;
+    if (onConnected) req.once('socket', (socket) => (socket.connecting ? socket.once('connect', onConnected) : onConnected()));
     if (options.holdLastByteUntil && payload) {
       req.write(payload.slice(0, -1));
       void options.holdLastByteUntil.then(() => req.end(payload.slice(-1)));
@@ -142,17 +150,17 @@ export function send(
   });
 }
 
-/** The sum of a metric's series on /metrics whose labels contain `labels` (e.g. `operation="sales.create"`). */
-export async function metric(url: string, name: string, labels = ''): Promise<number> {
-  const res = await send(url, 'GET', '/metrics', { agent: new http.Agent({ keepAlive: false }) });
+/** The sum of a metric's series at `metricsUrl` whose labels contain `labels` (e.g. `operation="sales.create"`). */
+export async function metric(metricsUrl: string, name: string, labels = ''): Promise<number> {
+  const res = await send(metricsUrl, 'GET', metricsUrl, { agent: new http.Agent({ keepAlive: false }) });
   return res.text
     .split('\n')
     .filter((l) => (l.startsWith(`${name} `) || l.startsWith(`${name}{`)) && l.includes(labels))
     .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
 }
 
-/** Requests of `operation` the server holds or has answered (the /metrics request itself left out). */
-export async function received(url: string, operation: string): Promise<number> {
-  const inFlight = (await metric(url, 'balcao_http_requests_in_flight')) - 1;
-  return inFlight + (await metric(url, 'balcao_http_requests_total', `operation="${operation}"`));
+/** Requests of `operation` the server holds or has answered. */
+export async function received(metricsUrl: string, operation: string): Promise<number> {
+  const inFlight = await metric(metricsUrl, 'balcao_http_requests_in_flight');
+  return inFlight + (await metric(metricsUrl, 'balcao_http_requests_total', `operation="${operation}"`));
 }

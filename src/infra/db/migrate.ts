@@ -1,6 +1,8 @@
-// Versioned migrations: plain SQL files in /migrations, applied in name order, each in its
-// own transaction and recorded in schema_migrations. On PostgreSQL an advisory lock keeps
-// several instances starting at once from racing.
+// Versioned migrations: plain SQL files in /migrations, applied in name order, the pending ones
+// in one transaction, and recorded in schema_migrations. On PostgreSQL an advisory lock keeps
+// several instances starting at once from racing: one applies, the others wait for its commit
+// and find nothing to do; instances already serving never take it. The rule a new migration
+// must follow (expand, then contract) is in docs/operations.md, "Migrations".
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
