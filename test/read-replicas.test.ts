@@ -114,8 +114,8 @@ if (process.env.TEST_DATABASE_URL) {
       const setup = await openDatabase({ databaseUrl: pair.primary.url, dataDir: '' });
       await migrate(setup.db);
       await setup.close();
-      s = await startTestServer({ database: await open() });
-      if (process.env.TEST_REDIS_URL) s2 = await startTestServer({ database: await open() });
+      s = await startTestServer({ database: await open(), env: { BALCAO_METRICS_PUBLIC: 'true' } });
+      if (process.env.TEST_REDIS_URL) s2 = await startTestServer({ database: await open(), env: { BALCAO_METRICS_PUBLIC: 'true' } });
       // Traffic below runs as fast as the machine allows: the limits are not under test here.
       const { account, key, keyId } = await s.createAccountWithKey({
         rateLimits: {
@@ -216,7 +216,7 @@ if (process.env.TEST_DATABASE_URL) {
         const view = await replicaState(s);
         assert.equal(view.state, 'up', 'lagging within BALCAO_READ_MAX_LAG_MS');
         // An instance with a tighter bound skips the same replica once it lags past it: every key reads the primary.
-        const tight = await startTestServer({ database: await open(1_000) });
+        const tight = await startTestServer({ database: await open(1_000), env: { BALCAO_METRICS_PUBLIC: 'true' } });
         try {
           const skipped = await waitFor('the replica is skipped past the bound', 2_000 + 1_000 + LOAD_MARGIN_MS, async () => {
             const state = await replicaState(tight);
