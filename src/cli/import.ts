@@ -2,11 +2,10 @@
 // (a JSON object, NDJSON or CSV files, gzipped or not, or a directory of them) into an account's
 // live data, or its test-mode data with --test. All or nothing.
 import type { Command } from 'commander';
-import type { ImportResult } from '../import/import-data.ts';
 import { ImportError } from '../import/import-error.ts';
 import { terminalProgress } from '../import/progress.ts';
 import { findSources } from '../import/sources.ts';
-import { DEFAULT_MAX_ERRORS, importSources } from '../import/stream-import.ts';
+import { DEFAULT_MAX_ERRORS, type ImportResult, importSources } from '../import/stream-import.ts';
 import { CliError, commandContext, output, requireUuid, withDatabase } from './runtime.ts';
 
 interface ImportFlags {
