@@ -70,7 +70,7 @@ export const IMPORT_TABLES: readonly string[] = Object.values(IMPORT_RESOURCES).
 ]);
 
 /** Tenant columns: set from the command line, never from the file. */
-export const TENANT_COLUMNS = ['team_id', 'mode'] as const;
+export { TENANT_COLUMNS } from '../infra/db/tenancy.ts';
 
 /** A rule returns the reason a (non-null, well-typed) value is refused, or nothing. */
 export type ValueRule = (value: unknown) => string | undefined;

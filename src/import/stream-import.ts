@@ -8,6 +8,7 @@
 import type { KeyMode } from '../domain/api-keys.ts';
 import { TRANSACTION_COUNTER } from '../domain/numbering.ts';
 import type { Database } from '../infra/db/database.ts';
+import { conditionScoped, copyScoped, insertScopedText, TENANT_COLUMNS, type TenantScope } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { type BulkSession, inBulkTransaction, quoteIdentifier } from './bulk-session.ts';
 import { type ColumnSpec, loadTableSpecs, type TableSpec } from './column-spec.ts';
@@ -158,6 +159,7 @@ class ImportRun {
   private readonly maxErrors: number;
   private readonly batches = new Map<string, Batch>();
   private readonly groups = new Map<string, CopyGroup>();
+  private readonly tenant: TenantScope;
   /** The tenant columns every COPY line starts with. */
   private readonly tenantPrefix: string;
   private readonly startMs = Date.now();
@@ -180,7 +182,8 @@ class ImportRun {
   ) {
     this.maxErrors = Math.max(1, options.maxErrors ?? DEFAULT_MAX_ERRORS);
     this.issues = new Issues(this.maxErrors);
-    this.tenantPrefix = `${teamId}\t${mode}`;
+    this.tenant = { teamId, mode };
+    this.tenantPrefix = copyScoped(this.tenant, []).linePrefix;
     for (const table of IMPORT_TABLES) this.batches.set(table, this.newBatch(table, false));
     for (const { table } of Object.values(CHILD_FILES)) this.batches.set(staging(table), this.newBatch(table, true));
   }
@@ -228,11 +231,13 @@ class ImportRun {
     for (const table of this.stagingTables) await session.query(`DROP TABLE ${staging(table)}`);
     if (this.maxTransactionNumber !== null) {
       // New sales are numbered after the largest imported number (DECISIONS B.6).
-      await session.query(
-        `INSERT INTO tenant_counters (team_id, mode, name, value) VALUES ($1::uuid, $2, $3, $4::bigint)
-         ON CONFLICT (team_id, mode, name) DO UPDATE SET value = GREATEST(tenant_counters.value, EXCLUDED.value)`,
-        [this.teamId, this.mode, TRANSACTION_COUNTER, this.maxTransactionNumber.toString()],
+      const counter = insertScopedText(
+        'tenant_counters',
+        this.tenant,
+        { name: { value: TRANSACTION_COUNTER }, value: { value: this.maxTransactionNumber.toString(), cast: 'bigint' } },
+        'ON CONFLICT (team_id, mode, name) DO UPDATE SET value = GREATEST(tenant_counters.value, EXCLUDED.value)',
       );
+      await session.query(counter.text, counter.params);
     }
     this.report();
   }
@@ -368,7 +373,7 @@ class ImportRun {
       target: staged ? staging(batch.table) : batch.table,
       staged,
       columns,
-      names: ['team_id', 'mode', ...columns.map((c) => c.name), ...(staged ? ['import_at'] : [])],
+      names: copyScoped(this.tenant, [...columns.map((c) => c.name), ...(staged ? ['import_at'] : [])]).columns,
       text: Buffer.allocUnsafe(FIRST_BUFFER_BYTES),
       bytes: 0,
       at: [],
@@ -440,11 +445,12 @@ class ImportRun {
       await session.query(`ANALYZE ${staging(table)}`);
       if (!analysedSales) await session.query('ANALYZE transactions');
       analysedSales = true;
+      const sale = conditionScoped(this.tenant, 'p', 1);
       const orphans = await session.query<{ import_at: string }>(
         `SELECT s.import_at FROM ${staging(table)} s
-         WHERE NOT EXISTS (SELECT 1 FROM transactions p WHERE p.id = s.transaction_id AND p.team_id = $1::uuid AND p.mode = $2)
+         WHERE NOT EXISTS (SELECT 1 FROM transactions p WHERE p.id = s.transaction_id AND ${sale.text})
          LIMIT ${this.maxErrors}`,
-        [this.teamId, this.mode],
+        sale.params,
       );
       // Only a child given on its own can miss its sale: a nested one is written with it.
       for (const { import_at } of orphans) this.issues.add(`${import_at}.sale_id`, 'no sale of the account has this id');
@@ -460,7 +466,8 @@ class ImportRun {
         this.issues.add(`${import_at}.id`, first ? `duplicate id (also used by ${first})` : 'a record with this id already exists');
       }
       if (repeated.length > 0) continue;
-      const columns = [...(this.specs.get(table) as TableSpec).keys(), 'team_id', 'mode'].filter((c, i, all) => all.indexOf(c) === i);
+      // The staged rows carry the tenant's columns, written by their COPY (copyScoped).
+      const columns = [...(this.specs.get(table) as TableSpec).keys(), ...TENANT_COLUMNS].filter((c, i, all) => all.indexOf(c) === i);
       const list = columns.map(quoteIdentifier).join(', ');
       await session.query(`INSERT INTO ${quoteIdentifier(table)} (${list}) SELECT ${list} FROM ${staging(table)}`);
     }
