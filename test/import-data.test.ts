@@ -282,10 +282,10 @@ describe('balcao import: importObject', () => {
       ...RESOURCES.flatMap((r) =>
         Object.entries(r.includes ?? {}).map(([name, inc]) => ({ name: `${r.name}.${name}`, table: inc.table, row: inc.item })),
       ),
-      { name: 'deal_stages', table: IMPORT_RESOURCES.deal_stages.table, row: dealStages.row },
+      { name: 'deal_stages', table: String(IMPORT_RESOURCES.deal_stages?.table), row: dealStages.row },
     ];
-    assert.equal(IMPORT_RESOURCES.sales.children?.items?.table, RESOURCES.find((r) => r.name === 'sales')?.includes?.items?.table);
-    assert.equal(IMPORT_RESOURCES.recurring_expenses.table, RESOURCES.find((r) => r.name === 'expenses')?.includes?.recurring?.table);
+    assert.equal(IMPORT_RESOURCES.sales?.children?.items?.table, RESOURCES.find((r) => r.name === 'sales')?.includes?.items?.table);
+    assert.equal(IMPORT_RESOURCES.recurring_expenses?.table, RESOURCES.find((r) => r.name === 'expenses')?.includes?.recurring?.table);
     for (const { name, table, row } of checks) {
       const spec = specs.get(table);
       assert.ok(spec, table);

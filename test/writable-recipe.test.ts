@@ -8,6 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { ResourceDescriptor, WriteDescriptor } from '../src/resources/descriptor.ts';
 import { products } from '../src/resources/products.ts';
+import { importRegistryOf } from '../src/import/resources.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { optional, partialOf, W } from '../src/resources/writes/fields.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
@@ -71,5 +72,15 @@ describe('a writable resource is its descriptor', () => {
   test('the generated tenant wall and guards hold for it', async () => {
     await assertTenantWall(s, writableProducts);
     await assertWriteGuards(s, writableProducts, resources);
+  });
+
+  test("import and export follow from the descriptor: its key, its table, its write schema's rules", () => {
+    const registry = importRegistryOf(resources);
+    assert.equal(registry.resources.products?.table, 'catalog_items');
+    assert.ok(registry.names.includes('products') && registry.tables.includes('catalog_items'));
+    // The write section's bounds become import rules, with no import file touched.
+    assert.match(registry.rules.catalog_items?.selling_price?.(-1) ?? '', /at least 0/);
+    assert.equal(registry.rules.catalog_items?.selling_price?.(10), undefined);
+    assert.equal(importRegistryOf(RESOURCES).rules.catalog_items, undefined, 'the served registry is untouched');
   });
 });

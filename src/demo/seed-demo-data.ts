@@ -54,7 +54,8 @@ export const DEMO_COUNTS = {
 } as const;
 
 type DemoRecord = Record<string, unknown>;
-export type DemoFile = Record<ImportResourceName, DemoRecord[]>;
+/** The demo's import file: every resource key it fills (all of them). */
+export type DemoFile = Record<ImportResourceName, DemoRecord[]> & { customers: DemoRecord[] };
 
 export interface DemoOptions {
   /** The reference instant: records lie in the months before it, some appointments after it. */

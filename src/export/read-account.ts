@@ -6,7 +6,13 @@ import type { KeyMode } from '../domain/api-keys.ts';
 import type { Db } from '../infra/db/database.ts';
 import { selectScoped, TENANT_COLUMNS, type TenantScope } from '../infra/db/tenancy.ts';
 import { loadTableSpecs, type TableSpec } from '../import/column-spec.ts';
-import { IMPORT_RESOURCE_NAMES, IMPORT_RESOURCES, IMPORT_TABLES, type ImportResourceName } from '../import/resources.ts';
+import {
+  IMPORT_RESOURCE_NAMES,
+  IMPORT_RESOURCES,
+  IMPORT_TABLES,
+  type ImportResource,
+  type ImportResourceName,
+} from '../import/resources.ts';
 
 /** Stored, never shown by the API (DECISIONS C): exported only with --include-internal. */
 export const INTERNAL_FIELDS = ['contract_id', 'created_by', 'internal_notes'] as const;
@@ -40,10 +46,10 @@ export class AccountReader {
   /** Resources in import order, then the sale children as their own sections. */
   sections(): ExportSection[] {
     const sections: ExportSection[] = IMPORT_RESOURCE_NAMES.map((name) => {
-      const table = IMPORT_RESOURCES[name].table;
+      const table = (IMPORT_RESOURCES[name] as ImportResource).table;
       return { name, table, fields: this.columns(table) };
     });
-    const children = IMPORT_RESOURCES.sales.children ?? {};
+    const children = IMPORT_RESOURCES.sales?.children ?? {};
     for (const [name, child] of Object.entries(children)) {
       const fields = this.columns(child.table).map((c) => (c === child.parentKey ? 'sale_id' : c));
       sections.push({ name: `sale_${name}`, table: child.table, parentKey: child.parentKey, fields });
@@ -53,7 +59,7 @@ export class AccountReader {
 
   /** Nested arrays of a resource in the JSON format (`sales` → items, status_history). */
   nestedOf(name: ImportResourceName): { field: string; table: string; parentKey: string }[] {
-    return Object.entries(IMPORT_RESOURCES[name].children ?? {}).map(([field, child]) => ({ field, ...child }));
+    return Object.entries(IMPORT_RESOURCES[name]?.children ?? {}).map(([field, child]) => ({ field, ...child }));
   }
 
   async count(table: string): Promise<number> {

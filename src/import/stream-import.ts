@@ -16,7 +16,7 @@ import { copyValue } from './copy-text.ts';
 import { ImportError } from './import-error.ts';
 import { Issues, isoWithMicros, largerTransactionNumber, planRecord, type Row, type TableContext } from './plan-import.ts';
 import { readRecords, type SourceRecord } from './read-records.ts';
-import { IMPORT_RESOURCE_NAMES, IMPORT_RESOURCES, IMPORT_TABLES, type ImportResourceName } from './resources.ts';
+import { IMPORT_RESOURCE_NAMES, IMPORT_RESOURCES, IMPORT_TABLES, type ImportResource, type ImportResourceName } from './resources.ts';
 import { type ImportSource, STREAM_RESOURCE_NAMES } from './sources.ts';
 import { timestampMs } from './validate-value.ts';
 
@@ -250,7 +250,7 @@ class ImportRun {
 
   private countResource(name: ImportResourceName): void {
     this.counts[name] ??= 0;
-    for (const child of Object.keys(IMPORT_RESOURCES[name].children ?? {})) this.nested[`${name}.${child}`] ??= 0;
+    for (const child of Object.keys(IMPORT_RESOURCES[name]?.children ?? {})) this.nested[`${name}.${child}`] ??= 0;
   }
 
   private take({ resource, record, at, path, problems, event }: SourceRecord): void {
@@ -280,7 +280,7 @@ class ImportRun {
     const name = resource as ImportResourceName;
     this.countResource(name);
     this.counts[name] = (this.counts[name] ?? 0) + 1;
-    const definition = IMPORT_RESOURCES[name];
+    const definition = IMPORT_RESOURCES[name] as ImportResource;
     const batch = this.batches.get(definition.table) as Batch;
     const children = Object.entries(definition.children ?? {});
     const row = planRecord(this.issues, batch, record, where, this.mode, {

@@ -19,6 +19,25 @@ export interface ResourceDescriptor extends QueryableResource {
   module: ModuleName;
   /** Write side, for the resources that accept writes: routes, OpenAPI and import follow from it. */
   write?: WriteDescriptor;
+  /** What `balcao import` and `balcao export` need beyond the table (its key is the name with `_`). */
+  import?: ImportDescriptor;
+}
+
+/** A rule returns the reason a (non-null, well-typed) imported value is refused, or nothing. */
+export type ValueRule = (value: unknown) => string | undefined;
+
+export interface ImportDescriptor {
+  /** Nested arrays of a record stored in their own table (`sales[].items`); `checked`: fields of the
+   *  write schema's item whose rules the import applies besides its numeric bounds. */
+  children?: Readonly<Record<string, { table: string; parentKey: string; checked?: readonly string[] }>>;
+  /** Required columns the API fills in on create, filled the same way when the file leaves them out. */
+  defaults?: Readonly<Record<string, () => unknown>>;
+  /** Fields of the create schema whose rules the import applies besides its numeric bounds. */
+  checked?: readonly string[];
+  /** Rules of the import's own, by field. */
+  rules?: Readonly<Record<string, ValueRule>>;
+  /** Records of another table imported under their own key, right after this resource's. */
+  alongside?: Readonly<Record<string, { table: string }>>;
 }
 
 /** The OpenAPI tag of a resource's operations: `bank-accounts` → `Bank accounts`. */
