@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { inBulkTransaction } from '../src/import/bulk-session.ts';
 import { loadTableSpecs } from '../src/import/column-spec.ts';
-import { ImportError } from '../src/import/import-error.ts';
+import { DataTransferError } from '../src/import/import-error.ts';
 import { IMPORT_RESOURCES, IMPORT_TABLES, type ImportResourceName } from '../src/import/resources.ts';
 import {
   type ImportObject,
@@ -253,11 +253,11 @@ async function tenantCounts(s: TestServer, teamId: string, mode = 'live'): Promi
 
 const total = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
 
-async function importError(promise: Promise<unknown>): Promise<ImportError> {
+async function importError(promise: Promise<unknown>): Promise<DataTransferError> {
   try {
     await promise;
   } catch (err) {
-    assert.ok(err instanceof ImportError, `expected an ImportError, got ${err}`);
+    assert.ok(err instanceof DataTransferError, `expected an DataTransferError, got ${err}`);
     return err;
   }
   assert.fail('the import was expected to fail');

@@ -3,17 +3,18 @@
 import { randomUUID } from 'node:crypto';
 import type { KeyMode } from '../domain/api-keys.ts';
 import type { TableSpec } from './column-spec.ts';
-import type { ImportIssue } from './import-error.ts';
+import type { TransferIssue } from './import-error.ts';
 import { COLUMN_RULES, type ChildTable, TENANT_COLUMNS } from './resources.ts';
 import { checkValue } from './validate-value.ts';
 
-/** Column → value to bind; a column left out takes the table's DEFAULT. Tenant columns are added on insert. */
-export type Row = Record<string, unknown>;
+import type { Row } from '../infra/db/row.ts';
+
+export type { Row };
 
 const MAX_REPORTED_ISSUES = 50;
 
 export class Issues {
-  readonly list: ImportIssue[] = [];
+  readonly list: TransferIssue[] = [];
   total = 0;
   constructor(private readonly limit = MAX_REPORTED_ISSUES) {}
   add(path: string, message: string): void {

@@ -13,7 +13,7 @@ import { isUuid } from '../schemas/formats.ts';
 import { type BulkSession, inBulkTransaction, quoteIdentifier } from './bulk-session.ts';
 import { type ColumnSpec, loadTableSpecs, type TableSpec } from './column-spec.ts';
 import { copyValue } from './copy-text.ts';
-import { ImportError } from './import-error.ts';
+import { DataTransferError } from './import-error.ts';
 import { Issues, isoWithMicros, largerTransactionNumber, planRecord, type Row, type TableContext } from './plan-import.ts';
 import { readRecords, type SourceRecord } from './read-records.ts';
 import { IMPORT_RESOURCE_NAMES, IMPORT_RESOURCES, IMPORT_TABLES, type ImportResource, type ImportResourceName } from './resources.ts';
@@ -107,15 +107,15 @@ type RecordsOf = (run: ImportRun) => AsyncIterable<SourceRecord> | Iterable<Sour
 
 async function importRecords(database: Database, records: RecordsOf, options: StreamImportOptions): Promise<ImportResult> {
   const { accountId, mode } = options;
-  if (!isUuid(accountId)) throw ImportError.plain(`"${accountId}" is not an account id (expected a UUID)`);
+  if (!isUuid(accountId)) throw DataTransferError.plain(`"${accountId}" is not an account id (expected a UUID)`);
   const account = await database.db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
-  if (!account) throw ImportError.plain(`account ${accountId} not found`);
+  if (!account) throw DataTransferError.plain(`account ${accountId} not found`);
   const specs = await loadImportSpecs(database);
   const run = new ImportRun(specs, mode, String(account.id), options);
   try {
     await inBulkTransaction(database.driver, (session) => run.execute(session, records(run)));
   } catch (err) {
-    if (!(err instanceof ImportError)) throw err;
+    if (!(err instanceof DataTransferError)) throw err;
     throw await run.explain(database, err);
   }
   return run.result();
@@ -127,7 +127,7 @@ export type ImportSpecs = ReadonlyMap<string, TableSpec>;
 
 /**
  * Imports `file` inside an open bulk session, for an account the caller vouches for (the demo
- * creates its account in the same transaction). A refusal throws the ImportError as it is.
+ * creates its account in the same transaction). A refusal throws the DataTransferError as it is.
  */
 export async function importObjectInSession(
   session: BulkSession,
@@ -218,7 +218,7 @@ class ImportRun {
         if (this.issues.total >= this.maxErrors) break;
       }
     } catch (err) {
-      if (!(err instanceof ImportError)) throw err;
+      if (!(err instanceof DataTransferError)) throw err;
       for (const issue of err.issues) this.issues.add(issue.path, issue.message);
     }
     // Parents before children (groups are made in the order rows come); staged rows last.
@@ -226,7 +226,7 @@ class ImportRun {
     for (const group of [...this.groups.values()].sort((a, b) => rank(a) - rank(b))) await this.flush(session, group);
     await this.pending;
     if (this.issues.total === 0) await this.moveStagedRows(session);
-    if (this.issues.total > 0) throw new ImportError(this.issues.list, this.issues.total);
+    if (this.issues.total > 0) throw new DataTransferError(this.issues.list, this.issues.total);
     // Another import may follow in the same transaction (the demo's live and test data).
     for (const table of this.stagingTables) await session.query(`DROP TABLE ${staging(table)}`);
     if (this.maxTransactionNumber !== null) {
@@ -474,14 +474,14 @@ class ImportRun {
   }
 
   /** After the rollback: says whether a refused id was already stored or used twice in the file. */
-  async explain(database: Database, err: ImportError): Promise<ImportError> {
+  async explain(database: Database, err: DataTransferError): Promise<DataTransferError> {
     if (this.duplicates.length === 0) return err;
     const messages = new Map<string, string>();
     for (const { table, id, at } of this.duplicates) {
       const stored = await database.db.selectFrom(table).select('id').where('id', '=', id).executeTakeFirst();
       messages.set(`${at}.id`, stored ? 'a record with this id already exists' : 'duplicate id (an earlier record of the import has it)');
     }
-    return new ImportError(
+    return new DataTransferError(
       err.issues.map((issue) => ({ ...issue, message: messages.get(issue.path) ?? issue.message })),
       err.issues.length,
     );

@@ -10,7 +10,9 @@ import type { FieldError } from '../errors/app-error.ts';
 import type { Db } from '../infra/db/database.ts';
 import type { QueryableResource } from '../query/contract.ts';
 
-export type Row = Record<string, unknown>;
+import type { Row } from '../infra/db/row.ts';
+
+export type { Row };
 export type Body = Record<string, unknown>;
 
 export interface ResourceDescriptor extends QueryableResource {
