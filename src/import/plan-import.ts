@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { KeyMode } from '../domain/api-keys.ts';
 import type { TableSpec } from './column-spec.ts';
 import type { TransferIssue } from './import-error.ts';
-import { COLUMN_RULES, type ChildTable, TENANT_COLUMNS } from './resources.ts';
+import { COLUMN_RULES, type ChildTable, TENANT_COLUMNS, type ValueRule } from './resources.ts';
 import { checkValue } from './validate-value.ts';
 
 import type { Row } from '../infra/db/row.ts';
@@ -29,6 +29,8 @@ export interface TableContext {
   /** Ids seen so far (id → path), to name an in-file duplicate; the streamed import leaves it out
    *  (the primary key finds duplicates there, in constant memory). */
   ids?: Map<string, string>;
+  /** Rules beyond the column types (default: the served registry's for the table). */
+  rules?: Readonly<Record<string, ValueRule>>;
   rows: Row[];
 }
 
@@ -55,7 +57,7 @@ export function planRecord(
   }
   const before = issues.total;
   const row: Row = {};
-  const rules = COLUMN_RULES[ctx.table] ?? {};
+  const rules = ctx.rules ?? COLUMN_RULES[ctx.table] ?? {};
   const parentKey = options.parent?.child.parentKey;
   // Per field, the hot path of a large import: no path string is built unless a field is refused.
   for (const field in record) {

@@ -130,7 +130,8 @@ export function importRegistryOf(resources: readonly ResourceDescriptor[]): Impo
   };
 }
 
-const SERVED = importRegistryOf(RESOURCES);
+/** The import side of the served resources. */
+export const SERVED = importRegistryOf(RESOURCES);
 export const IMPORT_RESOURCES = SERVED.resources;
 export const IMPORT_RESOURCE_NAMES = SERVED.names;
 /** Every table the import writes, parents before children. */

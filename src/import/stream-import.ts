@@ -16,8 +16,8 @@ import { copyValue } from './copy-text.ts';
 import { DataTransferError } from './import-error.ts';
 import { Issues, isoWithMicros, largerTransactionNumber, planRecord, type Row, type TableContext } from './plan-import.ts';
 import { readRecords, type SourceRecord } from './read-records.ts';
-import { IMPORT_RESOURCE_NAMES, IMPORT_RESOURCES, IMPORT_TABLES, type ImportResource, type ImportResourceName } from './resources.ts';
-import { type ImportSource, STREAM_RESOURCE_NAMES } from './sources.ts';
+import { type ImportRegistry, type ImportResource, type ImportResourceName, SERVED } from './resources.ts';
+import { CHILD_RESOURCE_NAMES, type ImportSource } from './sources.ts';
 import { timestampMs } from './validate-value.ts';
 
 export interface ImportResult {
@@ -32,6 +32,8 @@ export interface ImportResult {
 export interface StreamImportOptions {
   accountId: string;
   mode: KeyMode;
+  /** The resources to import (default: the served ones; a test gives the registry of its own resources). */
+  registry?: ImportRegistry;
   /** Stop reading after this many errors (all are reported). */
   maxErrors?: number;
   onProgress?: (progress: StreamProgress) => void;
@@ -57,9 +59,8 @@ const CHILD_FILES: Readonly<Record<string, { table: string; parentKey: string; n
   sale_status_history: { table: 'transaction_status_history', parentKey: 'transaction_id', nested: 'sales.status_history' },
 };
 /** Child table → its parent's table: a nested child's COPY waits for its parent's (foreign key). */
-const PARENT_TABLES = new Map(
-  Object.values(IMPORT_RESOURCES).flatMap((r) => Object.values(r.children ?? {}).map((c) => [c.table, r.table] as const)),
-);
+const parentTables = (registry: ImportRegistry) =>
+  new Map(Object.values(registry.resources).flatMap((r) => Object.values(r.children ?? {}).map((c) => [c.table, r.table] as const)));
 const staging = (table: string) => `import_${table}`;
 const SOURCE_COLUMN: ColumnSpec = { name: 'import_at', kind: 'text', notNull: false, hasDefault: false, sqlType: 'text' };
 
@@ -110,7 +111,7 @@ async function importRecords(database: Database, records: RecordsOf, options: St
   if (!isUuid(accountId)) throw DataTransferError.plain(`"${accountId}" is not an account id (expected a UUID)`);
   const account = await database.db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
   if (!account) throw DataTransferError.plain(`account ${accountId} not found`);
-  const specs = await loadImportSpecs(database);
+  const specs = await loadImportSpecs(database, options.registry);
   const run = new ImportRun(specs, mode, String(account.id), options);
   try {
     await inBulkTransaction(database.driver, (session) => run.execute(session, records(run)));
@@ -122,7 +123,8 @@ async function importRecords(database: Database, records: RecordsOf, options: St
 }
 
 /** The column specs of every table an import writes (read once, before the transaction). */
-export const loadImportSpecs = (database: Database): Promise<ImportSpecs> => loadTableSpecs(database.db, IMPORT_TABLES);
+export const loadImportSpecs = (database: Database, registry: ImportRegistry = SERVED): Promise<ImportSpecs> =>
+  loadTableSpecs(database.db, registry.tables);
 export type ImportSpecs = ReadonlyMap<string, TableSpec>;
 
 /**
@@ -167,6 +169,11 @@ class ImportRun {
   private maxTransactionNumber: bigint | null = null;
   /** Tables whose staging table this run has made (on its first staged row). */
   private readonly stagingTables = new Set<string>();
+  private readonly registry: ImportRegistry;
+  /** Child table → parent table. */
+  private readonly parents: ReadonlyMap<string, string>;
+  /** Every resource key a record may have: the registry's, and the sale children given on their own. */
+  private readonly resourceNames: readonly string[];
   private pending: Promise<void> = Promise.resolve();
   private written = 0;
   private bytes = 0;
@@ -184,12 +191,15 @@ class ImportRun {
     this.issues = new Issues(this.maxErrors);
     this.tenant = { teamId, mode };
     this.tenantPrefix = copyScoped(this.tenant, []).linePrefix;
-    for (const table of IMPORT_TABLES) this.batches.set(table, this.newBatch(table, false));
+    this.registry = options.registry ?? SERVED;
+    this.parents = parentTables(this.registry);
+    this.resourceNames = [...this.registry.names, ...CHILD_RESOURCE_NAMES];
+    for (const table of this.registry.tables) this.batches.set(table, this.newBatch(table, false));
     for (const { table } of Object.values(CHILD_FILES)) this.batches.set(staging(table), this.newBatch(table, true));
   }
 
   private newBatch(table: string, staged: boolean): Batch {
-    return { table, spec: this.specs.get(table) as TableSpec, rows: [], at: [], staged };
+    return { table, spec: this.specs.get(table) as TableSpec, rows: [], at: [], staged, rules: this.registry.rules[table] ?? {} };
   }
 
   result(): ImportResult {
@@ -198,8 +208,7 @@ class ImportRun {
 
   async *readSources(sources: readonly ImportSource[]): AsyncGenerator<SourceRecord> {
     this.totalBytes = sources.reduce((sum, s) => sum + s.size, 0);
-    const specOf = (resource: string) =>
-      this.specs.get(IMPORT_RESOURCES[resource as ImportResourceName]?.table ?? CHILD_FILES[resource]?.table ?? '');
+    const specOf = (resource: string) => this.specs.get(this.registry.resources[resource]?.table ?? CHILD_FILES[resource]?.table ?? '');
     for (const source of sources) {
       if (source.resource) this.countFile(source.resource);
       yield* readRecords(source, specOf, (n) => this.addBytes(n));
@@ -222,7 +231,8 @@ class ImportRun {
       for (const issue of err.issues) this.issues.add(issue.path, issue.message);
     }
     // Parents before children (groups are made in the order rows come); staged rows last.
-    const rank = (g: CopyGroup) => (g.staged ? IMPORT_TABLES.length : 0) + IMPORT_TABLES.indexOf(g.table);
+    const tables = this.registry.tables;
+    const rank = (g: CopyGroup) => (g.staged ? tables.length : 0) + tables.indexOf(g.table);
     for (const group of [...this.groups.values()].sort((a, b) => rank(a) - rank(b))) await this.flush(session, group);
     await this.pending;
     if (this.issues.total === 0) await this.moveStagedRows(session);
@@ -245,20 +255,20 @@ class ImportRun {
   private countFile(resource: string): void {
     const child = CHILD_FILES[resource];
     if (child) this.nested[child.nested] ??= 0;
-    else if ((IMPORT_RESOURCE_NAMES as readonly string[]).includes(resource)) this.countResource(resource as ImportResourceName);
+    else if (this.registry.names.includes(resource)) this.countResource(resource);
   }
 
   private countResource(name: ImportResourceName): void {
     this.counts[name] ??= 0;
-    for (const child of Object.keys(IMPORT_RESOURCES[name]?.children ?? {})) this.nested[`${name}.${child}`] ??= 0;
+    for (const child of Object.keys(this.registry.resources[name]?.children ?? {})) this.nested[`${name}.${child}`] ??= 0;
   }
 
   private take({ resource, record, at, path, problems, event }: SourceRecord): void {
     const where = at ? `${at}: ${path}` : path;
-    if (!STREAM_RESOURCE_NAMES.includes(resource)) {
+    if (!this.resourceNames.includes(resource)) {
       // Named once per key of a JSON object (its records carry an index), once per line elsewhere.
       if (event !== undefined || path === resource) {
-        this.issues.add(where, `unknown resource (expected some of ${STREAM_RESOURCE_NAMES.join(', ')})`);
+        this.issues.add(where, `unknown resource (expected some of ${this.resourceNames.join(', ')})`);
       }
       return;
     }
@@ -280,7 +290,7 @@ class ImportRun {
     const name = resource as ImportResourceName;
     this.countResource(name);
     this.counts[name] = (this.counts[name] ?? 0) + 1;
-    const definition = IMPORT_RESOURCES[name] as ImportResource;
+    const definition = this.registry.resources[name] as ImportResource;
     const batch = this.batches.get(definition.table) as Batch;
     const children = Object.entries(definition.children ?? {});
     const row = planRecord(this.issues, batch, record, where, this.mode, {
@@ -384,7 +394,7 @@ class ImportRun {
 
   /** A nested child's parent row is in a group of its parent table: those go first. */
   private async flushAfterParents(session: BulkSession, group: CopyGroup): Promise<void> {
-    const parent = group.staged ? undefined : PARENT_TABLES.get(group.table);
+    const parent = group.staged ? undefined : this.parents.get(group.table);
     if (parent) for (const other of this.groups.values()) if (other.table === parent && !other.staged) await this.flush(session, other);
     await this.flush(session, group);
   }
