@@ -1,4 +1,4 @@
-// The benchmark's data, loaded through the product's own import (importData, in chunks): one
+// The benchmark's data, loaded through the product's own import (importObject, in chunks): one
 // large account (BENCH_CUSTOMERS customers, default 1 000 000, and a tenth as many sales with
 // 3 items and a status history each) and three smaller accounts beside it. The loaded cluster
 // is kept in its folder with a meta.json, so a second run with the same size skips loading.
@@ -8,8 +8,8 @@ import { sql } from 'kysely';
 import { createAccount } from '../src/accounts/account-repository.ts';
 import { createKey } from '../src/accounts/key-repository.ts';
 import { MODULES } from '../src/domain/modules.ts';
-import { importData } from '../src/import/import-data.ts';
-import { type Db, openDatabase } from '../src/infra/db/database.ts';
+import { importObject } from '../src/import/stream-import.ts';
+import { type Database, openDatabase } from '../src/infra/db/database.ts';
 import { migrate } from '../src/infra/db/migrate.ts';
 
 export interface Dataset {
@@ -73,10 +73,16 @@ function sales(from: number, count: number) {
   });
 }
 
-async function importInChunks(db: Db, accountId: string, total: number, make: (from: number, n: number) => unknown[], key: string) {
+async function importInChunks(
+  database: Database,
+  accountId: string,
+  total: number,
+  make: (from: number, n: number) => unknown[],
+  key: string,
+) {
   for (let from = 0; from < total; from += CHUNK) {
     const n = Math.min(CHUNK, total - from);
-    await importData(db, { [key]: make(from, n) }, { accountId, mode: 'live' });
+    await importObject(database, { [key]: make(from, n) }, { accountId, mode: 'live' });
     if (total >= 100_000 && (from / CHUNK) % 10 === 9) process.stdout.write(`  ${key}: ${(from + n).toLocaleString('en')}\n`);
   }
 }
@@ -106,11 +112,11 @@ export async function ensureDataset(url: string, dir: string, customerCount: num
     // Smaller accounts first, so the large account's rows are not all at one end of the table.
     for (let a = 0; a < 3; a++) {
       const small = await createAccount(db, { name: `bench small ${a}`, plan_code: 'pro', modules: [...MODULES] });
-      await importInChunks(db, small.id, Math.ceil(customerCount / 20), customers, 'customers');
-      await importInChunks(db, small.id, Math.ceil(customerCount / 200), sales, 'sales');
+      await importInChunks(database, small.id, Math.ceil(customerCount / 20), customers, 'customers');
+      await importInChunks(database, small.id, Math.ceil(customerCount / 200), sales, 'sales');
     }
-    await importInChunks(db, large.id, customerCount, customers, 'customers');
-    await importInChunks(db, large.id, Math.ceil(customerCount / 10), sales, 'sales');
+    await importInChunks(database, large.id, customerCount, customers, 'customers');
+    await importInChunks(database, large.id, Math.ceil(customerCount / 10), sales, 'sales');
     await sql`VACUUM ANALYZE`.execute(db);
     const sale = await sql<{
       id: string;

@@ -294,7 +294,7 @@ process.once('SIGINT', () => {
 });
 try {
   const data = await ensureDataset(pg.url, dir, CUSTOMERS);
-  console.log(`dataset ready (loaded through importData in ${data.loadSeconds.toFixed(0)} s; kept in ${dir})`);
+  console.log(`dataset ready (loaded through importObject in ${data.loadSeconds.toFixed(0)} s; kept in ${dir})`);
   const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
   const depth = Math.floor(CUSTOMERS * 0.9);
   const [deepRow] = await admin.unsafe(

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { buildDemoData, seedDemoData } from '../src/demo/seed-demo-data.ts';
+import { buildDemoData, createDemoAccount, seedDemoData } from '../src/demo/seed-demo-data.ts';
+import { MODULES } from '../src/domain/modules.ts';
 import { type TestResponse, type TestServer, startTestServer } from './helpers/harness.ts';
 
 const NOW = new Date('2026-11-21T15:30:00.000Z');
@@ -82,7 +83,7 @@ describe('demo data', () => {
     accountId = created.account.id;
     key = created.key;
     testKey = (await s.createKey(accountId, { test: true })).key;
-    const live = await seedDemoData(s.db, accountId, 'live', { now: NOW });
+    const live = await seedDemoData(s.database, accountId, 'live', { now: NOW });
     assert.deepEqual(live.counts, EXPECTED_COUNTS);
   });
   after(() => s.close());
@@ -240,9 +241,29 @@ describe('demo data', () => {
 
   test('the test-mode data is seeded separately and seen by test keys only', async () => {
     assert.equal((await listAll('/v1/customers', testKey)).length, 0);
-    const result = await seedDemoData(s.db, accountId, 'test', { now: NOW });
+    const result = await seedDemoData(s.database, accountId, 'test', { now: NOW });
     assert.deepEqual(result.counts, EXPECTED_COUNTS);
     assert.equal((await listAll('/v1/customers', testKey)).length, 60);
     assert.equal((await listAll('/v1/customers')).length, 60);
+  });
+
+  test('balcao demo creates its account and both modes in one transaction', async () => {
+    const { id } = await createDemoAccount(
+      s.database,
+      { name: 'Demo', plan_code: 'enterprise', modules: [...MODULES], is_demo: true },
+      { now: NOW },
+    );
+    const account = await s.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    assert.equal(account.is_demo, true);
+    assert.deepEqual([...account.modules].sort(), [...MODULES].sort());
+    for (const mode of ['live', 'test']) {
+      const sales = await s.db
+        .selectFrom('transactions')
+        .select(s.db.fn.countAll().as('n'))
+        .where('team_id', '=', id)
+        .where('mode', '=', mode)
+        .executeTakeFirstOrThrow();
+      assert.equal(Number(sales.n), EXPECTED_COUNTS.sales, mode);
+    }
   });
 });

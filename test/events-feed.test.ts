@@ -3,7 +3,7 @@
 // walks that always return a cursor; filters; the long poll; scopes, modules, accounts and modes.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { importData } from '../src/import/import-data.ts';
+import { importObject } from '../src/import/stream-import.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { item, UNLIMITED, writer } from './helpers/write-fixtures.ts';
 
@@ -101,8 +101,8 @@ describe('events feed', () => {
 
   it('emits nothing for balcao import', async () => {
     const { key, accountId } = await writer(s);
-    const result = await importData(
-      s.db,
+    const result = await importObject(
+      s.database,
       { customers: [{ full_name: 'Imported', email: 'i@example.com' }], suppliers: [{ name: 'Imported' }] },
       { accountId, mode: 'live' },
     );

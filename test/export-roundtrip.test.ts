@@ -52,7 +52,7 @@ describe('balcao export → balcao import: a round trip of the demo account', ()
     const { account, key } = await source.createAccountWithKey({ rateLimits: UNLIMITED });
     accountId = account.id;
     sourceKey = key;
-    await seedDemoData(source.db, accountId, 'live');
+    await seedDemoData(source.database, accountId, 'live');
     expected = await snapshot(source, sourceKey);
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-export-'));
   });

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { ImportError } from '../src/import/import-error.ts';
+import { DataTransferError } from '../src/import/import-error.ts';
 import { findSources } from '../src/import/sources.ts';
 import { importSources } from '../src/import/stream-import.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
@@ -38,7 +38,7 @@ describe('balcao import: streamed files', () => {
       () => undefined,
       (e: unknown) => e,
     );
-    assert.ok(err instanceof ImportError, String(err));
+    assert.ok(err instanceof DataTransferError, String(err));
     return err;
   };
   const customerCount = async (accountId: string) =>
@@ -181,7 +181,7 @@ describe('balcao import: streamed files', () => {
     const results = await Promise.allSettled([run(both, first.account.id), run(both, second.account.id)]);
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     assert.equal(refused.length, 1, 'exactly one of the two imports is refused');
-    assert.ok(refused[0]?.reason instanceof ImportError, String(refused[0]?.reason));
+    assert.ok(refused[0]?.reason instanceof DataTransferError, String(refused[0]?.reason));
     assert.equal(refused[0].reason.message, `${path.join(both, 'customers.ndjson')}:1: customers.id: a record with this id already exists`);
     assert.equal(await customerCount(first.account.id), 3000);
   });

@@ -6,7 +6,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type KyselyPlugin, createQueryId, PostgresQueryCompiler, type RootOperationNode } from 'kysely';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { exportAccount } from '../src/export/export-account.ts';
+import { type BulkSession, inBulkTransaction } from '../src/import/bulk-session.ts';
+import { importObjectInSession, loadImportSpecs } from '../src/import/stream-import.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
+import { listEndpoints } from '../src/webhooks/endpoint-repository.ts';
 import { openTestDatabase, type TestServer, startTestServer } from './helpers/harness.ts';
 import { insertRow, UNLIMITED } from './helpers/read-data.ts';
 
@@ -111,6 +119,81 @@ function tenancyFault(
   if (predicates.length < predicated) return `${predicated} account-owned tables, ${predicates.length} tenant predicates`;
   for (const [, team, m] of predicates) {
     if (param(parameters, team) !== teamId || param(parameters, m) !== mode) return 'a predicate naming another tenant';
+  }
+  return null;
+}
+
+/** Account-owned tables: those with both tenant columns. */
+async function ownedTables(): Promise<Set<string>> {
+  const rows = await s.db
+    .selectFrom('information_schema.columns')
+    .select('table_name')
+    .where('table_schema', '=', 'public')
+    .where('column_name', 'in', ['team_id', 'mode'])
+    .groupBy('table_name')
+    .having((eb) => eb.fn.count('column_name'), '=', 2)
+    .execute();
+  return new Set(rows.map((r) => String(r.table_name)));
+}
+
+/** What the bulk import's session sends: raw statements and COPYs, as the driver receives them. */
+interface SessionRecord {
+  queries: { text: string; params: readonly unknown[] }[];
+  copies: { table: string; columns: readonly string[]; lines: string[] }[];
+}
+
+function recordingSession(session: BulkSession, record: SessionRecord): BulkSession {
+  return {
+    query: (text, params = []) => {
+      record.queries.push({ text, params });
+      return session.query(text, params);
+    },
+    copyIn: (table, columns, text) => {
+      record.copies.push({
+        table,
+        columns,
+        lines: text
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      });
+      return session.copyIn(table, columns, text);
+    },
+  };
+}
+
+/**
+ * What is wrong with the tenancy of one raw statement of the bulk import, or null. Maintenance
+ * (ANALYZE) and the staging tables' own statements name no tenant; an INSERT … SELECT from a
+ * staging table copies rows whose tenant columns their COPY wrote (checked there); the one
+ * unscoped read is the global id check (ids are primary keys across accounts).
+ */
+function rawTenancyFault(
+  text: string,
+  params: readonly unknown[],
+  owned: ReadonlySet<string>,
+  teamId: string,
+  mode: string,
+): string | null {
+  const sql = text.replace(/\s+/g, ' ');
+  if (/^(ANALYZE|CREATE TEMP TABLE|DROP TABLE) /.test(sql)) return null;
+  const named = [...sql.matchAll(/\b(?:FROM|INTO|JOIN|UPDATE)\s+"?([a-z_]+)"?/gi)].map((m) => m[1]!).filter((t) => owned.has(t));
+  if (named.length === 0) return null;
+  const insert = /^INSERT INTO "?([a-z_]+)"? \(([^)]*)\) (VALUES \(([^)]*)\)|SELECT .* FROM (import_[a-z_]+))/.exec(sql);
+  if (insert) {
+    const columns = insert[2]!.split(',').map((c) => c.trim().replaceAll('"', ''));
+    if (columns[0] !== 'team_id' && !columns.includes('team_id')) return 'an insert without team_id';
+    if (!columns.includes('mode')) return 'an insert without mode';
+    if (insert[5]) return null;
+    const values = insert[4]!.split(',').map((v) => v.trim().replace(/::[a-z]+$/, ''));
+    const at = (column: string) => param(params, values[columns.indexOf(column)]);
+    return at('team_id') === teamId && at('mode') === mode ? null : 'an inserted row of another tenant';
+  }
+  if (/EXISTS \(SELECT 1 FROM "?[a-z_]+"? t WHERE t\.id = s\.id\)/.test(sql) && named.length === 1) return null;
+  const conditions = [...sql.matchAll(/([a-z]+)\.team_id = (\$\d+)::uuid AND \1\.mode = (\$\d+)/g)];
+  if (conditions.length < named.length) return `${named.length} account-owned tables, ${conditions.length} tenant conditions`;
+  for (const [, , team, m] of conditions) {
+    if (param(params, team) !== teamId || param(params, m) !== mode) return 'a condition naming another tenant';
   }
   return null;
 }
@@ -259,5 +342,93 @@ describe('tenancy of every statement the engines send', () => {
       'an insert without team_id and mode',
     );
     assert.equal(tenancyFault('select 1 from "api_keys" where "id" = $1', ['k'], owned, 't', 'live'), null);
+  });
+
+  test("the CLI paths: import (raw SQL and COPY), export and webhooks list carry the caller's account and mode", async () => {
+    const owned = await ownedTables();
+    const other = await s.createAccountWithKey(UNLIMITED);
+    const { account } = await s.createAccountWithKey(UNLIMITED);
+    const tenant = { teamId: account.id, mode: 'test' as const };
+    for (const owner of [tenant, { teamId: other.account.id, mode: 'live' as const }, { teamId: account.id, mode: 'live' as const }]) {
+      await s.db
+        .insertInto('webhook_endpoints')
+        .values({ team_id: owner.teamId, mode: owner.mode, url: 'https://example.com/hook', enabled_events: ['*'], secret: 'whsec_x' })
+        .execute();
+    }
+
+    // Import: nested children, a sale's children given on their own (staged), the sale counter.
+    const sale = randomUUID();
+    const item = { catalog_type: 'product', catalog_item_id: randomUUID(), quantity: 1, unit_price: 2, subtotal: 2, total_amount: 2 };
+    const file = {
+      customers: [{ full_name: 'Ana' }],
+      sales: [{ id: sale, transaction_number: '41', total_amount: 2, items: [item], status_history: [{ new_status: 'paid' }] }],
+      sale_items: [{ ...item, sale_id: sale }],
+    };
+    const record: SessionRecord = { queries: [], copies: [] };
+    const specs = await loadImportSpecs(s.database);
+    await inBulkTransaction(s.database.driver, (session) =>
+      importObjectInSession(recordingSession(session, record), specs, file, { accountId: tenant.teamId, mode: tenant.mode }),
+    );
+    assert.ok(record.copies.length >= 4 && record.queries.length >= 3, JSON.stringify(record.queries.map((q) => q.text)));
+    for (const copy of record.copies) {
+      if (!owned.has(copy.table) && !copy.table.startsWith('import_')) continue;
+      assert.deepEqual(copy.columns.slice(0, 2), ['team_id', 'mode'], copy.table);
+      for (const line of copy.lines) assert.ok(line.startsWith(`${tenant.teamId}\t${tenant.mode}\t`), `${copy.table}: ${line}`);
+    }
+    for (const { text, params } of record.queries) {
+      const fault = rawTenancyFault(text, params, owned, tenant.teamId, tenant.mode);
+      assert.equal(fault, null, `${fault}: ${text} ${JSON.stringify(params)}`);
+    }
+
+    // Export and `balcao webhooks list`: through the query builder, recorded by the plugin.
+    const out = mkdtempSync(path.join(tmpdir(), 'balcao-tenancy-'));
+    recorder.nodes.length = 0;
+    recorder.on = true;
+    try {
+      const exported = await exportAccount(s.db, {
+        accountId: tenant.teamId,
+        mode: tenant.mode,
+        format: 'ndjson',
+        out,
+        includeInternal: true,
+      });
+      assert.equal(exported.counts.sales, 1);
+      assert.equal((await listEndpoints(s.db, tenant)).length, 1);
+    } finally {
+      recorder.on = false;
+      rmSync(out, { recursive: true, force: true });
+    }
+    const statements = recorder.statements();
+    assert.ok(statements.filter((c) => [...owned].some((t) => c.sql.includes(`"${t}"`))).length > 10);
+    for (const c of statements) {
+      const fault = tenancyFault(c.sql, c.parameters, owned, tenant.teamId, tenant.mode);
+      assert.equal(fault, null, `${fault}: ${c.sql} ${JSON.stringify(c.parameters)}`);
+    }
+  });
+
+  test('the raw checker refuses an import statement or COPY without the tenant', () => {
+    const owned = new Set(['transactions', 'tenant_counters']);
+    assert.equal(
+      rawTenancyFault('SELECT 1 FROM transactions p WHERE p.id = $1', ['x'], owned, 't', 'live'),
+      '1 account-owned tables, 0 tenant conditions',
+    );
+    assert.equal(
+      rawTenancyFault('SELECT 1 FROM transactions p WHERE p.team_id = $1::uuid AND p.mode = $2', ['u', 'live'], owned, 't', 'live'),
+      'a condition naming another tenant',
+    );
+    assert.equal(
+      rawTenancyFault('INSERT INTO tenant_counters (name, value) VALUES ($1, $2)', ['a', 1], owned, 't', 'live'),
+      'an insert without team_id',
+    );
+    assert.equal(
+      rawTenancyFault(
+        'INSERT INTO tenant_counters (team_id, mode, name) VALUES ($1::uuid, $2, $3)',
+        ['u', 'live', 'n'],
+        owned,
+        't',
+        'live',
+      ),
+      'an inserted row of another tenant',
+    );
   });
 });

@@ -8,6 +8,13 @@ import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { ResourceDescriptor, WriteDescriptor } from '../src/resources/descriptor.ts';
 import { products } from '../src/resources/products.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { exportAccount } from '../src/export/export-account.ts';
+import { DataTransferError } from '../src/import/import-error.ts';
+import { importRegistryOf } from '../src/import/resources.ts';
+import { importObject } from '../src/import/stream-import.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { optional, partialOf, W } from '../src/resources/writes/fields.ts';
 import { LENGTH } from '../src/schemas/bounds.ts';
@@ -72,5 +79,41 @@ describe('a writable resource is its descriptor', () => {
   test('the generated tenant wall and guards hold for it', async () => {
     await assertTenantWall(s, writableProducts);
     await assertWriteGuards(s, writableProducts, resources);
+  });
+
+  test("import and export follow from the descriptor: its key, its table, its write schema's rules", () => {
+    const registry = importRegistryOf(resources);
+    assert.equal(registry.resources.products?.table, 'catalog_items');
+    assert.ok(registry.names.includes('products') && registry.tables.includes('catalog_items'));
+    // The write section's bounds become import rules, with no import file touched.
+    assert.match(registry.rules.catalog_items?.selling_price?.(-1) ?? '', /at least 0/);
+    assert.equal(registry.rules.catalog_items?.selling_price?.(10), undefined);
+    assert.equal(importRegistryOf(RESOURCES).rules.catalog_items, undefined, 'the served registry is untouched');
+  });
+
+  test('imported through the streaming import with its write rules, and exported', async () => {
+    const { account } = await s.createAccountWithKey();
+    const registry = importRegistryOf(resources);
+    const options = { accountId: account.id, mode: 'live' as const, registry };
+    await assert.rejects(importObject(s.database, { products: [{ name: 'Coleira', selling_price: -1 }] }, options), (err) => {
+      assert.ok(err instanceof DataTransferError);
+      assert.equal(err.message, 'products[0].selling_price: must be at least 0');
+      return true;
+    });
+    const imported = await importObject(s.database, { products: [{ name: 'Coleira', selling_price: 25 }] }, options);
+    assert.deepEqual(imported.counts, { products: 1 });
+    const out = mkdtempSync(path.join(tmpdir(), 'balcao-recipe-'));
+    try {
+      const exported = await exportAccount(s.db, {
+        accountId: account.id,
+        mode: 'live',
+        format: 'json',
+        out: path.join(out, 'all.json'),
+        includeInternal: false,
+      });
+      assert.equal(exported.counts.products, 1);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 });

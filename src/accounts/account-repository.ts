@@ -50,6 +50,11 @@ export function toAccountView(row: AccountRow): AccountView {
 }
 
 export async function createAccount(db: FixedDb, input: AccountInput & { name: string }): Promise<AccountRow> {
+  return insertAccount(db, input).executeTakeFirstOrThrow();
+}
+
+/** The INSERT of a new account, returning its row (the demo runs it inside its import's transaction). */
+export function insertAccount(db: FixedDb, input: AccountInput & { name: string }) {
   return db
     .insertInto('accounts')
     .values({
@@ -61,8 +66,7 @@ export async function createAccount(db: FixedDb, input: AccountInput & { name: s
       is_demo: input.is_demo ?? false,
       ...(input.rate_limit_overrides ?? {}),
     })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+    .returningAll();
 }
 
 export async function updateAccount(db: FixedDb, id: string, input: AccountInput): Promise<AccountRow | undefined> {

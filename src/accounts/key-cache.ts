@@ -3,10 +3,12 @@
 // refreshed in the background until MAX_AGE_MS, after which the request waits for the
 // database. So a revoked key or a changed account is seen by every instance within
 // MAX_AGE_MS (< 5 s, DECISIONS A), and a brand-new key works at once (it was never cached).
-// Unknown hashes are cached too (negatively), so a flood of bad keys costs no round trips.
+// Unknown hashes are cached too (negatively), so a flood of bad keys costs no round trips; they
+// have an LRU of their own, so such a flood cannot push the real keys out.
 // Concurrent lookups of one hash share one query, and that shared query is bounded by
 // LOOKUP_TIMEOUT_MS: a lookup stuck on a dead connection is dropped, so it cannot hold every
 // later request of that key behind it (the next request starts a fresh lookup).
+import { LRUCache } from 'lru-cache';
 import { expandScopes } from '../domain/scopes.ts';
 import { compileAllowList, type IpMatcher } from '../domain/ip-allowlist.ts';
 import { effectiveRateLimits } from '../domain/plans.ts';
@@ -29,7 +31,10 @@ interface CacheSlot {
 export interface KeyCacheOptions {
   freshMs?: number;
   maxAgeMs?: number;
+  /** Known keys kept, least recently used dropped first. */
   maxEntries?: number;
+  /** Unknown hashes kept (apart from the known keys). */
+  maxUnknownEntries?: number;
   /** Longest a (shared) database lookup may take before its waiters get a 503. */
   lookupTimeoutMs?: number;
   now?: () => number;
@@ -44,11 +49,11 @@ export class LookupTimeoutError extends Error {
 }
 
 export class KeyCache {
-  private readonly slots = new Map<string, CacheSlot>();
+  private readonly known: LRUCache<string, CacheSlot>;
+  private readonly unknown: LRUCache<string, CacheSlot>;
   private readonly inflight = new Map<string, Promise<AuthEntry | null>>();
   private readonly freshMs: number;
   private readonly maxAgeMs: number;
-  private readonly maxEntries: number;
   private readonly lookupTimeoutMs: number;
   private readonly now: () => number;
 
@@ -58,14 +63,15 @@ export class KeyCache {
   ) {
     this.freshMs = options.freshMs ?? 2_000;
     this.maxAgeMs = options.maxAgeMs ?? 4_500;
-    this.maxEntries = options.maxEntries ?? 50_000;
+    this.known = new LRUCache({ max: options.maxEntries ?? 50_000 });
+    this.unknown = new LRUCache({ max: options.maxUnknownEntries ?? options.maxEntries ?? 50_000 });
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? 1_800;
     this.now = options.now ?? Date.now;
   }
 
   /** The key with this hash and its account, or null when no such key exists. */
   async lookup(hash: string): Promise<AuthEntry | null> {
-    const slot = this.slots.get(hash);
+    const slot = this.known.get(hash) ?? this.unknown.get(hash);
     if (slot) {
       const age = this.now() - slot.loadedAt;
       if (age < this.freshMs) return slot.entry;
@@ -101,13 +107,9 @@ export class KeyCache {
   }
 
   private store(hash: string, entry: AuthEntry | null): void {
-    this.slots.delete(hash);
-    if (this.slots.size >= this.maxEntries) {
-      // Maps iterate in insertion order: drop the oldest entry.
-      const oldest = this.slots.keys().next().value;
-      if (oldest !== undefined) this.slots.delete(oldest);
-    }
-    this.slots.set(hash, { entry, loadedAt: this.now() });
+    // A key created or deleted since moves between the two.
+    (entry ? this.unknown : this.known).delete(hash);
+    (entry ? this.known : this.unknown).set(hash, { entry, loadedAt: this.now() });
   }
 }
 

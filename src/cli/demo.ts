@@ -1,11 +1,10 @@
 // `balcao demo`: create (once) a demo account with every module and sample data in every
 // resource, print a new `*:write` key, and serve.
 import type { Command } from 'commander';
-import { createAccount, findDemoAccount } from '../accounts/account-repository.ts';
+import { findDemoAccount } from '../accounts/account-repository.ts';
 import { createKey } from '../accounts/key-repository.ts';
-import { seedDemoData } from '../demo/seed-demo-data.ts';
+import { createDemoAccount } from '../demo/seed-demo-data.ts';
 import { MODULES } from '../domain/modules.ts';
-import type { FixedDb } from '../infra/db/fixed-tables.ts';
 import { commandContext, output } from './runtime.ts';
 import { loadServing, openMigrated, startServing } from './serve.ts';
 
@@ -18,22 +17,16 @@ export function registerDemoCommand(program: Command): void {
       const { config } = commandContext();
       loadServing();
       const database = await openMigrated(config, 'balcao demo');
-      let account = await findDemoAccount(database.db);
-      const created = !account;
-      if (!account) {
-        const fixed: FixedDb = database.db;
-        account = await fixed.transaction().execute(async (tx) => {
-          const row = await createAccount(tx, {
-            name: 'Pet & Beleza Demo Ltda',
-            plan_code: 'enterprise',
-            modules: [...MODULES],
-            is_demo: true,
-          });
-          await seedDemoData(tx, row.id, 'live');
-          await seedDemoData(tx, row.id, 'test');
-          return row;
-        });
-      }
+      const existing = await findDemoAccount(database.db);
+      const created = !existing;
+      const account =
+        existing ??
+        (await createDemoAccount(database, {
+          name: 'Pet & Beleza Demo Ltda',
+          plan_code: 'enterprise',
+          modules: [...MODULES],
+          is_demo: true,
+        }));
       const { row, key } = await createKey(database.db, {
         accountId: account.id,
         name: `demo ${new Date().toISOString()}`,

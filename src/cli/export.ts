@@ -2,7 +2,7 @@
 // writes every record of an account (live, or test-mode with --test) in a form `balcao import` reads back.
 import type { Command } from 'commander';
 import { EXPORT_FORMATS, type ExportFormat, type ExportResult, exportAccount } from '../export/export-account.ts';
-import { ImportError } from '../import/import-error.ts';
+import { DataTransferError } from '../import/import-error.ts';
 import { terminalProgress } from '../import/progress.ts';
 import { CliError, commandContext, output, requireUuid, withDatabase } from './runtime.ts';
 
@@ -66,7 +66,7 @@ export function registerExportCommand(program: Command): void {
         );
         output(!!flags.json, result, () => describe(result));
       } catch (err) {
-        if (err instanceof ImportError) throw new CliError(err.message);
+        if (err instanceof DataTransferError) throw new CliError(err.message);
         throw err;
       }
     });

@@ -2,11 +2,10 @@
 // (a JSON object, NDJSON or CSV files, gzipped or not, or a directory of them) into an account's
 // live data, or its test-mode data with --test. All or nothing.
 import type { Command } from 'commander';
-import type { ImportResult } from '../import/import-data.ts';
-import { ImportError } from '../import/import-error.ts';
+import { DataTransferError } from '../import/import-error.ts';
 import { terminalProgress } from '../import/progress.ts';
 import { findSources } from '../import/sources.ts';
-import { DEFAULT_MAX_ERRORS, importSources } from '../import/stream-import.ts';
+import { DEFAULT_MAX_ERRORS, type ImportResult, importSources } from '../import/stream-import.ts';
 import { CliError, commandContext, output, requireUuid, withDatabase } from './runtime.ts';
 
 interface ImportFlags {
@@ -25,7 +24,7 @@ const describe = (result: ImportResult) => {
 };
 
 /** Every error on the one stderr line the contract allows, the first one first. */
-function oneLine(err: ImportError, maxErrors: number): string {
+function oneLine(err: DataTransferError, maxErrors: number): string {
   const listed = err.issues.map((issue) => `${issue.path ? `${issue.path}: ` : ''}${issue.message}`).join('; ');
   return err.issues.length >= maxErrors && err.issues.length > 1 ? `${listed} (stopped after ${maxErrors} errors)` : listed;
 }
@@ -62,7 +61,7 @@ export function registerImportCommand(program: Command): void {
         });
         output(!!flags.json, result, () => describe(result));
       } catch (err) {
-        if (err instanceof ImportError) throw new CliError(oneLine(err, maxErrors));
+        if (err instanceof DataTransferError) throw new CliError(oneLine(err, maxErrors));
         throw err;
       }
     });

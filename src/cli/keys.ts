@@ -19,7 +19,32 @@ interface CreateFlags {
 
 export function registerKeysCommand(program: Command): void {
   const keys = program.command('keys').description('manage API keys');
+  registerCreate(keys);
+  registerRevoke(keys);
+  registerList(keys);
+}
 
+/** The flags of `keys create`, checked: the command's words are refused before the database is opened. */
+function checkedCreateFlags(flags: CreateFlags): { scopes: string[]; allowedIps: string[]; expiresAt: Date | null } {
+  requireUuid(flags.account, 'account');
+  if (!flags.name.trim()) throw new CliError('--name must not be empty');
+  const scopes = flags.scopes ? splitList(flags.scopes) : [];
+  const badScopes = scopes.filter((s) => !isValidScope(s));
+  if (badScopes.length) throw new CliError(`invalid scope(s): ${badScopes.join(', ')} (expected <resource>:read|write, *:read or *:write)`);
+  const allowedIps = flags.allowedIps ? splitList(flags.allowedIps) : [];
+  const badIps = allowedIps.filter((ip) => !isValidIpRange(ip));
+  if (badIps.length) throw new CliError(`invalid IP or CIDR range(s): ${badIps.join(', ')}`);
+  let expiresAt: Date | null = null;
+  if (flags.expiresAt !== undefined) {
+    expiresAt = new Date(flags.expiresAt);
+    if (!(isTimestamp(flags.expiresAt) || isCalendarDate(flags.expiresAt)) || Number.isNaN(expiresAt.getTime())) {
+      throw new CliError(`--expires-at must be an ISO 8601 date-time, got "${flags.expiresAt}"`);
+    }
+  }
+  return { scopes, allowedIps, expiresAt };
+}
+
+function registerCreate(keys: Command): void {
   keys
     .command('create')
     .description('create an API key (the secret is shown once)')
@@ -32,22 +57,7 @@ export function registerKeysCommand(program: Command): void {
     .option('--json', 'print one JSON object')
     .action(async (flags: CreateFlags) => {
       const { config } = commandContext();
-      requireUuid(flags.account, 'account');
-      if (!flags.name.trim()) throw new CliError('--name must not be empty');
-      const scopes = flags.scopes ? splitList(flags.scopes) : [];
-      const badScopes = scopes.filter((s) => !isValidScope(s));
-      if (badScopes.length)
-        throw new CliError(`invalid scope(s): ${badScopes.join(', ')} (expected <resource>:read|write, *:read or *:write)`);
-      const allowedIps = flags.allowedIps ? splitList(flags.allowedIps) : [];
-      const badIps = allowedIps.filter((ip) => !isValidIpRange(ip));
-      if (badIps.length) throw new CliError(`invalid IP or CIDR range(s): ${badIps.join(', ')}`);
-      let expiresAt: Date | null = null;
-      if (flags.expiresAt !== undefined) {
-        expiresAt = new Date(flags.expiresAt);
-        if (!(isTimestamp(flags.expiresAt) || isCalendarDate(flags.expiresAt)) || Number.isNaN(expiresAt.getTime())) {
-          throw new CliError(`--expires-at must be an ISO 8601 date-time, got "${flags.expiresAt}"`);
-        }
-      }
+      const { scopes, allowedIps, expiresAt } = checkedCreateFlags(flags);
       const created = await withDatabase(config, 'balcao keys create', async ({ db }) => {
         if (!(await getAccount(db, flags.account))) throw new CliError(`account ${flags.account} not found`);
         try {
@@ -84,7 +94,9 @@ export function registerKeysCommand(program: Command): void {
         ].join('\n'),
       );
     });
+}
 
+function registerRevoke(keys: Command): void {
   keys
     .command('revoke')
     .description('revoke an API key (running servers stop accepting it within 5 seconds)')
@@ -98,7 +110,9 @@ export function registerKeysCommand(program: Command): void {
       const view = toKeyView(row);
       output(!!flags.json, view, () => `key ${view.id} "${view.name}" revoked at ${view.revoked_at}`);
     });
+}
 
+function registerList(keys: Command): void {
   keys
     .command('list')
     .description("list an account's keys (never their secrets)")

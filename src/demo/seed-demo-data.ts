@@ -1,13 +1,14 @@
 // The demo account's sample data: a pet shop and beauty salon in Brazil, with records in every
-// resource. Built as an import file and loaded through the import, so it passes the same
-// validation. Deterministic (seeded), relative to `now`; ids are derived from the tenant so
+// resource. Built as an import file and loaded through the import (the same streaming COPY
+// import as `balcao import`), so it passes the same validation. Deterministic (seeded), relative to `now`; ids are derived from the tenant so
 // two accounts (or live and test data) never collide.
 import { createHash } from 'node:crypto';
 import type { KeyMode } from '../domain/api-keys.ts';
 import { money, toJsonNumber } from '../domain/money.ts';
 import { type ItemAmountsInput, saleAmounts } from '../domain/sale-totals.ts';
-import type { Db } from '../infra/db/database.ts';
-import { type ImportResult, importData } from '../import/import-data.ts';
+import { type AccountInput, insertAccount } from '../accounts/account-repository.ts';
+import type { Database } from '../infra/db/database.ts';
+import { inBulkTransaction } from '../import/bulk-session.ts';
 import type { ImportResourceName } from '../import/resources.ts';
 import {
   CITIES,
@@ -38,6 +39,7 @@ import {
   DEMO_SUPPLIES,
 } from './catalog.ts';
 import { Prng } from './prng.ts';
+import { type ImportResult, importObject, importObjectInSession, loadImportSpecs } from '../import/stream-import.ts';
 
 export const DEMO_SEED = 20_261_121;
 
@@ -52,7 +54,8 @@ export const DEMO_COUNTS = {
 } as const;
 
 type DemoRecord = Record<string, unknown>;
-export type DemoFile = Record<ImportResourceName, DemoRecord[]>;
+/** The demo's import file: every resource key it fills (all of them). */
+export type DemoFile = Record<ImportResourceName, DemoRecord[]> & { customers: DemoRecord[] };
 
 export interface DemoOptions {
   /** The reference instant: records lie in the months before it, some appointments after it. */
@@ -63,8 +66,32 @@ const DAY = 86_400_000;
 /** Brasília time (UTC−3): business hours are written as local hours. */
 const BRT_OFFSET_HOURS = 3;
 
-export async function seedDemoData(db: Db, teamId: string, mode: KeyMode = 'live', options: DemoOptions = {}): Promise<ImportResult> {
-  return importData(db, buildDemoData(teamId, mode, options), { accountId: teamId, mode });
+/** Seeds one mode of an existing account. */
+export async function seedDemoData(
+  database: Database,
+  teamId: string,
+  mode: KeyMode = 'live',
+  options: DemoOptions = {},
+): Promise<ImportResult> {
+  return importObject(database, buildDemoData(teamId, mode, options), { accountId: teamId, mode });
+}
+
+/** Creates an account and seeds its live and test data in one transaction: all of it, or nothing. */
+export async function createDemoAccount(
+  database: Database,
+  input: AccountInput & { name: string },
+  options: DemoOptions = {},
+): Promise<{ id: string }> {
+  const specs = await loadImportSpecs(database);
+  return inBulkTransaction(database.driver, async (session) => {
+    const insert = insertAccount(database.db, input).compile();
+    const [account] = await session.query<{ id: string }>(insert.sql, insert.parameters);
+    const id = String(account?.id);
+    for (const mode of ['live', 'test'] as const) {
+      await importObjectInSession(session, specs, buildDemoData(id, mode, options), { accountId: id, mode });
+    }
+    return { id };
+  });
 }
 
 /** What every section shares: the seeded generator (sections draw from it in a fixed order, so

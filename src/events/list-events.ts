@@ -18,8 +18,7 @@ import { resourceByName } from '../resources/registry.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { EVENT_RESOURCES } from './event-types.ts';
 import { eventRow } from './event-schema.ts';
-
-type Row = Record<string, unknown>;
+import type { Row } from '../infra/db/row.ts';
 
 export const RETENTION_DAYS = 30;
 

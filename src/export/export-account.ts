@@ -8,7 +8,7 @@ import path from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import type { KeyMode } from '../domain/api-keys.ts';
 import type { Db } from '../infra/db/database.ts';
-import { ImportError } from '../import/import-error.ts';
+import { DataTransferError } from '../import/import-error.ts';
 import type { ImportResourceName } from '../import/resources.ts';
 import { AccountReader, type ExportRecord, type ExportSection } from './read-account.ts';
 
@@ -42,7 +42,7 @@ const nestedName = (section: string) => `sales.${section.replace(/^sale_/, '')}`
 export async function exportAccount(db: Db, options: ExportOptions): Promise<ExportResult> {
   const { accountId, mode, format, out } = options;
   const account = await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
-  if (!account) throw ImportError.plain(`account ${accountId} not found`);
+  if (!account) throw DataTransferError.plain(`account ${accountId} not found`);
   const singleFile = format === 'json' || (format === 'ndjson' && /\.(ndjson|jsonl)$/i.test(out));
   await prepareOut(out, singleFile, format);
 
@@ -145,7 +145,8 @@ async function prepareOut(out: string, singleFile: boolean, format: ExportFormat
     return;
   }
   const existing = await stat(out).catch(() => undefined);
-  if (existing && !existing.isDirectory()) throw ImportError.plain(`${out} is a file: --format ${format} writes a directory of files`);
+  if (existing && !existing.isDirectory())
+    throw DataTransferError.plain(`${out} is a file: --format ${format} writes a directory of files`);
   await mkdir(out, { recursive: true });
 }
 
@@ -153,7 +154,7 @@ async function openOut(file: string): Promise<WriteStream> {
   const stream = createWriteStream(file);
   await new Promise<void>((resolve, reject) => {
     stream.once('open', () => resolve());
-    stream.once('error', (err) => reject(ImportError.plain(`cannot write ${file}: ${err.message}`)));
+    stream.once('error', (err) => reject(DataTransferError.plain(`cannot write ${file}: ${err.message}`)));
   });
   return stream;
 }

@@ -4,8 +4,15 @@
 import { sql } from 'kysely';
 import type { KeyMode } from '../domain/api-keys.ts';
 import type { Db } from '../infra/db/database.ts';
+import { selectScoped, TENANT_COLUMNS, type TenantScope } from '../infra/db/tenancy.ts';
 import { loadTableSpecs, type TableSpec } from '../import/column-spec.ts';
-import { IMPORT_RESOURCE_NAMES, IMPORT_RESOURCES, IMPORT_TABLES, type ImportResourceName } from '../import/resources.ts';
+import {
+  IMPORT_RESOURCE_NAMES,
+  IMPORT_RESOURCES,
+  IMPORT_TABLES,
+  type ImportResource,
+  type ImportResourceName,
+} from '../import/resources.ts';
 
 /** Stored, never shown by the API (DECISIONS C): exported only with --include-internal. */
 export const INTERNAL_FIELDS = ['contract_id', 'created_by', 'internal_notes'] as const;
@@ -28,22 +35,21 @@ export class AccountReader {
   private constructor(
     private readonly db: Db,
     private readonly specs: ReadonlyMap<string, TableSpec>,
-    private readonly teamId: string,
-    private readonly mode: KeyMode,
+    private readonly tenant: TenantScope,
     private readonly includeInternal: boolean,
   ) {}
 
   static async open(db: Db, teamId: string, mode: KeyMode, includeInternal: boolean): Promise<AccountReader> {
-    return new AccountReader(db, await loadTableSpecs(db, IMPORT_TABLES), teamId, mode, includeInternal);
+    return new AccountReader(db, await loadTableSpecs(db, IMPORT_TABLES), { teamId, mode }, includeInternal);
   }
 
   /** Resources in import order, then the sale children as their own sections. */
   sections(): ExportSection[] {
     const sections: ExportSection[] = IMPORT_RESOURCE_NAMES.map((name) => {
-      const table = IMPORT_RESOURCES[name].table;
+      const table = (IMPORT_RESOURCES[name] as ImportResource).table;
       return { name, table, fields: this.columns(table) };
     });
-    const children = IMPORT_RESOURCES.sales.children ?? {};
+    const children = IMPORT_RESOURCES.sales?.children ?? {};
     for (const [name, child] of Object.entries(children)) {
       const fields = this.columns(child.table).map((c) => (c === child.parentKey ? 'sale_id' : c));
       sections.push({ name: `sale_${name}`, table: child.table, parentKey: child.parentKey, fields });
@@ -53,24 +59,21 @@ export class AccountReader {
 
   /** Nested arrays of a resource in the JSON format (`sales` → items, status_history). */
   nestedOf(name: ImportResourceName): { field: string; table: string; parentKey: string }[] {
-    return Object.entries(IMPORT_RESOURCES[name].children ?? {}).map(([field, child]) => ({ field, ...child }));
+    return Object.entries(IMPORT_RESOURCES[name]?.children ?? {}).map(([field, child]) => ({ field, ...child }));
   }
 
   async count(table: string): Promise<number> {
-    const { rows } = await sql<{
-      n: number;
-    }>`SELECT count(*)::int AS n FROM ${sql.table(table)} WHERE team_id = ${this.teamId} AND mode = ${this.mode}`.execute(this.db);
-    return Number(rows[0]?.n ?? 0);
+    const row = await selectScoped(this.db, table, this.tenant).select(sql<number>`count(*)::int`.as('n')).executeTakeFirst();
+    return Number(row?.n ?? 0);
   }
 
   /** Every row of `table` in the tenant, in pages ordered by id. */
   async *pages(section: ExportSection): AsyncGenerator<ExportRecord[]> {
     let after: string | null = null;
     for (;;) {
-      const { rows } = await sql<ExportRecord>`
-        SELECT ${this.selectList(section.table, section.parentKey)} FROM ${sql.table(section.table)}
-        WHERE team_id = ${this.teamId} AND mode = ${this.mode} ${after === null ? sql`` : sql`AND id > ${after}::uuid`}
-        ORDER BY id LIMIT ${PAGE_ROWS}`.execute(this.db);
+      let page = selectScoped(this.db, section.table, this.tenant).select(this.selectList(section.table, section.parentKey));
+      if (after !== null) page = page.where('id', '>', sql<string>`${after}::uuid`);
+      const rows: ExportRecord[] = await page.orderBy('id').limit(PAGE_ROWS).execute();
       if (rows.length === 0) return;
       yield rows;
       if (rows.length < PAGE_ROWS) return;
@@ -82,11 +85,13 @@ export class AccountReader {
   async childrenOf(table: string, parentKey: string, parentIds: readonly string[]): Promise<Map<string, ExportRecord[]>> {
     const groups = new Map<string, ExportRecord[]>();
     if (parentIds.length === 0) return groups;
-    const { rows } = await sql<ExportRecord>`
-      SELECT ${this.selectList(table, parentKey)} FROM ${sql.table(table)}
-      WHERE team_id = ${this.teamId} AND mode = ${this.mode}
-        AND ${sql.ref(parentKey)} IN (SELECT value::uuid FROM json_array_elements_text(${JSON.stringify(parentIds)}::text::json))
-      ORDER BY ${sql.ref(parentKey)}, created_at, id`.execute(this.db);
+    const rows: ExportRecord[] = await selectScoped(this.db, table, this.tenant)
+      .select(this.selectList(table, parentKey))
+      .where(
+        sql<boolean>`${sql.ref(parentKey)} IN (SELECT value::uuid FROM json_array_elements_text(${JSON.stringify(parentIds)}::text::json))`,
+      )
+      .orderBy([parentKey, 'created_at', 'id'])
+      .execute();
     for (const row of rows) {
       const parent = String(row.sale_id);
       delete row.sale_id;
@@ -98,21 +103,17 @@ export class AccountReader {
   }
 
   private columns(table: string): string[] {
-    const hidden = new Set<string>(['team_id', 'mode', ...(this.includeInternal ? [] : INTERNAL_FIELDS)]);
+    const hidden = new Set<string>([...TENANT_COLUMNS, ...(this.includeInternal ? [] : INTERNAL_FIELDS)]);
     return [...(this.specs.get(table) as TableSpec).keys()].filter((c) => !hidden.has(c));
   }
 
   private selectList(table: string, parentKey?: string) {
     const spec = this.specs.get(table) as TableSpec;
-    return sql.join(
-      this.columns(table).map((name) => {
-        const column = sql.ref(name);
-        const as = name === parentKey ? 'sale_id' : name;
-        if (spec.get(name)?.kind === 'timestamp') {
-          return sql`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS ${sql.ref(as)}`;
-        }
-        return sql`${column} AS ${sql.ref(as)}`;
-      }),
-    );
+    return this.columns(table).map((name) => {
+      const column = sql.ref(name);
+      const as = name === parentKey ? 'sale_id' : name;
+      if (spec.get(name)?.kind === 'timestamp') return sql`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as(as);
+      return column.as(as);
+    });
   }
 }

@@ -3,29 +3,13 @@
 // pix keys, numeric bounds), taken from the write schemas. Column types come from the database.
 import type { TObject, TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
-import { generateExpenseNumber } from '../domain/numbering.ts';
-import { CreateCustomerInput } from '../resources/writes/customers.ts';
-import { CreateExpenseInput } from '../resources/writes/expenses.ts';
-import { CreateSaleInput, SaleItemInput } from '../resources/writes/sales.ts';
-import { CreateSupplierInput } from '../resources/writes/suppliers.ts';
+import type { ResourceDescriptor, ValueRule } from '../resources/descriptor.ts';
+import { RESOURCES } from '../resources/registry.ts';
 import { FORMATS, NUMBER_FORMATS } from '../schemas/formats.ts';
 
-export const IMPORT_RESOURCE_NAMES = [
-  'customers',
-  'sales',
-  'suppliers',
-  'expenses',
-  'recurring_expenses',
-  'appointments',
-  'services',
-  'products',
-  'inventory',
-  'bank_accounts',
-  'deals',
-  'deal_stages',
-] as const;
-
-export type ImportResourceName = (typeof IMPORT_RESOURCE_NAMES)[number];
+export type { ValueRule };
+/** A resource key of an import file: a resource's name with `_` (`bank_accounts`), or a table imported alongside one. */
+export type ImportResourceName = string;
 
 export interface ChildTable {
   table: string;
@@ -41,46 +25,16 @@ export interface ImportResource {
   defaults?: Readonly<Record<string, () => unknown>>;
 }
 
-export const IMPORT_RESOURCES: Readonly<Record<ImportResourceName, ImportResource>> = {
-  customers: { table: 'customers' },
-  sales: {
-    table: 'transactions',
-    children: {
-      items: { table: 'transaction_items', parentKey: 'transaction_id' },
-      status_history: { table: 'transaction_status_history', parentKey: 'transaction_id' },
-    },
-    defaults: { transaction_type: () => 'sale' },
-  },
-  suppliers: { table: 'suppliers' },
-  expenses: { table: 'expenses', defaults: { expense_number: () => generateExpenseNumber() } },
-  recurring_expenses: { table: 'recurring_expenses' },
-  appointments: { table: 'appointments' },
-  services: { table: 'services' },
-  products: { table: 'catalog_items' },
-  inventory: { table: 'inventory_items' },
-  bank_accounts: { table: 'bank_accounts' },
-  deals: { table: 'deals' },
-  deal_stages: { table: 'deal_stages' },
-};
-
-/** Every table the import writes, parents before children. */
-export const IMPORT_TABLES: readonly string[] = Object.values(IMPORT_RESOURCES).flatMap((r) => [
-  r.table,
-  ...Object.values(r.children ?? {}).map((c) => c.table),
-]);
-
 /** Tenant columns: set from the command line, never from the file. */
-export const TENANT_COLUMNS = ['team_id', 'mode'] as const;
+export { TENANT_COLUMNS } from '../infra/db/tenancy.ts';
 
-/** A rule returns the reason a (non-null, well-typed) value is refused, or nothing. */
-export type ValueRule = (value: unknown) => string | undefined;
+/** The one spelling of a resource in files: its name with `_` for `-`. */
+export const importKey = (name: string): string => name.replaceAll('-', '_');
 
 // The write schemas' own rules for the fields an import checks beyond column types, compiled by
 // one Ajv with the API's formats: an imported value is refused where the API would refuse it, for
-// the same reason. Only these fields: rules about how the API *creates* a record (minimum lengths,
-// a supplier's name, phone when e-mail is null) are not imposed on history brought from elsewhere.
-// Maximum lengths are bounds, not creation rules: every text column is checked against
-// schemas/bounds.ts, the table the write schemas take theirs from (column-spec.ts).
+// the same reason. Only these fields: rules about how the API *creates* a record (lengths, a
+// supplier's name, phone when e-mail is null) are not imposed on history brought from elsewhere.
 const ruleAjv = new Ajv({ allErrors: false, coerceTypes: false, strict: false, validateFormats: true });
 for (const [name, check] of Object.entries(FORMATS)) ruleAjv.addFormat(name, check);
 for (const [name, validate] of Object.entries(NUMBER_FORMATS)) ruleAjv.addFormat(name, { type: 'number', validate });
@@ -134,15 +88,54 @@ function boundedFields(schema: TObject): string[] {
     .map(([field]) => field);
 }
 
+export interface ImportRegistry {
+  resources: Readonly<Record<ImportResourceName, ImportResource>>;
+  /** Resource keys in file order: each resource, then what is imported alongside it. */
+  names: readonly ImportResourceName[];
+  /** Every table the import writes, parents before children. */
+  tables: readonly string[];
+  /** Rules per table and column, beyond what the column type says. */
+  rules: Readonly<Record<string, Readonly<Record<string, ValueRule>>>>;
+}
+
+/** The import side of `resources`, from their descriptors: tables, children, fills and the write schemas' rules. */
+export function importRegistryOf(resources: readonly ResourceDescriptor[]): ImportRegistry {
+  const entries: [ImportResourceName, ImportResource][] = [];
+  const rules: Record<string, Record<string, ValueRule>> = {};
+  for (const d of resources) {
+    const spec = d.import ?? {};
+    const children = Object.fromEntries(
+      Object.entries(spec.children ?? {}).map(([f, c]) => [f, { table: c.table, parentKey: c.parentKey }]),
+    );
+    entries.push([
+      importKey(d.name),
+      { table: d.table, ...(spec.children ? { children } : {}), ...(spec.defaults ? { defaults: spec.defaults } : {}) },
+    ]);
+    const create = d.write?.create;
+    if (create) {
+      const own = { ...rulesFrom(create, [...boundedFields(create), ...(spec.checked ?? [])]), ...spec.rules };
+      if (Object.keys(own).length > 0) rules[d.table] = own;
+      for (const [field, child] of Object.entries(spec.children ?? {})) {
+        const item = (create.properties[field] as TSchema | undefined)?.items as TObject | undefined;
+        if (item?.properties) rules[child.table] = rulesFrom(item, [...boundedFields(item), ...(child.checked ?? [])]);
+      }
+    }
+    for (const [key, alongside] of Object.entries(spec.alongside ?? {})) entries.push([key, { table: alongside.table }]);
+  }
+  const registry = Object.fromEntries(entries);
+  return {
+    resources: registry,
+    names: entries.map(([key]) => key),
+    tables: entries.flatMap(([, r]) => [r.table, ...Object.values(r.children ?? {}).map((c) => c.table)]),
+    rules,
+  };
+}
+
+/** The import side of the served resources. */
+export const SERVED = importRegistryOf(RESOURCES);
+export const IMPORT_RESOURCES = SERVED.resources;
+export const IMPORT_RESOURCE_NAMES = SERVED.names;
+/** Every table the import writes, parents before children. */
+export const IMPORT_TABLES = SERVED.tables;
 /** Rules per table and column, beyond what the column type says. */
-export const COLUMN_RULES: Readonly<Record<string, Readonly<Record<string, ValueRule>>>> = {
-  customers: rulesFrom(CreateCustomerInput, ['email']),
-  suppliers: rulesFrom(CreateSupplierInput, ['email', 'pix_keys']),
-  transaction_items: rulesFrom(SaleItemInput, [...boundedFields(SaleItemInput), 'catalog_type']),
-  // Any transaction_type may be imported (quotes included, DECISIONS C), but not an empty one.
-  transactions: {
-    ...rulesFrom(CreateSaleInput, boundedFields(CreateSaleInput)),
-    transaction_type: (v) => ((v as string).trim() === '' ? 'must not be empty' : undefined),
-  },
-  expenses: rulesFrom(CreateExpenseInput, boundedFields(CreateExpenseInput)),
-};
+export const COLUMN_RULES = SERVED.rules;

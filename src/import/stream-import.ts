@@ -1,26 +1,39 @@
-// `balcao import` at scale: reads the sources as streams, checks each record with the same rules
-// as `importData` (planRecord), and loads rows through COPY inside one transaction, each row
-// written as COPY text as soon as it is checked. Memory stays constant (a few megabytes of COPY
+// The one importer (`balcao import`, and the demo's sample data): reads records as a stream
+// (files, or records built in memory), checks each one (planRecord), and loads rows through COPY
+// inside one transaction, each row written as COPY text as soon as it is checked. Memory stays constant (a few megabytes of COPY
 // text per table at a time, sent while the next are read); nothing is visible before the commit.
-// Sale items and status history go through a temporary staging table first, so they may come
-// before their sale (a mixed NDJSON file) and their sale is checked to be in the account.
+// Sale items and status history given on their own (`sale_items` records) go through a temporary
+// staging table first, so they may come before their sale (a mixed NDJSON file) and their sale is
+// checked to be in the account; nested in their sale, they are copied right after it.
 import type { KeyMode } from '../domain/api-keys.ts';
 import { TRANSACTION_COUNTER } from '../domain/numbering.ts';
 import type { Database } from '../infra/db/database.ts';
+import { conditionScoped, copyScoped, insertScopedText, TENANT_COLUMNS, type TenantScope } from '../infra/db/tenancy.ts';
+import { isUuid } from '../schemas/formats.ts';
 import { type BulkSession, inBulkTransaction, quoteIdentifier } from './bulk-session.ts';
 import { type ColumnSpec, loadTableSpecs, type TableSpec } from './column-spec.ts';
 import { copyValue } from './copy-text.ts';
-import type { ImportResult } from './import-data.ts';
-import { ImportError } from './import-error.ts';
+import { DataTransferError } from './import-error.ts';
 import { Issues, isoWithMicros, largerTransactionNumber, planRecord, type Row, type TableContext } from './plan-import.ts';
 import { readRecords, type SourceRecord } from './read-records.ts';
-import { IMPORT_RESOURCE_NAMES, IMPORT_RESOURCES, IMPORT_TABLES, type ImportResourceName } from './resources.ts';
-import { type ImportSource, STREAM_RESOURCE_NAMES } from './sources.ts';
+import { type ImportRegistry, type ImportResource, type ImportResourceName, SERVED } from './resources.ts';
+import { CHILD_RESOURCE_NAMES, type ImportSource } from './sources.ts';
 import { timestampMs } from './validate-value.ts';
+
+export interface ImportResult {
+  account_id: string;
+  mode: KeyMode;
+  /** Records per resource key of the file. */
+  counts: Partial<Record<ImportResourceName, number>>;
+  /** Records of nested arrays, as `sales.items`. */
+  nested: Record<string, number>;
+}
 
 export interface StreamImportOptions {
   accountId: string;
   mode: KeyMode;
+  /** The resources to import (default: the served ones; a test gives the registry of its own resources). */
+  registry?: ImportRegistry;
   /** Stop reading after this many errors (all are reported). */
   maxErrors?: number;
   onProgress?: (progress: StreamProgress) => void;
@@ -37,19 +50,25 @@ export interface StreamProgress {
 export const DEFAULT_MAX_ERRORS = 20;
 /** COPY text per statement: large enough that a COPY's own cost vanishes, small enough to stay constant memory. */
 const COPY_BATCH_BYTES = 2 << 20;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A group's first buffer: a few demo rows fit; megabytes per group (the batch's size) made the demo's
+ *  dozens of small groups spend more time collecting garbage than copying. */
+const FIRST_BUFFER_BYTES = 16 << 10;
 /** A child resource given as its own file: its table and the nested name it counts under. */
 const CHILD_FILES: Readonly<Record<string, { table: string; parentKey: string; nested: string }>> = {
   sale_items: { table: 'transaction_items', parentKey: 'transaction_id', nested: 'sales.items' },
   sale_status_history: { table: 'transaction_status_history', parentKey: 'transaction_id', nested: 'sales.status_history' },
 };
-const STAGED_TABLES = new Set(Object.values(CHILD_FILES).map((c) => c.table));
+/** Child table → its parent's table: a nested child's COPY waits for its parent's (foreign key). */
+const parentTables = (registry: ImportRegistry) =>
+  new Map(Object.values(registry.resources).flatMap((r) => Object.values(r.children ?? {}).map((c) => [c.table, r.table] as const)));
 const staging = (table: string) => `import_${table}`;
 const SOURCE_COLUMN: ColumnSpec = { name: 'import_at', kind: 'text', notNull: false, hasDefault: false, sqlType: 'text' };
 
 interface Batch extends TableContext {
   /** Where each row of `rows` comes from, to name it when the database refuses it. */
   at: string[];
+  /** Rows of child files, bound for the staging table. */
+  staged: boolean;
 }
 
 /** Rows of one table carrying the same columns, as COPY text waiting to be sent. */
@@ -68,24 +87,71 @@ interface CopyGroup {
   at: string[];
 }
 
+/** Records as `balcao import` reads them from `sources` (files), into an existing account. */
 export async function importSources(
   database: Database,
   sources: readonly ImportSource[],
   options: StreamImportOptions,
 ): Promise<ImportResult> {
+  return importRecords(database, (run) => run.readSources(sources), options);
+}
+
+/** Records given as an import file's object (`{"customers": [...], ...}`), built in memory. */
+export async function importObject(database: Database, file: ImportObject, options: StreamImportOptions): Promise<ImportResult> {
+  return importRecords(database, () => objectRecords(file), options);
+}
+
+/** A JSON import file's object, as data built in code (DECISIONS C). */
+export type ImportObject = Readonly<Record<string, readonly unknown[]>>;
+
+type RecordsOf = (run: ImportRun) => AsyncIterable<SourceRecord> | Iterable<SourceRecord>;
+
+async function importRecords(database: Database, records: RecordsOf, options: StreamImportOptions): Promise<ImportResult> {
   const { accountId, mode } = options;
-  if (!UUID.test(accountId)) throw ImportError.plain(`"${accountId}" is not an account id (expected a UUID)`);
+  if (!isUuid(accountId)) throw DataTransferError.plain(`"${accountId}" is not an account id (expected a UUID)`);
   const account = await database.db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst();
-  if (!account) throw ImportError.plain(`account ${accountId} not found`);
-  const specs = await loadTableSpecs(database.db, IMPORT_TABLES);
+  if (!account) throw DataTransferError.plain(`account ${accountId} not found`);
+  const specs = await loadImportSpecs(database, options.registry);
   const run = new ImportRun(specs, mode, String(account.id), options);
   try {
-    await inBulkTransaction(database.driver, (session) => run.execute(session, sources));
+    await inBulkTransaction(database.driver, (session) => run.execute(session, records(run)));
   } catch (err) {
-    if (!(err instanceof ImportError)) throw err;
+    if (!(err instanceof DataTransferError)) throw err;
     throw await run.explain(database, err);
   }
-  return { account_id: String(account.id), mode, counts: run.counts, nested: run.nested };
+  return run.result();
+}
+
+/** The column specs of every table an import writes (read once, before the transaction). */
+export const loadImportSpecs = (database: Database, registry: ImportRegistry = SERVED): Promise<ImportSpecs> =>
+  loadTableSpecs(database.db, registry.tables);
+export type ImportSpecs = ReadonlyMap<string, TableSpec>;
+
+/**
+ * Imports `file` inside an open bulk session, for an account the caller vouches for (the demo
+ * creates its account in the same transaction). A refusal throws the DataTransferError as it is.
+ */
+export async function importObjectInSession(
+  session: BulkSession,
+  specs: ImportSpecs,
+  file: ImportObject,
+  options: StreamImportOptions,
+): Promise<ImportResult> {
+  const run = new ImportRun(specs, options.mode, options.accountId, options);
+  await run.execute(session, objectRecords(file));
+  return run.result();
+}
+
+/** An import object's records in the order and form the JSON reader gives them. */
+function* objectRecords(file: ImportObject): Generator<SourceRecord> {
+  for (const [resource, records] of Object.entries(file)) {
+    if (!Array.isArray(records)) {
+      yield { resource, record: records, at: '', path: resource, event: 'not-array' };
+      continue;
+    }
+    yield { resource, record: undefined, at: '', path: resource, event: 'start' };
+    for (const [index, record] of records.entries()) yield { resource, record, at: '', path: `${resource}[${index}]` };
+  }
 }
 
 class ImportRun {
@@ -95,11 +161,19 @@ class ImportRun {
   private readonly maxErrors: number;
   private readonly batches = new Map<string, Batch>();
   private readonly groups = new Map<string, CopyGroup>();
+  private readonly tenant: TenantScope;
   /** The tenant columns every COPY line starts with. */
   private readonly tenantPrefix: string;
   private readonly startMs = Date.now();
   private childSeq = 0;
   private maxTransactionNumber: bigint | null = null;
+  /** Tables whose staging table this run has made (on its first staged row). */
+  private readonly stagingTables = new Set<string>();
+  private readonly registry: ImportRegistry;
+  /** Child table → parent table. */
+  private readonly parents: ReadonlyMap<string, string>;
+  /** Every resource key a record may have: the registry's, and the sale children given on their own. */
+  private readonly resourceNames: readonly string[];
   private pending: Promise<void> = Promise.resolve();
   private written = 0;
   private bytes = 0;
@@ -115,48 +189,65 @@ class ImportRun {
   ) {
     this.maxErrors = Math.max(1, options.maxErrors ?? DEFAULT_MAX_ERRORS);
     this.issues = new Issues(this.maxErrors);
-    this.tenantPrefix = `${teamId}\t${mode}`;
-    for (const table of IMPORT_TABLES) this.batches.set(table, { table, spec: specs.get(table) as TableSpec, rows: [], at: [] });
+    this.tenant = { teamId, mode };
+    this.tenantPrefix = copyScoped(this.tenant, []).linePrefix;
+    this.registry = options.registry ?? SERVED;
+    this.parents = parentTables(this.registry);
+    this.resourceNames = [...this.registry.names, ...CHILD_RESOURCE_NAMES];
+    for (const table of this.registry.tables) this.batches.set(table, this.newBatch(table, false));
+    for (const { table } of Object.values(CHILD_FILES)) this.batches.set(staging(table), this.newBatch(table, true));
   }
 
-  async execute(session: BulkSession, sources: readonly ImportSource[]): Promise<void> {
-    for (const table of STAGED_TABLES) {
-      await session.query(
-        `CREATE TEMP TABLE ${staging(table)} (LIKE ${quoteIdentifier(table)} INCLUDING DEFAULTS, import_at text) ON COMMIT DROP`,
-      );
-    }
+  private newBatch(table: string, staged: boolean): Batch {
+    return { table, spec: this.specs.get(table) as TableSpec, rows: [], at: [], staged, rules: this.registry.rules[table] ?? {} };
+  }
+
+  result(): ImportResult {
+    return { account_id: this.teamId, mode: this.mode, counts: this.counts, nested: this.nested };
+  }
+
+  async *readSources(sources: readonly ImportSource[]): AsyncGenerator<SourceRecord> {
     this.totalBytes = sources.reduce((sum, s) => sum + s.size, 0);
-    const specOf = (resource: string) =>
-      this.specs.get(IMPORT_RESOURCES[resource as ImportResourceName]?.table ?? CHILD_FILES[resource]?.table ?? '');
-    read: for (const source of sources) {
+    const specOf = (resource: string) => this.specs.get(this.registry.resources[resource]?.table ?? CHILD_FILES[resource]?.table ?? '');
+    for (const source of sources) {
       if (source.resource) this.countFile(source.resource);
-      try {
-        for await (const record of readRecords(source, specOf, (n) => this.addBytes(n))) {
-          this.take(record);
-          for (const batch of this.batches.values()) {
-            if (batch.rows.length === 0) continue;
-            const full = this.encode(batch);
-            if (full) await this.flush(session, full);
-          }
-          if (this.issues.total >= this.maxErrors) break read;
-        }
-      } catch (err) {
-        if (!(err instanceof ImportError)) throw err;
-        for (const issue of err.issues) this.issues.add(issue.path, issue.message);
-        break;
-      }
+      yield* readRecords(source, specOf, (n) => this.addBytes(n));
     }
-    for (const group of this.groups.values()) await this.flush(session, group);
+  }
+
+  async execute(session: BulkSession, records: AsyncIterable<SourceRecord> | Iterable<SourceRecord>): Promise<void> {
+    try {
+      for await (const record of records) {
+        this.take(record);
+        for (const batch of this.batches.values()) {
+          if (batch.rows.length === 0) continue;
+          const full = this.encode(batch);
+          if (full) await this.flushAfterParents(session, full);
+        }
+        if (this.issues.total >= this.maxErrors) break;
+      }
+    } catch (err) {
+      if (!(err instanceof DataTransferError)) throw err;
+      for (const issue of err.issues) this.issues.add(issue.path, issue.message);
+    }
+    // Parents before children (groups are made in the order rows come); staged rows last.
+    const tables = this.registry.tables;
+    const rank = (g: CopyGroup) => (g.staged ? tables.length : 0) + tables.indexOf(g.table);
+    for (const group of [...this.groups.values()].sort((a, b) => rank(a) - rank(b))) await this.flush(session, group);
     await this.pending;
     if (this.issues.total === 0) await this.moveStagedRows(session);
-    if (this.issues.total > 0) throw new ImportError(this.issues.list, this.issues.total);
+    if (this.issues.total > 0) throw new DataTransferError(this.issues.list, this.issues.total);
+    // Another import may follow in the same transaction (the demo's live and test data).
+    for (const table of this.stagingTables) await session.query(`DROP TABLE ${staging(table)}`);
     if (this.maxTransactionNumber !== null) {
       // New sales are numbered after the largest imported number (DECISIONS B.6).
-      await session.query(
-        `INSERT INTO tenant_counters (team_id, mode, name, value) VALUES ($1::uuid, $2, $3, $4::bigint)
-         ON CONFLICT (team_id, mode, name) DO UPDATE SET value = GREATEST(tenant_counters.value, EXCLUDED.value)`,
-        [this.teamId, this.mode, TRANSACTION_COUNTER, this.maxTransactionNumber.toString()],
+      const counter = insertScopedText(
+        'tenant_counters',
+        this.tenant,
+        { name: { value: TRANSACTION_COUNTER }, value: { value: this.maxTransactionNumber.toString(), cast: 'bigint' } },
+        'ON CONFLICT (team_id, mode, name) DO UPDATE SET value = GREATEST(tenant_counters.value, EXCLUDED.value)',
       );
+      await session.query(counter.text, counter.params);
     }
     this.report();
   }
@@ -164,20 +255,20 @@ class ImportRun {
   private countFile(resource: string): void {
     const child = CHILD_FILES[resource];
     if (child) this.nested[child.nested] ??= 0;
-    else if ((IMPORT_RESOURCE_NAMES as readonly string[]).includes(resource)) this.countResource(resource as ImportResourceName);
+    else if (this.registry.names.includes(resource)) this.countResource(resource);
   }
 
   private countResource(name: ImportResourceName): void {
     this.counts[name] ??= 0;
-    for (const child of Object.keys(IMPORT_RESOURCES[name].children ?? {})) this.nested[`${name}.${child}`] ??= 0;
+    for (const child of Object.keys(this.registry.resources[name]?.children ?? {})) this.nested[`${name}.${child}`] ??= 0;
   }
 
   private take({ resource, record, at, path, problems, event }: SourceRecord): void {
-    const where = `${at}: ${path}`;
-    if (!STREAM_RESOURCE_NAMES.includes(resource)) {
+    const where = at ? `${at}: ${path}` : path;
+    if (!this.resourceNames.includes(resource)) {
       // Named once per key of a JSON object (its records carry an index), once per line elsewhere.
       if (event !== undefined || path === resource) {
-        this.issues.add(where, `unknown resource (expected some of ${STREAM_RESOURCE_NAMES.join(', ')})`);
+        this.issues.add(where, `unknown resource (expected some of ${this.resourceNames.join(', ')})`);
       }
       return;
     }
@@ -199,7 +290,7 @@ class ImportRun {
     const name = resource as ImportResourceName;
     this.countResource(name);
     this.counts[name] = (this.counts[name] ?? 0) + 1;
-    const definition = IMPORT_RESOURCES[name];
+    const definition = this.registry.resources[name] as ImportResource;
     const batch = this.batches.get(definition.table) as Batch;
     const children = Object.entries(definition.children ?? {});
     const row = planRecord(this.issues, batch, record, where, this.mode, {
@@ -246,11 +337,11 @@ class ImportRun {
       this.issues.add(`${where}.sale_id`, 'is required');
       return;
     }
-    if (typeof saleId !== 'string' || !UUID.test(saleId)) {
+    if (typeof saleId !== 'string' || !isUuid(saleId)) {
       this.issues.add(`${where}.sale_id`, 'must be a UUID');
       return;
     }
-    const batch = this.batches.get(child.table) as Batch;
+    const batch = this.batches.get(staging(child.table)) as Batch;
     const row = planRecord(this.issues, batch, fields, where, this.mode, {
       parent: { child: { table: child.table, parentKey: child.parentKey }, id: saleId.toLowerCase() },
     });
@@ -263,16 +354,17 @@ class ImportRun {
   private encode(batch: Batch): CopyGroup | undefined {
     let full: CopyGroup | undefined;
     for (const [index, row] of batch.rows.entries()) {
-      let key = batch.table;
+      let key = batch.staged ? staging(batch.table) : batch.table;
       for (const name in row) if (row[name] !== undefined) key += `,${name}`;
       const group = this.groups.get(key) ?? this.newGroup(key, batch, row);
       const at = batch.at[index] as string;
       let line = this.tenantPrefix;
       for (const column of group.columns) line += `\t${copyValue(column, row[column.name])}`;
       line = group.staged ? `${line}\t${copyValue(SOURCE_COLUMN, at)}\n` : `${line}\n`;
-      // A UTF-16 unit is at most 3 UTF-8 bytes: grow when the line might not fit (a batch holds at least one line).
+      // A UTF-16 unit is at most 3 UTF-8 bytes: grow (doubling) when the line might not fit.
       if (group.bytes + line.length * 3 > group.text.length) {
-        group.text = Buffer.concat([group.text.subarray(0, group.bytes)], group.bytes + line.length * 3 + COPY_BATCH_BYTES);
+        const size = Math.max(group.bytes + line.length * 3, group.text.length * 2);
+        group.text = Buffer.concat([group.text.subarray(0, group.bytes)], size);
       }
       group.bytes += group.text.write(line, group.bytes);
       group.at.push(at);
@@ -284,15 +376,15 @@ class ImportRun {
   }
 
   private newGroup(key: string, batch: Batch, row: Row): CopyGroup {
-    const staged = STAGED_TABLES.has(batch.table);
+    const staged = batch.staged;
     const columns = [...batch.spec.values()].filter((c) => row[c.name] !== undefined);
     const group: CopyGroup = {
       table: batch.table,
       target: staged ? staging(batch.table) : batch.table,
       staged,
       columns,
-      names: ['team_id', 'mode', ...columns.map((c) => c.name), ...(staged ? ['import_at'] : [])],
-      text: Buffer.allocUnsafe(COPY_BATCH_BYTES * 2),
+      names: copyScoped(this.tenant, [...columns.map((c) => c.name), ...(staged ? ['import_at'] : [])]).columns,
+      text: Buffer.allocUnsafe(FIRST_BUFFER_BYTES),
       bytes: 0,
       at: [],
     };
@@ -300,16 +392,30 @@ class ImportRun {
     return group;
   }
 
+  /** A nested child's parent row is in a group of its parent table: those go first. */
+  private async flushAfterParents(session: BulkSession, group: CopyGroup): Promise<void> {
+    const parent = group.staged ? undefined : this.parents.get(group.table);
+    if (parent) for (const other of this.groups.values()) if (other.table === parent && !other.staged) await this.flush(session, other);
+    await this.flush(session, group);
+  }
+
   /** Sends a group's rows in one COPY while the next rows are read; the previous COPY must be in first. */
   private async flush(session: BulkSession, group: CopyGroup): Promise<void> {
     const text = group.text.subarray(0, group.bytes);
     const at = group.at;
-    group.text = Buffer.allocUnsafe(COPY_BATCH_BYTES * 2);
+    // As large as the last one: a large import allocates once per batch, a small group stays small.
+    group.text = Buffer.allocUnsafe(group.text.length);
     group.bytes = 0;
     group.at = [];
     if (at.length === 0 || this.issues.total > 0) return;
     await this.pending;
     if (this.issues.total > 0) return;
+    if (group.staged && !this.stagingTables.has(group.table)) {
+      await session.query(
+        `CREATE TEMP TABLE ${staging(group.table)} (LIKE ${quoteIdentifier(group.table)} INCLUDING DEFAULTS, import_at text) ON COMMIT DROP`,
+      );
+      this.stagingTables.add(group.table);
+    }
     this.pending = (async () => {
       try {
         await session.copyIn(group.target, group.names, text);
@@ -343,21 +449,22 @@ class ImportRun {
   /** Staged children join their table once every sale is in: each must name a sale of the account, with an id not yet used. */
   private async moveStagedRows(session: BulkSession): Promise<void> {
     let analysedSales = false;
-    for (const table of STAGED_TABLES) {
+    for (const table of this.stagingTables) {
       // Neither the staging table nor the sales just copied are in the planner's statistics: without
       // them it scanned every sale for each staged row (minutes for 100 000 sales) instead of
       // looking each one up by its key. ANALYZE counts this transaction's own rows.
       await session.query(`ANALYZE ${staging(table)}`);
       if (!analysedSales) await session.query('ANALYZE transactions');
       analysedSales = true;
+      const sale = conditionScoped(this.tenant, 'p', 1);
       const orphans = await session.query<{ import_at: string }>(
         // Joins, not correlated sub-selects, between the staging table and the account's tables: the
         // same anti join on PostgreSQL, and one Citus can plan (docs/scale-out.md).
         `SELECT s.import_at FROM ${staging(table)} s
-         LEFT JOIN transactions p ON p.team_id = $1::uuid AND p.mode = $2 AND p.id = s.transaction_id
+         LEFT JOIN transactions p ON p.id = s.transaction_id AND ${sale.text}
          WHERE p.id IS NULL
          LIMIT ${this.maxErrors}`,
-        [this.teamId, this.mode],
+        sale.params,
       );
       // Only a child given on its own can miss its sale: a nested one is written with it.
       for (const { import_at } of orphans) this.issues.add(`${import_at}.sale_id`, 'no sale of the account has this id');
@@ -373,14 +480,15 @@ class ImportRun {
         this.issues.add(`${import_at}.id`, first ? `duplicate id (also used by ${first})` : 'a record with this id already exists');
       }
       if (repeated.length > 0) continue;
-      const columns = [...(this.specs.get(table) as TableSpec).keys(), 'team_id', 'mode'].filter((c, i, all) => all.indexOf(c) === i);
+      // The staged rows carry the tenant's columns, written by their COPY (copyScoped).
+      const columns = [...(this.specs.get(table) as TableSpec).keys(), ...TENANT_COLUMNS].filter((c, i, all) => all.indexOf(c) === i);
       const list = columns.map(quoteIdentifier).join(', ');
       await session.query(`INSERT INTO ${quoteIdentifier(table)} (${list}) SELECT ${list} FROM ${staging(table)}`);
     }
   }
 
   /** After the rollback: says whether a refused id was already stored or used twice in the file. */
-  async explain(database: Database, err: ImportError): Promise<ImportError> {
+  async explain(database: Database, err: DataTransferError): Promise<DataTransferError> {
     if (this.duplicates.length === 0) return err;
     const messages = new Map<string, string>();
     for (const { table, id, at } of this.duplicates) {
@@ -392,7 +500,7 @@ class ImportRun {
         .executeTakeFirst();
       messages.set(`${at}.id`, stored ? 'a record with this id already exists' : 'duplicate id (an earlier record of the import has it)');
     }
-    return new ImportError(
+    return new DataTransferError(
       err.issues.map((issue) => ({ ...issue, message: messages.get(issue.path) ?? issue.message })),
       err.issues.length,
     );

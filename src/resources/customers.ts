@@ -37,6 +37,7 @@ export const customerRow = Type.Object(
 export const customers: ResourceDescriptor = {
   name: 'customers',
   table: 'customers',
+  import: { checked: ['email'] },
   module: 'clientes',
   row: customerRow,
   filters: filtersFor(customerRow, [

@@ -45,6 +45,7 @@ export const dealStageRow = Type.Object(
 export const deals: ResourceDescriptor = {
   name: 'deals',
   table: 'deals',
+  import: { alongside: { deal_stages: { table: 'deal_stages' } } },
   module: 'crm_funil',
   row: dealRow,
   filters: filtersFor(dealRow, ['status', 'stage_id', 'customer_id'], { status: ['eq', 'in'], stage_id: ['eq'], customer_id: ['eq'] }),

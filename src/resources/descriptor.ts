@@ -11,7 +11,9 @@ import type { Db } from '../infra/db/database.ts';
 import type { DeprecationNotice } from '../http/deprecation.ts';
 import type { QueryableResource } from '../query/contract.ts';
 
-export type Row = Record<string, unknown>;
+import type { Row } from '../infra/db/row.ts';
+
+export type { Row };
 export type Body = Record<string, unknown>;
 
 export interface ResourceDescriptor extends QueryableResource {
@@ -22,6 +24,25 @@ export interface ResourceDescriptor extends QueryableResource {
   write?: WriteDescriptor;
   /** Every route of the resource is deprecated (http/deprecation.ts): described so, answered with the headers. */
   deprecated?: DeprecationNotice;
+  /** What `balcao import` and `balcao export` need beyond the table (its key is the name with `_`). */
+  import?: ImportDescriptor;
+}
+
+/** A rule returns the reason a (non-null, well-typed) imported value is refused, or nothing. */
+export type ValueRule = (value: unknown) => string | undefined;
+
+export interface ImportDescriptor {
+  /** Nested arrays of a record stored in their own table (`sales[].items`); `checked`: fields of the
+   *  write schema's item whose rules the import applies besides its numeric bounds. */
+  children?: Readonly<Record<string, { table: string; parentKey: string; checked?: readonly string[] }>>;
+  /** Required columns the API fills in on create, filled the same way when the file leaves them out. */
+  defaults?: Readonly<Record<string, () => unknown>>;
+  /** Fields of the create schema whose rules the import applies besides its numeric bounds. */
+  checked?: readonly string[];
+  /** Rules of the import's own, by field. */
+  rules?: Readonly<Record<string, ValueRule>>;
+  /** Records of another table imported under their own key, right after this resource's. */
+  alongside?: Readonly<Record<string, { table: string }>>;
 }
 
 /** The OpenAPI tag of a resource's operations: `bank-accounts` → `Bank accounts`. */

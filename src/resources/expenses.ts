@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
 import { filtersFor } from '../query/contract.ts';
+import { generateExpenseNumber } from '../domain/numbering.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
 import { expenseWrite } from './writes/expenses.ts';
 
@@ -59,6 +60,10 @@ export const recurringExpenseRow = Type.Object(
 export const expenses: ResourceDescriptor = {
   name: 'expenses',
   table: 'expenses',
+  import: {
+    defaults: { expense_number: () => generateExpenseNumber() },
+    alongside: { recurring_expenses: { table: 'recurring_expenses' } },
+  },
   module: 'despesas',
   row: expenseRow,
   filters: filtersFor(expenseRow, [

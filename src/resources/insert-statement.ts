@@ -6,8 +6,7 @@ import type { CompiledQuery, RawBuilder } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
 import { insertScoped, type TenantScope } from '../infra/db/tenancy.ts';
 import { sharedStatementCache } from '../query/statement-cache.ts';
-
-type Row = Record<string, unknown>;
+import type { Row } from '../infra/db/row.ts';
 
 /** A SQL fragment (sql`now()`) given as a column value: written as SQL, never as JSON. */
 export const isSqlFragment = (value: unknown): value is RawBuilder<unknown> =>

@@ -62,6 +62,15 @@ export const transactionStatusHistoryRow = Type.Object(
 export const sales: ResourceDescriptor = {
   name: 'sales',
   table: 'transactions',
+  import: {
+    children: {
+      items: { table: 'transaction_items', parentKey: 'transaction_id', checked: ['catalog_type'] },
+      status_history: { table: 'transaction_status_history', parentKey: 'transaction_id' },
+    },
+    defaults: { transaction_type: () => 'sale' },
+    // Any transaction_type may be imported (quotes included, DECISIONS C), but not an empty one.
+    rules: { transaction_type: (v) => ((v as string).trim() === '' ? 'must not be empty' : undefined) },
+  },
   module: 'vendas',
   row: saleRow,
   filters: filtersFor(saleRow, [

@@ -41,6 +41,7 @@ export const supplierRow = Type.Object(
 export const suppliers: ResourceDescriptor = {
   name: 'suppliers',
   table: 'suppliers',
+  import: { checked: ['email', 'pix_keys'] },
   module: 'fornecedores',
   row: supplierRow,
   filters: filtersFor(supplierRow, [

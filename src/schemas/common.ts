@@ -8,7 +8,6 @@ export type FieldKind = 'uuid' | 'text' | 'number' | 'integer' | 'boolean' | 'da
 const tag = <T extends TSchema>(kind: FieldKind, schema: T): T => Object.assign(schema, { 'x-balcao-type': kind });
 const orNull = <T extends TSchema>(kind: FieldKind, schema: T) => tag(kind, Type.Union([schema, Type.Null()]));
 
-export const DATE_PATTERN = '^\\d{4}-\\d{2}-\\d{2}$';
 export const TIME_PATTERN = '^\\d{2}:\\d{2}:\\d{2}$';
 
 /** Response field builders (rows as they leave the API). */

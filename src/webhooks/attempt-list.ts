@@ -12,8 +12,8 @@ import { planLimit } from '../query/plan.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { getEndpoint } from './endpoint-repository.ts';
 import { webhookAttemptRow } from './endpoint-schema.ts';
+import type { Row } from '../infra/db/row.ts';
 
-type Row = Record<string, unknown>;
 const SORT = '-created_at';
 const meta = rowMeta(webhookAttemptRow);
 

@@ -11,8 +11,8 @@ import { rowMeta } from '../query/row-meta.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { type createWebhookEndpointBody, MAX_ENDPOINTS, type updateWebhookEndpointBody, webhookEndpointRow } from './endpoint-schema.ts';
 import { newSecret } from './signing.ts';
+import type { Row } from '../infra/db/row.ts';
 
-type Row = Record<string, unknown>;
 export type WebhookEndpoint = Static<typeof webhookEndpointRow>;
 type CreateBody = Static<typeof createWebhookEndpointBody>;
 type UpdateBody = Static<typeof updateWebhookEndpointBody>;

@@ -9,6 +9,7 @@ import type postgres from 'postgres';
 import { type Config, DEFAULT_DB_POOL_SIZE, DEFAULT_READ_MAX_LAG_MS, type DatabaseTimeouts } from '../../config.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import { deferredDialect } from './deferred-dialect.ts';
+import { noDelaySocket } from './no-delay-socket.ts';
 import { compileEngine } from './pglite-engine.ts';
 import { PostgresJsDialect } from './postgres-dialect.ts';
 import type { ReadRouter } from './read-router.ts';
@@ -103,6 +104,8 @@ async function openPostgres(
     // The driver's default waits up to 20 s between reconnection attempts; after an outage the
     // service must resume within seconds, so attempts are retried at most half a second apart.
     backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 0.5),
+    // Not in the driver's type declarations, though it reads it (src/connection.js).
+    ...({ socket: noDelaySocket } as object),
     types: {
       bigint: { to: OID.int8, from: [OID.int8], serialize: String, parse: toNumber },
       numeric: { to: OID.numeric, from: [OID.numeric], serialize: String, parse: toNumber },

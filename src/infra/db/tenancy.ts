@@ -1,6 +1,8 @@
 // The one place statements are scoped to a tenant: every read, insert, update and row lock of an
-// account-owned table is built here and carries (team_id, mode), so no caller writes the
-// predicate by hand. test/tenancy-sql.test.ts checks every statement the engines emit.
+// account-owned table is built here and carries (team_id, mode): query-builder statements, and the
+// raw SQL and COPY columns of the bulk import. test/tenancy-sql.test.ts checks the statements
+// of the served routes and of the CLI's import, export and `webhooks list`. (Events and webhook
+// deliveries still write theirs by hand: issue 24.)
 import {
   type DeleteQueryBuilder,
   type InsertQueryBuilder,
@@ -17,6 +19,35 @@ import type { Db } from './database.ts';
 export interface TenantScope {
   teamId: string;
   mode: string;
+}
+
+/** The tenant's columns on every account-owned table. */
+export const TENANT_COLUMNS = ['team_id', 'mode'] as const;
+
+/** A COPY into an account-owned table: the tenant's columns first, then `columns`; each line starts with `linePrefix`. */
+export function copyScoped(scope: TenantScope, columns: readonly string[]): { columns: string[]; linePrefix: string } {
+  // A UUID and a mode word need no escaping in COPY's text format.
+  return { columns: [...TENANT_COLUMNS, ...columns], linePrefix: `${scope.teamId}\t${scope.mode}` };
+}
+
+/** Raw SQL (the bulk import's session): the tenant condition on `alias`, its values bound from `$first`. */
+export function conditionScoped(scope: TenantScope, alias: string, first: number): { text: string; params: [string, string] } {
+  return { text: `${alias}.team_id = $${first}::uuid AND ${alias}.mode = $${first + 1}`, params: [scope.teamId, scope.mode] };
+}
+
+/** Raw SQL: an INSERT of one row of the tenant, `values` bound after the tenant's, and its ON CONFLICT clause. */
+export function insertScopedText(
+  table: string,
+  scope: TenantScope,
+  values: Readonly<Record<string, { value: unknown; cast?: string }>>,
+  onConflict = '',
+): { text: string; params: unknown[] } {
+  const names = Object.keys(values);
+  const placeholders = names.map((name, i) => `$${i + 3}${values[name]?.cast ? `::${values[name]?.cast}` : ''}`);
+  return {
+    text: `INSERT INTO ${table} (${[...TENANT_COLUMNS, ...names].join(', ')}) VALUES ($1::uuid, $2, ${placeholders.join(', ')}) ${onConflict}`.trim(),
+    params: [scope.teamId, scope.mode, ...names.map((name) => values[name]?.value)],
+  };
 }
 
 /** Conditions besides the tenant that bound what a resource may see (column → allowed values, or null for IS NULL). */
