@@ -16,6 +16,7 @@ import { migrate } from '../../src/infra/db/migrate.ts';
 import type { RateLimiter } from '../../src/http/rate-limit.ts';
 import type { ResourceDescriptor } from '../../src/resources/descriptor.ts';
 import { Contract } from './contract.ts';
+import { databaseUrl, migratedEmbeddedSnapshot, postgresTemplate } from './db-templates.ts';
 
 export interface TestServerOptions {
   env?: Record<string, string>;
@@ -80,21 +81,21 @@ export interface TestServer {
  *  graceful-stop). Connecting stays bounded as in production. */
 const SUITE_DB_TIMEOUTS = { ...DEFAULT_DB_TIMEOUTS, acquireMs: 30_000, statementMs: 60_000 };
 
-/** A fresh database: in-memory PGlite, or a new PostgreSQL database named for this server. */
+/** A fresh migrated database: in-memory PGlite, or a new PostgreSQL database named for this server. Both are copies
+ *  of a migrated template (db-templates.ts); migrate() then only confirms that every migration is there. */
 export async function openTestDatabase(): Promise<Database & { drop: () => Promise<void> }> {
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
-    const database = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://' });
+    const database = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://', snapshot: await migratedEmbeddedSnapshot() });
     await migrate(database.db);
     return { ...database, drop: async () => {} };
   }
   const name = `balcao_test_${randomBytes(6).toString('hex')}`;
+  const template = await postgresTemplate(adminUrl);
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${template}`);
   await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '', dbTimeouts: SUITE_DB_TIMEOUTS });
+  const database = await openDatabase({ databaseUrl: databaseUrl(adminUrl, name), dataDir: '', dbTimeouts: SUITE_DB_TIMEOUTS });
   await migrate(database.db);
   return {
     ...database,

@@ -34,8 +34,12 @@ const toNumber = (v: string) => (v === null ? null : Number(v));
 const asIs = (v: string) => v;
 const timestampParameter = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
 
+/** What opening needs: the engine's settings, and for an in-memory embedded database optionally a dump to
+ *  start from (PGlite's dumpDataDir: the tests start every database from one migrated snapshot). */
+export type OpenOptions = Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>> & { snapshot?: Blob };
+
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>>,
+  config: OpenOptions,
   holder = 'balcao',
 ): Promise<Database> {
   const { database, open } = await startDatabase(config, holder);
@@ -55,7 +59,7 @@ export async function openDatabase(
  * to open is reported there) and close `database` either way.
  */
 export async function startDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>>,
+  config: OpenOptions,
   holder = 'balcao',
 ): Promise<{ database: Database; open: Promise<void> }> {
   if (config.databaseUrl) {
@@ -66,7 +70,7 @@ export async function startDatabase(
     );
     return { database, open: Promise.resolve() };
   }
-  return startPglite(config.dataDir, holder);
+  return startPglite(config.dataDir, holder, config.snapshot);
 }
 
 /** Every wait on PostgreSQL is bounded (docs/operations.md says why each figure); these are loadConfig's defaults. */
@@ -132,7 +136,7 @@ function waitBounds(timeouts: DatabaseTimeouts) {
  */
 const EMBEDDED_SHARED_BUFFERS = '32MB';
 
-async function startPglite(dataDir: string, holder: string): Promise<{ database: Database; open: Promise<void> }> {
+async function startPglite(dataDir: string, holder: string, snapshot?: Blob): Promise<{ database: Database; open: Promise<void> }> {
   let lock: DataDirLock | undefined;
   if (!dataDir.startsWith('memory://')) lock = await acquireDataDirLock(dataDir, holder);
   try {
@@ -143,8 +147,15 @@ async function startPglite(dataDir: string, holder: string): Promise<{ database:
     const opening = compileEngine().then((pgliteWasmModule) =>
       PGlite.create({
         dataDir: dataDir.startsWith('memory://') ? undefined : dataDir,
+        loadDataDir: dataDir.startsWith('memory://') ? snapshot : undefined,
         pgliteWasmModule,
-        startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`, '-c', 'TimeZone=UTC'],
+        startParams: [
+          ...PGlite.defaultStartParams,
+          ...['-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`, '-c', 'TimeZone=UTC'],
+          // A dump is taken of a running database, so opening one recovers it; PGlite re-arms the recovery's
+          // progress timer for ever, which would keep the process alive.
+          ...(snapshot ? ['-c', 'log_startup_progress_interval=0'] : []),
+        ],
         parsers: {
           [pgliteTypes.INT8]: toNumber,
           [pgliteTypes.NUMERIC]: toNumber,
