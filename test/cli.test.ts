@@ -10,7 +10,8 @@ describe('balcao CLI', () => {
   let scratch: ScratchEnv;
   let env: Record<string, string>;
   before(async () => {
-    scratch = await scratchEnv();
+    // An empty data folder: the first command creates the embedded database itself, as on a new install.
+    scratch = await scratchEnv({ fresh: true });
     env = scratch.env;
   });
   after(() => scratch.cleanup());
