@@ -59,7 +59,8 @@ try {
       .filter((f) => f.endsWith('.test.ts'))
       .map((f) => `test/${f}`)
       .sort();
-    const files = chosen.length > 0 ? chosen : [...SLOW_FIRST.filter((f) => all.includes(f)), ...all.filter((f) => !SLOW_FIRST.includes(f))];
+    const files =
+      chosen.length > 0 ? chosen : [...SLOW_FIRST.filter((f) => all.includes(f)), ...all.filter((f) => !SLOW_FIRST.includes(f))];
     code = await run(
       process.execPath,
       [

@@ -36,12 +36,10 @@ const timestampParameter = (v: Date | string) => (v instanceof Date ? v : new Da
 
 /** What opening needs: the engine's settings, and for an in-memory embedded database optionally a dump to
  *  start from (PGlite's dumpDataDir: the tests start every database from one migrated snapshot). */
-export type OpenOptions = Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>> & { snapshot?: Blob };
+export type OpenOptions = Pick<Config, 'databaseUrl' | 'dataDir'> &
+  Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts'>> & { snapshot?: Blob };
 
-export async function openDatabase(
-  config: OpenOptions,
-  holder = 'balcao',
-): Promise<Database> {
+export async function openDatabase(config: OpenOptions, holder = 'balcao'): Promise<Database> {
   const { database, open } = await startDatabase(config, holder);
   try {
     await open;
@@ -58,10 +56,7 @@ export async function openDatabase(
  * to start, which `balcao serve` spends building its app; a caller must await `open` (a failure
  * to open is reported there) and close `database` either way.
  */
-export async function startDatabase(
-  config: OpenOptions,
-  holder = 'balcao',
-): Promise<{ database: Database; open: Promise<void> }> {
+export async function startDatabase(config: OpenOptions, holder = 'balcao'): Promise<{ database: Database; open: Promise<void> }> {
   if (config.databaseUrl) {
     const database = await openPostgres(
       config.databaseUrl,
