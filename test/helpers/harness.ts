@@ -131,6 +131,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
+  let closing: Promise<void> | undefined;
   const server: TestServer = {
     url,
     app,
@@ -185,12 +186,16 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       Contract.for(app.openapiJson()).check(method, path, { status: res.status, headers: res.headers, text });
       return { status: res.status, headers: res.headers, body: parsed as any, text };
     },
-    async close() {
-      await app.close();
-      if (ownDatabase) {
-        await ownDatabase.close();
-        await ownDatabase.drop();
-      }
+    close() {
+      // Once, however many times it is called (a test may stop a server early and again in its cleanup).
+      closing ??= (async () => {
+        await app.close();
+        if (ownDatabase) {
+          await ownDatabase.close();
+          await ownDatabase.drop();
+        }
+      })();
+      return closing;
     },
   };
   return server;
