@@ -8,19 +8,12 @@ import net from 'node:net';
 import { after, describe, it } from 'node:test';
 import { item } from './helpers/write-fixtures.ts';
 import { metric, received, type Scratch, scratchWithKey, send, spawnServe } from './helpers/serve-process.ts';
+import { until } from './helpers/poll.ts';
 
 const scratches: Scratch[] = [];
 after(async () => {
   for (const s of scratches) await s.cleanup();
 });
-
-async function until(what: string, probe: () => Promise<boolean>, withinMs = 30_000): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** A request that never finishes sending its body: it stays in flight until the server gives up on it. */
 function stuckUpload(url: string, key: string): net.Socket {

@@ -6,16 +6,16 @@ import assert from 'node:assert/strict';
 export interface PollOptions<T> {
   /** When the value read is the awaited one (default: truthy). */
   done?: (value: T) => boolean;
-  /** How long to keep trying (default 20 s: generous, because the suite runs on loaded machines). */
+  /** How long to keep trying (default 30 s: generous, because the suite runs on loaded machines). */
   withinMs?: number;
-  /** Pause between two reads (default 50 ms). */
+  /** Pause between two reads (default 20 ms). */
   everyMs?: number;
 }
 
 /** Resolves with the first value of `read()` that `done` accepts; fails naming `what` after `withinMs`. A read
  *  that throws counts as not done yet, and its error is reported if time runs out. */
 export async function until<T>(what: string, read: () => T | Promise<T>, options: PollOptions<T> = {}): Promise<T> {
-  const { done = Boolean, withinMs = 20_000, everyMs = 50 } = options;
+  const { done = Boolean, withinMs = 30_000, everyMs = 20 } = options;
   const deadline = Date.now() + withinMs;
   for (;;) {
     let last: string;
