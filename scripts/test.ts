@@ -41,9 +41,14 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.e
   });
 }
 
+let code = 0;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const templates = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-test-templates-'));
-let code = 0;
+// Ctrl-C reaches the children too: wait for them to end, then remove the templates.
+let interrupted = false;
+process.on('SIGINT', () => {
+  interrupted = true;
+});
 try {
   const started = Date.now();
   const [checks] = await Promise.all([
@@ -52,7 +57,7 @@ try {
   ]);
   code = checks.find((c) => c !== 0) ?? 0;
   console.log(`checks and templates: ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  if (code === 0) {
+  if (code === 0 && !interrupted) {
     const chosen = process.argv.slice(2);
     const all = fs
       .readdirSync(path.join(root, 'test'))
@@ -80,4 +85,4 @@ try {
 } finally {
   fs.rmSync(templates, { recursive: true, force: true });
 }
-process.exitCode = code;
+process.exitCode = interrupted ? 130 : code;
