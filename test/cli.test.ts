@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { balcao, balcaoJson, balcaoLoads, type ScratchEnv, scratchEnv, startServe } from './helpers/cli.ts';
+import { until } from './helpers/poll.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -10,7 +11,8 @@ describe('balcao CLI', () => {
   let scratch: ScratchEnv;
   let env: Record<string, string>;
   before(async () => {
-    scratch = await scratchEnv();
+    // An empty data folder: the first command creates the embedded database itself, as on a new install.
+    scratch = await scratchEnv({ fresh: true });
     env = scratch.env;
   });
   after(() => scratch.cleanup());
@@ -204,11 +206,11 @@ describe('balcao CLI', () => {
       } else {
         // With PostgreSQL the CLI works alongside, and a revoked key stops working within 5 s.
         await balcaoJson(['keys', 'revoke', key.id], env);
-        let status = 200;
-        for (let i = 0; i < 12 && status === 200; i++) {
-          await new Promise((r) => setTimeout(r, 500));
-          status = (await fetch(`${server.url}/v1/me`, { headers: { authorization: `Bearer ${key.key}` } })).status;
-        }
+        const status = await until(
+          'the revoked key is refused',
+          async () => (await fetch(`${server.url}/v1/me`, { headers: { authorization: `Bearer ${key.key}` } })).status,
+          { done: (s) => s !== 200, withinMs: 6_000, everyMs: 100 },
+        );
         assert.equal(status, 401);
       }
     } finally {

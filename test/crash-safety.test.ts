@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import { openDatabase } from '../src/infra/db/database.ts';
 import { item } from './helpers/write-fixtures.ts';
 import { metric, type Scratch, scratchWithKey, send, spawnServe } from './helpers/serve-process.ts';
+import { until } from './helpers/poll.ts';
 
 const SALES = 30;
 const ITEMS = Array.from({ length: 200 }, (_, i) => item({ quantity: 1 + (i % 3), unit_price: 10 + i }));
@@ -44,11 +45,11 @@ it('SIGKILL during sales of 200 items: nothing partial, and retries give exactly
     ),
   );
   // Kill once some sales committed and others are still running.
-  const deadline = Date.now() + 60_000;
-  while ((await metric(first.metricsUrl, 'balcao_http_requests_total', 'operation="sales.create"')) < 3) {
-    assert.ok(Date.now() < deadline, 'sales are being created');
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await until('three sales are answered', () => metric(first.metricsUrl, 'balcao_http_requests_total', 'operation="sales.create"'), {
+    done: (answered) => answered >= 3,
+    withinMs: 60_000,
+    everyMs: 20,
+  });
   first.child.kill('SIGKILL');
   assert.equal(await first.exited, 'SIGKILL');
   const answered = (await Promise.all(attempts)).filter((a) => a?.status === 201).length;

@@ -9,6 +9,7 @@ import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/d
 import { migrate } from '../src/infra/db/migrate.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { type OwnPostgres, startOwnPostgres } from './helpers/postgres-server.ts';
+import { until } from './helpers/poll.ts';
 
 /** Added to every bound: the suite shares two cores with other suites. */
 const LOAD_MARGIN_MS = 1_500;
@@ -34,13 +35,11 @@ async function timed(url: string, key?: string): Promise<Sample> {
   };
 }
 
+/** Waits until `probe` holds, within `withinMs` (the bound under test); resolves with the ms it took. */
 async function waitFor(what: string, withinMs: number, probe: () => Promise<boolean>): Promise<number> {
   const startedAt = Date.now();
-  while (Date.now() - startedAt < withinMs) {
-    if (await probe()) return Date.now() - startedAt;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.fail(`${what} did not happen within ${withinMs} ms`);
+  await until(what, probe, { withinMs });
+  return Date.now() - startedAt;
 }
 
 describe('database faults', () => {
@@ -82,9 +81,10 @@ describe('database faults', () => {
         return (await timed(`${s.url}/health/ready`)).status === 503;
       });
       assert.ok(unready <= 2_000 + LOAD_MARGIN_MS);
-      // Hold the outage a while, so lookups and pool waits meet a dead server many times over.
-      await new Promise((r) => setTimeout(r, 3_000));
-      const during = samples.filter((x) => x.startedAt > stoppedAt + 100);
+      // Hold the outage for 30 requests (about 3 s), so lookups and pool waits meet a dead server many times over.
+      const outage = () => samples.filter((x) => x.startedAt > stoppedAt + 100);
+      await until('30 requests met the outage', () => outage().length >= 30, { withinMs: 60_000 });
+      const during = outage();
       assert.ok(during.length >= 10, `traffic kept coming during the outage (${during.length})`);
       for (const x of during) {
         assert.equal(x.status, 503, JSON.stringify(x));

@@ -10,6 +10,7 @@ import { authWith } from './helpers/auth-context.ts';
 import { startTestRedis } from './helpers/redis-server.ts';
 import { startTestServer } from './helpers/harness.ts';
 import { TcpProxy } from './helpers/tcp-proxy.ts';
+import { until } from './helpers/poll.ts';
 
 const redis = await startTestRedis();
 after(() => redis.close());
@@ -30,15 +31,6 @@ async function allowedOf(limiter: RateLimiter, auth: AuthContext, times: number)
     }
   }
   return ok;
-}
-
-/** Waits for a condition the limiter reaches by itself (reconnection); bounded, fails with `what`. */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  assert.fail(`timed out waiting until ${what}`);
 }
 
 describe('the Redis store when Redis fails', () => {
@@ -79,7 +71,7 @@ describe('the Redis store when Redis fails', () => {
     assert.match(logs('warn')[0]?.msg ?? '', /failing open/);
 
     await proxy.resume();
-    await until(() => limiter.status().healthy, 'the limiter is back on Redis');
+    await until('the limiter is back on Redis', () => limiter.status().healthy);
     assert.equal(logs('warn').length, 1);
     assert.equal(logs('info').filter((e) => /reachable again/.test(e.msg)).length, 1, 'the recovery is logged once');
 
@@ -100,7 +92,7 @@ describe('the Redis store when Redis fails', () => {
     assert.equal(logs('warn').length, 1);
 
     proxy.thaw();
-    await until(() => limiter.status().healthy, 'the probe finds Redis answering again');
+    await until('the probe finds Redis answering again', () => limiter.status().healthy);
     assert.equal(logs('warn').length, 1);
     // Redis executed the held command when it woke up: the counter of this second holds the request made
     // before the freeze and the one that timed out (a timed-out charge may still count; never the fallback ones).
@@ -122,13 +114,13 @@ describe('the Redis store when Redis fails', () => {
     assert.equal(entries.filter((e) => e.level === 'warn').length, 1);
 
     await proxy.resume();
-    await until(() => limiter.status().healthy, 'the limiter connects');
+    await until('the limiter connects', () => limiter.status().healthy);
     assert.equal(await allowedOf(limiter, authWith({}), 1), 1);
   });
 
   test('with REDIS_URL the server does not listen until Redis answers, then counts in Redis from the first request', async () => {
     const proxy = await TcpProxy.start(redis.host, redis.port);
-    await proxy.stop();
+    await proxy.refuse();
     const prefix = redis.newPrefix();
     const { logger, entries } = recordingLogger();
     const limiter = createRateLimiter({ redisUrl: proxy.url, keyPrefix: prefix, logger });
@@ -138,7 +130,8 @@ describe('the Redis store when Redis fails', () => {
       listening = true;
       return server;
     });
-    await new Promise((r) => setTimeout(r, 700));
+    // Refused three times, the limiter is still trying: the server must not be listening yet.
+    await until('the limiter has been refused three times', () => proxy.refused >= 3);
     assert.equal(listening, false, 'no listener while Redis has not answered');
     await proxy.resume();
     const server = await starting;

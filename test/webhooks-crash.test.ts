@@ -31,6 +31,8 @@ async function seed(env: Record<string, string>): Promise<{ accountId: string; k
   }
 }
 import { startReceiver } from './helpers/webhook-receiver.ts';
+import { until } from './helpers/poll.ts';
+import { received } from './helpers/serve-process.ts';
 
 describe('webhooks survive kill -9', () => {
   let scratch: ScratchEnv;
@@ -69,7 +71,7 @@ describe('webhooks survive kill -9', () => {
       const racing = Array.from({ length: 10 }, (_, i) =>
         call(server.url, 'POST', '/v1/customers', { full_name: `R${i}`, email: `r${i}@example.com` }).catch(() => null),
       );
-      await new Promise((r) => setTimeout(r, 20));
+      await until('a racing write reached the server', () => received(server.url, 'customers.create'), { done: (n) => n >= 2, everyMs: 5 });
       server.child.kill('SIGKILL');
       await new Promise((resolve) => server.child.once('exit', resolve));
       await Promise.all(racing);

@@ -8,26 +8,29 @@ import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { isPublicAddress } from '../src/webhooks/address-safety.ts';
 import { openTestDatabase, startTestServer, type TestServer } from './helpers/harness.ts';
+import { until } from './helpers/poll.ts';
 import { startReceiver } from './helpers/webhook-receiver.ts';
 import { writer } from './helpers/write-fixtures.ts';
 
 // A generous timeout: on a busy machine a local receiver's answer can take a while; the timeout test sets its own.
 const LOCAL = { BALCAO_WEBHOOK_ALLOW_PRIVATE: '1', BALCAO_WEBHOOK_RETRY_SCHEDULE: '0.05,0.05,0.05', BALCAO_WEBHOOK_TIMEOUT_SECONDS: '5' };
 
-/** Polls an asynchronous outcome (the delivery worker runs on its own) for at most `ms`. */
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 async function endpoint(s: TestServer, key: string, url: string, extra: Record<string, unknown> = {}) {
   const res = await s.request('POST', '/v1/webhook-endpoints', { key, body: { url, enabled_events: ['*'], ...extra } });
   assert.equal(res.status, 201, res.text);
   return res.body.data as { id: string; secret: string };
+}
+
+/** The events `endpointId` has deliveries for, in order: final once the writes that made them have answered,
+ *  because the fan-out is part of each write's transaction. */
+async function deliveriesOf(s: TestServer, endpointId: string): Promise<{ type: string; name: string | null }[]> {
+  return s.db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('events as e', 'e.id', 'd.event_id')
+    .select(['e.type', sql<string | null>`e.data->'object'->>'full_name'`.as('name')])
+    .where('d.endpoint_id', '=', endpointId)
+    .orderBy('e.id')
+    .execute();
 }
 
 describe('webhooks', () => {
@@ -60,12 +63,13 @@ describe('webhooks', () => {
       const event = await s.request('GET', `/v1/events/${got.id}`, { key });
       assert.equal(event.body.data.type, 'customer.created');
       assert.equal(JSON.stringify(event.body.data), got.body);
-      await new Promise((r) => setTimeout(r, 200));
+      // The fan-out is part of each write: once the PATCH has answered, these are all the endpoint will ever get.
       assert.deepEqual(
-        [...new Set(receiver.received.map((r) => JSON.parse(r.body).type))],
+        (await deliveriesOf(s, created.id)).map((d) => d.type),
         ['customer.created'],
         'customer.updated is not subscribed',
       );
+      assert.deepEqual([...new Set(receiver.received.map((r) => JSON.parse(r.body).type))], ['customer.created']);
 
       const listed = await s.request('GET', '/v1/webhook-endpoints', { key });
       assert.equal(listed.body.data.length, 1);
@@ -84,9 +88,12 @@ describe('webhooks', () => {
       await s.request('POST', '/v1/suppliers', { key, body: { name: 'F' } });
       await receiver.until((r) => r.length >= 3);
       assert.equal(new Set(receiver.received.map((r) => r.id)).size, 1, 'the same webhook-id on every retry');
-      const attempts = await eventually(
+      const attempts = await until(
+        'the three attempts are listed',
         () => s.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries`, { key }),
-        (res) => res.body.data.length === 3,
+        {
+          done: (res) => res.body.data.length === 3,
+        },
       );
       const rows = attempts.body.data as any[];
       assert.deepEqual(
@@ -143,10 +150,9 @@ describe('webhooks', () => {
         .where('id', '=', ep.id)
         .execute();
       await s.request('POST', '/v1/suppliers', { key, body: { name: 'F' } });
-      const got = await eventually(
-        () => s.request('GET', `/v1/webhook-endpoints/${ep.id}`, { key }),
-        (res) => res.body.data.enabled === false,
-      );
+      const got = await until('the endpoint is disabled', () => s.request('GET', `/v1/webhook-endpoints/${ep.id}`, { key }), {
+        done: (res) => res.body.data.enabled === false,
+      });
       assert.equal(got.body.data.enabled, false);
       assert.match(got.body.data.disabled_reason, /5 days/);
       const enabled = await s.request('PATCH', `/v1/webhook-endpoints/${ep.id}`, { key, body: { enabled: true } });
@@ -210,14 +216,18 @@ describe('webhooks', () => {
     const receiver = await startReceiver();
     try {
       const a = await writer(s);
-      await endpoint(s, a.key, receiver.url);
+      const ep = await endpoint(s, a.key, receiver.url);
       const aTest = await s.createKey(a.accountId, { test: true });
       const b = await writer(s);
       await s.request('POST', '/v1/customers', { key: aTest.key, body: { full_name: 'Sandbox', email: 's@example.com' } });
       await s.request('POST', '/v1/customers', { key: b.key, body: { full_name: 'Other', email: 'o@example.com' } });
       await s.request('POST', '/v1/customers', { key: a.key, body: { full_name: 'Mine', email: 'm@example.com' } });
+      // The fan-out is part of each write: once the three have answered, this is all the endpoint will ever get.
+      assert.deepEqual(
+        (await deliveriesOf(s, ep.id)).map((d) => d.name),
+        ['Mine'],
+      );
       await receiver.until((r) => r.length >= 1);
-      await new Promise((r) => setTimeout(r, 300));
       assert.deepEqual(
         receiver.received.map((r) => JSON.parse(r.body).data.object.full_name),
         ['Mine'],
@@ -244,10 +254,9 @@ describe('webhooks to a receiver that never answers', () => {
         key,
         body: { expense_type: 'fixed', description: 'Aluguel', original_amount: 10, final_amount: 10 },
       });
-      const attempts = await eventually(
-        () => s.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries`, { key }),
-        (res) => res.body.data.some((a: any) => a.status === 'failed'),
-      );
+      const attempts = await until('the delivery fails', () => s.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries`, { key }), {
+        done: (res) => res.body.data.some((a: any) => a.status === 'failed'),
+      });
       const rows = attempts.body.data as any[];
       assert.deepEqual(
         rows.map((a) => [a.attempt_number, a.status, a.error]),
@@ -281,7 +290,9 @@ describe('webhooks across two instances', () => {
         ),
       );
       await receiver.until((r) => new Set(r.map((x) => x.id)).size >= writes);
-      await new Promise((r) => setTimeout(r, 300));
+      // Stopped, each instance finishes the attempts it has in flight: after that nothing more can arrive.
+      await one.close();
+      await two.close();
       // Each attempt was claimed by one instance: every request received is one recorded attempt,
       // and no (delivery, attempt number) was sent twice.
       const attempts = await database.db.selectFrom('webhook_attempts').select(['delivery_id', 'attempt_number']).execute();
@@ -389,10 +400,9 @@ describe('webhook address safety', () => {
         .returning('id')
         .execute();
       await s.request('POST', '/v1/suppliers', { key, body: { name: 'F' } });
-      const attempts = await eventually(
-        () => s.request('GET', `/v1/webhook-endpoints/${row?.id}/deliveries`, { key }),
-        (res) => res.body.data.some((a: any) => a.status === 'failed'),
-      );
+      const attempts = await until('the delivery fails', () => s.request('GET', `/v1/webhook-endpoints/${row?.id}/deliveries`, { key }), {
+        done: (res) => res.body.data.some((a: any) => a.status === 'failed'),
+      });
       assert.deepEqual(
         attempts.body.data.map((a: any) => a.error),
         ['address_not_allowed', 'address_not_allowed'],

@@ -17,6 +17,7 @@ import type { RateLimiter } from '../../src/http/rate-limit.ts';
 import type { ResourceDescriptor } from '../../src/resources/descriptor.ts';
 import { Contract } from './contract.ts';
 import { distributeCitusDatabase, dropCitusDatabase, onCitus, prepareCitusDatabase } from './citus.ts';
+import { databaseUrl, migratedEmbeddedSnapshot, postgresTemplate } from './db-templates.ts';
 
 export interface TestServerOptions {
   env?: Record<string, string>;
@@ -81,22 +82,23 @@ export interface TestServer {
  *  graceful-stop). Connecting stays bounded as in production. */
 const SUITE_DB_TIMEOUTS = { ...DEFAULT_DB_TIMEOUTS, acquireMs: 30_000, statementMs: 60_000 };
 
-/** A fresh database: in-memory PGlite, or a new PostgreSQL database named for this server. */
+/** A fresh migrated database: in-memory PGlite, or a new PostgreSQL database named for this server. Both are copies
+ *  of a migrated template (db-templates.ts); migrate() then only confirms that every migration is there. */
 export async function openTestDatabase(): Promise<Database & { drop: () => Promise<void> }> {
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
-    const database = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://' });
+    const database = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://', snapshot: await migratedEmbeddedSnapshot() });
     await migrate(database.db);
     return { ...database, drop: async () => {} };
   }
   const name = `balcao_test_${randomBytes(6).toString('hex')}`;
+  // On Citus each database is made, migrated and distributed the operator's way: no template.
+  const template = onCitus() ? undefined : await postgresTemplate(adminUrl);
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.unsafe(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
   await admin.end();
   if (onCitus()) await prepareCitusDatabase(adminUrl, name);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '', dbTimeouts: SUITE_DB_TIMEOUTS });
+  const database = await openDatabase({ databaseUrl: databaseUrl(adminUrl, name), dataDir: '', dbTimeouts: SUITE_DB_TIMEOUTS });
   await migrate(database.db);
   if (onCitus()) await distributeCitusDatabase(adminUrl, name);
   return {
@@ -134,6 +136,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
+  let closing: Promise<void> | undefined;
   const server: TestServer = {
     url,
     app,
@@ -188,12 +191,16 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       Contract.for(app.openapiJson()).check(method, path, { status: res.status, headers: res.headers, text });
       return { status: res.status, headers: res.headers, body: parsed as any, text };
     },
-    async close() {
-      await app.close();
-      if (ownDatabase) {
-        await ownDatabase.close();
-        await ownDatabase.drop();
-      }
+    close() {
+      // Once, however many times it is called (a test may stop a server early and again in its cleanup).
+      closing ??= (async () => {
+        await app.close();
+        if (ownDatabase) {
+          await ownDatabase.close();
+          await ownDatabase.drop();
+        }
+      })();
+      return closing;
     },
   };
   return server;

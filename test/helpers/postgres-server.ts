@@ -4,6 +4,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { freePort } from './free-port.ts';
+import { until } from './poll.ts';
 import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
@@ -82,17 +83,17 @@ exit 0`;
 }
 
 async function waitUntilAccepting(url: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const sql = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} });
-    try {
-      await sql`SELECT 1`;
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    } finally {
-      await sql.end({ timeout: 1 });
-    }
-  }
+  await until(
+    'the test PostgreSQL accepts connections',
+    async () => {
+      const sql = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} });
+      try {
+        await sql`SELECT 1`;
+        return true;
+      } finally {
+        await sql.end({ timeout: 1 });
+      }
+    },
+    { withinMs: 30_000, everyMs: 100 },
+  );
 }

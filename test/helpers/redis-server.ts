@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import { freePort } from './free-port.ts';
+import { until } from './poll.ts';
 
 export interface TestRedis {
   url: string;
@@ -77,25 +78,24 @@ async function deleteKeys(url: string, prefixes: string[]): Promise<void> {
   }
 }
 
-/** Polls until the server answers PING (bounded: 100 attempts, 50 ms apart). */
+/** Waits until the server answers PING (bounded, as every poll is). */
 async function waitForPong(port: number): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1');
-      socket.setTimeout(500);
-      socket.once('connect', () => socket.write('PING\r\n'));
-      socket.once('data', (data) => {
-        socket.destroy();
-        resolve(data.toString().startsWith('+PONG'));
-      });
-      socket.once('error', () => resolve(false));
-      socket.once('timeout', () => {
-        socket.destroy();
-        resolve(false);
-      });
+  await until(`the test redis-server on port ${port} answers PING`, () => pong(port));
+}
+
+function pong(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.setTimeout(500);
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => {
+      socket.destroy();
+      resolve(data.toString().startsWith('+PONG'));
     });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`test redis-server did not answer on port ${port}`);
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
 }

@@ -6,7 +6,10 @@ export class TcpProxy {
   private readonly sockets = new Set<net.Socket>();
   private readonly held: Array<() => void> = [];
   private frozen = false;
+  private refusing = false;
   port = 0;
+  /** Connections cut at once while refusing: how many times a client has tried and failed. */
+  refused = 0;
 
   private constructor(
     private readonly targetHost: string,
@@ -32,8 +35,17 @@ export class TcpProxy {
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
+  /** Like stop, except that each connection attempt is accepted, counted in `refused`, and cut at once. */
+  async refuse(): Promise<void> {
+    await this.stop();
+    this.refusing = true;
+    await this.listen(this.port);
+  }
+
   /** Accepts connections again on the same port. */
   async resume(): Promise<void> {
+    if (this.refusing) await this.stop();
+    this.refusing = false;
     await this.listen(this.port);
   }
 
@@ -59,6 +71,11 @@ export class TcpProxy {
 
   private listen(port: number): Promise<void> {
     const server = net.createServer((client) => {
+      if (this.refusing) {
+        this.refused += 1;
+        client.destroy();
+        return;
+      }
       const upstream = net.connect(this.targetPort, this.targetHost);
       this.sockets.add(client);
       this.sockets.add(upstream);

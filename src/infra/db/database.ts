@@ -38,11 +38,17 @@ const toNumber = (v: string) => (v === null ? null : Number(v));
 const asIs = (v: string) => v;
 const timestampParameter = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
 
-/** What opening needs; read replicas are opened only when `readDatabaseUrls` is given (the server, an export). */
-type OpenConfig = Pick<Config, 'databaseUrl' | 'dataDir'> &
-  Partial<Pick<Config, 'dbPoolSize' | 'dbTimeouts' | 'dbPrepare' | 'listenDatabaseUrl' | 'readDatabaseUrls' | 'readMaxLagMs' | 'redisUrl'>>;
+/** What opening needs; read replicas are opened only when `readDatabaseUrls` is given (the server, an export).
+ *  An in-memory embedded database may start from a dump (PGlite's dumpDataDir: the tests start every
+ *  database from one migrated snapshot). */
+export type OpenOptions = Pick<Config, 'databaseUrl' | 'dataDir'> &
+  Partial<
+    Pick<Config, 'dbPoolSize' | 'dbTimeouts' | 'dbPrepare' | 'listenDatabaseUrl' | 'readDatabaseUrls' | 'readMaxLagMs' | 'redisUrl'>
+  > & {
+    snapshot?: Blob;
+  };
 
-export async function openDatabase(config: OpenConfig, holder = 'balcao'): Promise<Database> {
+export async function openDatabase(config: OpenOptions, holder = 'balcao'): Promise<Database> {
   const { database, open } = await startDatabase(config, holder);
   try {
     await open;
@@ -59,7 +65,7 @@ export async function openDatabase(config: OpenConfig, holder = 'balcao'): Promi
  * to start, which `balcao serve` spends building its app; a caller must await `open` (a failure
  * to open is reported there) and close `database` either way.
  */
-export async function startDatabase(config: OpenConfig, holder = 'balcao'): Promise<{ database: Database; open: Promise<void> }> {
+export async function startDatabase(config: OpenOptions, holder = 'balcao'): Promise<{ database: Database; open: Promise<void> }> {
   if (config.databaseUrl) {
     const database = await openPostgres(
       config.databaseUrl,
@@ -70,7 +76,7 @@ export async function startDatabase(config: OpenConfig, holder = 'balcao'): Prom
     if (config.readDatabaseUrls?.length) return { database: await withReplicas(database, config), open: Promise.resolve() };
     return { database, open: Promise.resolve() };
   }
-  return startPglite(config.dataDir, holder);
+  return startPglite(config.dataDir, holder, config.snapshot);
 }
 
 /** Every wait on PostgreSQL is bounded (docs/operations.md says why each figure); these are loadConfig's defaults. */
@@ -158,7 +164,7 @@ function setLocal(settings: Record<string, string>): string {
 }
 
 /** The primary with its read replicas (BALCAO_READ_DATABASE_URL), each a pool of its own. */
-async function withReplicas(primary: Database, config: OpenConfig): Promise<Database> {
+async function withReplicas(primary: Database, config: OpenOptions): Promise<Database> {
   const { ReadRouter } = await import('./read-router.ts');
   const timeouts = config.dbTimeouts ?? DEFAULT_DB_TIMEOUTS;
   // A replica that does not greet us at once is skipped: its reads fall back to the primary sooner.
@@ -206,7 +212,7 @@ function waitBounds(timeouts: DatabaseTimeouts) {
  */
 const EMBEDDED_SHARED_BUFFERS = '32MB';
 
-async function startPglite(dataDir: string, holder: string): Promise<{ database: Database; open: Promise<void> }> {
+async function startPglite(dataDir: string, holder: string, snapshot?: Blob): Promise<{ database: Database; open: Promise<void> }> {
   let lock: DataDirLock | undefined;
   if (!dataDir.startsWith('memory://')) lock = await acquireDataDirLock(dataDir, holder);
   try {
@@ -217,8 +223,15 @@ async function startPglite(dataDir: string, holder: string): Promise<{ database:
     const opening = compileEngine().then((pgliteWasmModule) =>
       PGlite.create({
         dataDir: dataDir.startsWith('memory://') ? undefined : dataDir,
+        loadDataDir: dataDir.startsWith('memory://') ? snapshot : undefined,
         pgliteWasmModule,
-        startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`, '-c', 'TimeZone=UTC'],
+        startParams: [
+          ...PGlite.defaultStartParams,
+          ...['-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`, '-c', 'TimeZone=UTC'],
+          // A dump is taken of a running database, so opening one recovers it; PGlite re-arms the recovery's
+          // progress timer for ever, which would keep the process alive.
+          ...(snapshot ? ['-c', 'log_startup_progress_interval=0'] : []),
+        ],
         parsers: {
           [pgliteTypes.INT8]: toNumber,
           [pgliteTypes.NUMERIC]: toNumber,

@@ -1,0 +1,88 @@
+// `npm test`: the static checks (lint, typecheck, the OpenAPI check) side by side while the database templates
+// the tests start from are made (test/helpers/db-templates.ts), then the test files, several at once, the slowest
+// first, with the ten slowest named at the end (scripts/slowest-files.mjs). Any failure fails the command.
+// `npm test -- test/a.test.ts test/b.test.ts` runs only those files (the checks still run first).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { makeTemplates } from '../test/helpers/db-templates.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Files that run longest (measured on a 2-core machine), started first so none is left running alone at the
+ *  end. The order only matters for time; a file missing here starts after these, in name order. */
+const SLOW_FIRST = [
+  'cli',
+  'fuzz-routes',
+  'export-roundtrip',
+  'graceful-stop',
+  'webhooks-crash',
+  'crash-safety',
+  'database-faults',
+  'webhooks',
+  'import-kill',
+  'demo-data',
+  'secrets',
+  'serve-workers',
+  'import-cli',
+].map((name) => `test/${name}.test.ts`);
+
+/** Test files at once. Most of a test file's time is spent waiting (on its child processes, on a server's
+ *  timers, on the network), so more files than cores keep the cores busy; BALCAO_TEST_CONCURRENCY overrides. */
+const concurrency = Number(process.env.BALCAO_TEST_CONCURRENCY) || Math.max(2, os.availableParallelism() * 2);
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: root, stdio: 'inherit', env });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+let code = 0;
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const templates = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-test-templates-'));
+// Ctrl-C reaches the children too: wait for them to end, then remove the templates.
+let interrupted = false;
+process.on('SIGINT', () => {
+  interrupted = true;
+});
+try {
+  const started = Date.now();
+  const [checks] = await Promise.all([
+    Promise.all(['lint', 'typecheck', 'openapi:check'].map((script) => run(npm, ['run', script]))),
+    makeTemplates(templates, process.env.TEST_DATABASE_URL),
+  ]);
+  code = checks.find((c) => c !== 0) ?? 0;
+  console.log(`checks and templates: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  if (code === 0 && !interrupted) {
+    const chosen = process.argv.slice(2);
+    const all = fs
+      .readdirSync(path.join(root, 'test'))
+      .filter((f) => f.endsWith('.test.ts'))
+      .map((f) => `test/${f}`)
+      .sort();
+    const files =
+      chosen.length > 0 ? chosen : [...SLOW_FIRST.filter((f) => all.includes(f)), ...all.filter((f) => !SLOW_FIRST.includes(f))];
+    code = await run(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--test',
+        `--test-concurrency=${concurrency}`,
+        '--test-reporter=spec',
+        '--test-reporter-destination=stdout',
+        '--test-reporter=./scripts/slowest-files.mjs',
+        '--test-reporter-destination=stdout',
+        ...files,
+      ],
+      { ...process.env, BALCAO_TEST_TEMPLATES: templates },
+    );
+  }
+} finally {
+  fs.rmSync(templates, { recursive: true, force: true });
+}
+process.exitCode = interrupted ? 130 : code;
