@@ -3,11 +3,16 @@
 // migrations, the others wait for it, then find nothing to do. On the embedded database a second process is
 // refused at once (one process per data folder), and the schema is whole either way.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, describe, it } from 'node:test';
 import postgres from 'postgres';
 import { balcao, type ScratchEnv, scratchEnv } from './helpers/cli.ts';
 
-const MIGRATIONS = ['001_initial.sql', '002_idempotency_claims.sql', '003_events.sql'];
+// Every migration file of the release, in order.
+const MIGRATIONS = fs
+  .readdirSync(new URL('../migrations/', import.meta.url))
+  .filter((f) => f.endsWith('.sql'))
+  .sort();
 /** The key migrate.ts locks (pg_advisory_xact_lock). */
 const LOCK_ID = 4_242_001;
 

@@ -39,7 +39,7 @@ it('SIGKILL during writes: every committed write has its log entry and no entry 
     }).catch(() => undefined),
   );
   const deadline = Date.now() + 60_000;
-  while ((await metric(first.url, 'balcao_http_requests_total', 'operation="customers.create"')) < 3) {
+  while ((await metric(first.metricsUrl, 'balcao_http_requests_total', 'operation="customers.create"')) < 3) {
     assert.ok(Date.now() < deadline, 'customers are being created');
     await new Promise((r) => setTimeout(r, 5));
   }

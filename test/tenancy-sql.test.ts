@@ -189,7 +189,10 @@ function rawTenancyFault(
     const at = (column: string) => param(params, values[columns.indexOf(column)]);
     return at('team_id') === teamId && at('mode') === mode ? null : 'an inserted row of another tenant';
   }
-  if (/EXISTS \(SELECT 1 FROM "?[a-z_]+"? t WHERE t\.id = s\.id\)/.test(sql) && named.length === 1) return null;
+  // The import's "is this id taken" check spans both modes of the account: ids are unique per account
+  // (the key is (team_id, id)), so it names the account alone.
+  const idTaken = /LEFT JOIN "?[a-z_]+"? t ON t\.team_id = (\$\d+)::uuid AND t\.id = s\.id/.exec(sql);
+  if (idTaken && named.length === 1) return param(params, idTaken[1]) === teamId ? null : 'an id check in another account';
   const conditions = [...sql.matchAll(/([a-z]+)\.team_id = (\$\d+)::uuid AND \1\.mode = (\$\d+)/g)];
   if (conditions.length < named.length) return `${named.length} account-owned tables, ${conditions.length} tenant conditions`;
   for (const [, , team, m] of conditions) {
