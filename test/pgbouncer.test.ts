@@ -53,6 +53,11 @@ describe('PgBouncer in transaction pooling mode, BALCAO_DB_PREPARE=false', () =>
       BALCAO_LISTEN_DATABASE_URL: directUrl,
       BALCAO_DATA_DIR: dataDir,
       BALCAO_WEBHOOK_ALLOW_PRIVATE: '1',
+      // 24 clients queue on two server connections: on a starved machine the default waits (1.5 s for a
+      // connection, 5 s a statement) would answer 503s that say nothing about PgBouncer. The bounds
+      // themselves are tested in database-faults.test.ts.
+      BALCAO_DB_ACQUIRE_TIMEOUT_MS: '20000',
+      BALCAO_DB_STATEMENT_TIMEOUT_MS: '20000',
     };
   });
 

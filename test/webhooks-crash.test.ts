@@ -59,7 +59,8 @@ describe('webhooks survive kill -9', () => {
           body: body ? JSON.stringify(body) : undefined,
         });
 
-      let server = await startServe('serve', env);
+      // Metrics on their own listener: the kill waits until the racing writes have reached the server.
+      let server = await startServe('serve', { ...env, BALCAO_METRICS_PORT: '0' });
       const ep = await call(server.url, 'POST', '/v1/webhook-endpoints', { url: receiver.url, enabled_events: ['customer.created'] });
       assert.equal(ep.status, 201);
       const endpointId = ((await ep.json()) as { data: { id: string } }).data.id;
@@ -71,7 +72,10 @@ describe('webhooks survive kill -9', () => {
       const racing = Array.from({ length: 10 }, (_, i) =>
         call(server.url, 'POST', '/v1/customers', { full_name: `R${i}`, email: `r${i}@example.com` }).catch(() => null),
       );
-      await until('a racing write reached the server', () => received(server.url, 'customers.create'), { done: (n) => n >= 2, everyMs: 5 });
+      await until('a racing write reached the server', () => received(server.announced.metrics_url, 'customers.create'), {
+        done: (n) => n >= 2,
+        everyMs: 5,
+      });
       server.child.kill('SIGKILL');
       await new Promise((resolve) => server.child.once('exit', resolve));
       await Promise.all(racing);
