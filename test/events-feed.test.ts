@@ -3,6 +3,7 @@
 // walks that always return a cursor; filters; the long poll; scopes, modules, accounts and modes.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { longPollHooks } from '../src/events/event-routes.ts';
 import { importObject } from '../src/import/stream-import.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { item, UNLIMITED, writer } from './helpers/write-fixtures.ts';
@@ -150,23 +151,50 @@ describe('events feed', () => {
   });
 
   it('holds a long poll until an event arrives', async () => {
-    const { key } = await writer(s);
+    const { key, keyId } = await writer(s);
     const { cursor } = await walk(s, key);
-    const held = s.request('GET', `/v1/events?sort=created_at&wait=20&cursor=${cursor}`, { key });
-    // Written once the poll is held: the wake-up must come from the event, not from a timeout.
-    let settled = false;
-    void held.then(() => {
-      settled = true;
+    // Written once the poll is held (the server's signal, no sleep): the wake-up comes from the event.
+    const isHeld = new Promise<void>((resolve) => {
+      longPollHooks.held = (id) => id === keyId && resolve();
     });
-    await new Promise((r) => setTimeout(r, 200));
-    assert.equal(settled, false);
-    await s.request('POST', '/v1/customers', { key, body: { full_name: 'Wake', email: 'wake@example.com' } });
-    const res = await held;
-    assert.equal(res.status, 200);
-    assert.deepEqual(
-      res.body.data.map((e: Event) => e.type),
-      ['customer.created'],
-    );
+    try {
+      const held = s.request('GET', `/v1/events?sort=created_at&wait=30&cursor=${cursor}`, { key });
+      await isHeld;
+      await s.request('POST', '/v1/customers', { key, body: { full_name: 'Wake', email: 'wake@example.com' } });
+      const res = await held;
+      assert.equal(res.status, 200);
+      assert.deepEqual(
+        res.body.data.map((e: Event) => e.type),
+        ['customer.created'],
+      );
+    } finally {
+      delete longPollHooks.held;
+    }
+  });
+
+  it('does not miss an event committed between the first look and the wait', async () => {
+    const { key, keyId } = await writer(s);
+    const { cursor } = await walk(s, key);
+    // The event commits (and is notified) after the first look found nothing and before the poll waits.
+    // Missed, the poll would answer an empty page at its 30 s deadline; caught, it answers with the event.
+    let written = false;
+    longPollHooks.afterFirstLook = async (id) => {
+      if (id !== keyId || written) return;
+      written = true;
+      const res = await s.request('POST', '/v1/customers', { key, body: { full_name: 'Race', email: 'race@example.com' } });
+      assert.equal(res.status, 201, res.text);
+    };
+    try {
+      const res = await s.request('GET', `/v1/events?sort=created_at&wait=30&cursor=${cursor}`, { key });
+      assert.equal(written, true);
+      assert.equal(res.status, 200);
+      assert.deepEqual(
+        res.body.data.map((e: Event) => e.data.object.full_name),
+        ['Race'],
+      );
+    } finally {
+      delete longPollHooks.afterFirstLook;
+    }
   });
 
   it('answers a long poll at the deadline with an empty page and the same cursor', async () => {

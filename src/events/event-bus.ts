@@ -60,27 +60,55 @@ export class EventBus {
     else this.heldByKey.set(keyId, held);
   }
 
-  /** Resolves true at the tenant's next event, false after `ms` or when `signal` aborts. */
-  waitFor(tenant: string, ms: number, signal: AbortSignal): Promise<boolean> {
-    if (this.closed || signal.aborted || ms <= 0) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      let set = this.waiters.get(tenant);
-      if (!set) {
-        set = new Set();
-        this.waiters.set(tenant, set);
-      }
-      const done = (woken: boolean) => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        set.delete(wake);
-        if (set.size === 0 && this.waiters.get(tenant) === set) this.waiters.delete(tenant);
-        resolve(woken && !this.closed);
-      };
-      const wake = () => done(true);
-      const onAbort = () => done(false);
-      const timer = setTimeout(() => done(false), ms);
-      signal.addEventListener('abort', onAbort, { once: true });
-      set.add(wake);
-    });
+  /** Starts listening for the tenant's events before the caller looks: an event that arrives between
+   *  the look and the wait is kept, so the next `next()` resolves at once (docs/events.md, long poll). */
+  subscribe(tenant: string): EventSubscription {
+    let set = this.waiters.get(tenant);
+    if (!set) {
+      set = new Set();
+      this.waiters.set(tenant, set);
+    }
+    const members = set;
+    let pending = false;
+    let waiting: ((woken: boolean) => void) | undefined;
+    const wake = () => {
+      if (waiting) waiting(true);
+      else pending = true;
+    };
+    members.add(wake);
+    return {
+      next: (ms, signal) => {
+        if (this.closed || signal.aborted) return Promise.resolve(false);
+        if (pending) {
+          pending = false;
+          return Promise.resolve(true);
+        }
+        if (ms <= 0) return Promise.resolve(false);
+        return new Promise((resolve) => {
+          const done = (woken: boolean) => {
+            clearTimeout(timer);
+            signal.removeEventListener('abort', onAbort);
+            waiting = undefined;
+            resolve(woken && !this.closed);
+          };
+          const onAbort = () => done(false);
+          const timer = setTimeout(() => done(false), ms);
+          signal.addEventListener('abort', onAbort, { once: true });
+          waiting = done;
+        });
+      },
+      close: () => {
+        waiting?.(false);
+        members.delete(wake);
+        if (members.size === 0 && this.waiters.get(tenant) === members) this.waiters.delete(tenant);
+      },
+    };
   }
+}
+
+export interface EventSubscription {
+  /** Resolves true at the tenant's next event since subscribing or since the last true (at once if one
+   *  already came), false after `ms` or when `signal` aborts or the bus closes. */
+  next(ms: number, signal: AbortSignal): Promise<boolean>;
+  close(): void;
 }

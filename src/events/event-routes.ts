@@ -14,6 +14,14 @@ import { tenantChannelKey } from './record-event.ts';
 
 export const MAX_WAIT_SECONDS = 30;
 
+/** Test-only points in a long poll, unset in production: `afterFirstLook` runs (awaited) once the
+ *  first look found nothing, `held` once the request is held, so a test writes an event at exactly
+ *  that moment instead of sleeping and hoping (test/events-feed.test.ts). */
+export const longPollHooks: {
+  afterFirstLook?: (keyId: string) => Promise<void>;
+  held?: (keyId: string) => void;
+} = {};
+
 /** A read the router must send to the primary. */
 const PRIMARY = null;
 
@@ -70,30 +78,39 @@ export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus:
     async (request, reply) => {
       const { auth, tenant, resources } = callerOf(request);
       const wait = parseWait(request.query);
-      let page: EventPage = await read(auth.keyId, (db) => listEvents(db, tenant, resources, request.query));
       const channel = tenantChannelKey(tenant.teamId, tenant.mode);
-      // A replica may not have replayed an event committed just before: a long poll must not wait for the next one.
-      if (wait > 0 && page.forward && page.data.length === 0 && read.stalenessMs > 0 && bus.eventWithin(channel, read.stalenessMs))
-        page = await read(PRIMARY, (db) => listEvents(db, tenant, resources, request.query));
-      if (wait > 0 && page.forward && page.data.length === 0 && bus.hold(auth.keyId)) {
-        const abort = new AbortController();
-        const onClose = () => abort.abort();
-        reply.raw.once('close', onClose);
-        try {
-          const deadline = Date.now() + wait * 1000;
-          // An event of another resource wakes us too: then look again until the time is up.
-          while (page.data.length === 0 && (await bus.waitFor(channel, deadline - Date.now(), abort.signal)))
-            // Woken by a commit on the primary that a replica may not have replayed yet: look there.
-            page = await read(PRIMARY, (db) => listEvents(db, tenant, resources, request.query));
-        } finally {
-          reply.raw.off('close', onClose);
-          bus.release(auth.keyId);
+      // Listening starts before the first look (in memory, no query): an event committed after the look
+      // but before the wait still wakes the poll, instead of being missed until the deadline.
+      const subscription = wait > 0 ? bus.subscribe(channel) : undefined;
+      try {
+        let page: EventPage = await read(auth.keyId, (db) => listEvents(db, tenant, resources, request.query));
+        // A replica may not have replayed an event committed just before: a long poll must not wait for the next one.
+        if (wait > 0 && page.forward && page.data.length === 0 && read.stalenessMs > 0 && bus.eventWithin(channel, read.stalenessMs))
+          page = await read(PRIMARY, (db) => listEvents(db, tenant, resources, request.query));
+        if (subscription && page.forward && page.data.length === 0) await longPollHooks.afterFirstLook?.(auth.keyId);
+        if (subscription && page.forward && page.data.length === 0 && bus.hold(auth.keyId)) {
+          const abort = new AbortController();
+          const onClose = () => abort.abort();
+          reply.raw.once('close', onClose);
+          try {
+            longPollHooks.held?.(auth.keyId);
+            const deadline = Date.now() + wait * 1000;
+            // An event of another resource wakes us too: then look again until the time is up.
+            while (page.data.length === 0 && (await subscription.next(deadline - Date.now(), abort.signal)))
+              // Woken by a commit on the primary that a replica may not have replayed yet: look there.
+              page = await read(PRIMARY, (db) => listEvents(db, tenant, resources, request.query));
+          } finally {
+            reply.raw.off('close', onClose);
+            bus.release(auth.keyId);
+          }
         }
+        reply
+          .serializer(reply.compileSerializationSchema(page.sparse ? list.sparse : list.whole, '200'))
+          .type('application/json; charset=utf-8');
+        return listEnvelope(request, page.data, page.pagination);
+      } finally {
+        subscription?.close();
       }
-      reply
-        .serializer(reply.compileSerializationSchema(page.sparse ? list.sparse : list.whole, '200'))
-        .type('application/json; charset=utf-8');
-      return listEnvelope(request, page.data, page.pagination);
     },
   );
 
