@@ -5,12 +5,26 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { openDatabase } from '../../src/infra/db/database.ts';
 import { migrate } from '../../src/infra/db/migrate.ts';
 import { distributeCitusDatabase, dropCitusDatabase, onCitus, prepareCitusDatabase } from './citus.ts';
 import { copyEmbeddedDataDir, databaseUrl } from './db-templates.ts';
+
+// Servers a test started and did not stop (it failed before it could): killed once the file's tests end, so a
+// failure is reported instead of the file waiting for ever on a child that keeps its event loop alive.
+const liveServers = new Set<ChildProcess>();
+after(() => {
+  for (const child of liveServers) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+/** Kill `child` at the end of the file's tests if it is still running then. */
+export function killAtEnd(child: ChildProcess): void {
+  liveServers.add(child);
+  child.once('exit', () => liveServers.delete(child));
+}
 
 export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/balcao.js');
 
@@ -114,6 +128,7 @@ export function startServe(
 ): Promise<RunningServer & { announced: any }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, command, '--json', ...args], { env: childEnv({ PORT: '0', HOST: '127.0.0.1', ...env }) });
+    killAtEnd(child);
     let stdout = '';
     let stderr = '';
     const timer = setTimeout(() => {

@@ -8,7 +8,7 @@ import { createKey } from '../../src/accounts/key-repository.ts';
 import { MODULES } from '../../src/domain/modules.ts';
 import { openDatabase } from '../../src/infra/db/database.ts';
 import { migrate } from '../../src/infra/db/migrate.ts';
-import { BIN, type ScratchEnv, scratchEnv } from './cli.ts';
+import { BIN, killAtEnd, type ScratchEnv, scratchEnv } from './cli.ts';
 import { UNLIMITED } from './write-fixtures.ts';
 
 export interface ServeProcess {
@@ -64,6 +64,7 @@ export function spawnServe(env: Record<string, string>): Promise<ServeProcess> {
     env: { ...rest, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', BALCAO_METRICS_PORT: '0', BALCAO_SHUTDOWN_GRACE_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  killAtEnd(child);
   let stdout = '';
   let stderr = '';
   child.stderr?.on('data', (d) => {
