@@ -88,7 +88,8 @@ describe('a writable resource is its descriptor', () => {
     // which this fixture leaves untouched (the recipe applied to products.ts adds them, asserted below).
     const feed = await fetch(`${s.url}/v1/events?sort=created_at&limit=10`, { headers: { authorization: `Bearer ${key}` } });
     assert.equal(feed.status, 200);
-    const events = ((await feed.json()) as { data: { type: string; data: { object: { id: string }; previous_attributes: unknown } }[] }).data;
+    const events = ((await feed.json()) as { data: { type: string; data: { object: { id: string }; previous_attributes: unknown } }[] })
+      .data;
     assert.deepEqual(
       events.map((e) => [e.type, e.data.object.id]),
       [

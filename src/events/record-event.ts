@@ -47,7 +47,8 @@ function afterDeleteView(d: ResourceDescriptor): ResourceDescriptor {
 
 export async function recordEvent(trx: Db, written: WrittenRecord, requestId: string | null): Promise<void> {
   const { descriptor: d, tenant } = written;
-  const object = written.object ?? (await getRecord(trx, written.action === 'deleted' ? afterDeleteView(d) : d, tenant, written.id, {})).data;
+  const object =
+    written.object ?? (await getRecord(trx, written.action === 'deleted' ? afterDeleteView(d) : d, tenant, written.id, {})).data;
   const previous =
     written.action === 'updated' && written.before
       ? changedAttributes(outputRow(written.before, descriptorMeta(d).fields, descriptorMeta(d)), object)

@@ -31,7 +31,8 @@ export interface ResourceDescriptor extends QueryableResource {
 }
 
 /** The object word of a resource's event types: `event`, else the name less its `s`, `-` as `_` (`bank-accounts` → `bank_account`). */
-export const eventObjectOf = (d: Pick<ResourceDescriptor, 'name' | 'event'>): string => d.event ?? d.name.replace(/s$/, '').replaceAll('-', '_');
+export const eventObjectOf = (d: Pick<ResourceDescriptor, 'name' | 'event'>): string =>
+  d.event ?? d.name.replace(/s$/, '').replaceAll('-', '_');
 
 /** A rule returns the reason a (non-null, well-typed) imported value is refused, or nothing. */
 export type ValueRule = (value: unknown) => string | undefined;

@@ -52,7 +52,8 @@ export function insertScopedText(
 }
 
 /** A `sql`-tagged statement: the tenant's columns then `columns`, for an INSERT's column list or ON CONFLICT target. */
-export const columnsScopedSql = (columns: readonly string[] = []): RawBuilder<unknown> => sql.raw([...TENANT_COLUMNS, ...columns].join(', '));
+export const columnsScopedSql = (columns: readonly string[] = []): RawBuilder<unknown> =>
+  sql.raw([...TENANT_COLUMNS, ...columns].join(', '));
 
 /** A `sql`-tagged statement: the tenant's values, bound in the order of `columnsScopedSql`. */
 export const valuesScopedSql = (scope: TenantScope): RawBuilder<unknown> => sql`${scope.teamId}, ${scope.mode}`;
