@@ -11,6 +11,7 @@ import { products } from '../src/resources/products.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { EVENT_TYPES, eventTypesOf } from '../src/events/event-types.ts';
 import { exportAccount } from '../src/export/export-account.ts';
 import { DataTransferError } from '../src/import/import-error.ts';
 import { importRegistryOf } from '../src/import/resources.ts';
@@ -74,6 +75,37 @@ describe('a writable resource is its descriptor', () => {
     assert.equal((await s.request('GET', `/v1/products/${id}`, { key })).status, 404);
     const stored = await s.db.selectFrom('catalog_items').select('deleted_at').where('id', '=', id).executeTakeFirstOrThrow();
     assert.match(stored.deleted_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+
+  test('its writes record events, shown in the change feed: product.created, product.updated, product.deleted', async () => {
+    const { key } = await writer(s);
+    const created = await s.request('POST', '/v1/products', { key, body: { name: 'Guia', selling_price: 40 } });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.data.id;
+    assert.equal((await s.request('PATCH', `/v1/products/${id}`, { key, body: { selling_price: 42 } })).status, 200);
+    assert.equal((await s.request('DELETE', `/v1/products/${id}`, { key })).status, 204);
+    // Read past the contract check: the description's event types come from the served registry,
+    // which this fixture leaves untouched (the recipe applied to products.ts adds them, asserted below).
+    const feed = await fetch(`${s.url}/v1/events?sort=created_at&limit=10`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(feed.status, 200);
+    const events = ((await feed.json()) as { data: { type: string; data: { object: { id: string }; previous_attributes: unknown } }[] })
+      .data;
+    assert.deepEqual(
+      events.map((e) => [e.type, e.data.object.id]),
+      [
+        ['product.created', id],
+        ['product.updated', id],
+        ['product.deleted', id],
+      ],
+    );
+    assert.deepEqual(events[1]?.data.previous_attributes, { selling_price: 40 });
+    assert.ok(events[2]?.data.object, 'the deleted record, read back past its `deleted_at IS NULL` condition');
+    // The event types (schema enum, webhook patterns and payloads) follow from the write side too.
+    assert.deepEqual(
+      eventTypesOf(resources).filter((t) => t.startsWith('product.')),
+      ['product.created', 'product.updated', 'product.deleted'],
+    );
+    assert.ok(!EVENT_TYPES.some((t) => t.startsWith('product.')), 'the served registry is untouched');
   });
 
   test('the generated tenant wall and guards hold for it', async () => {

@@ -1,29 +1,28 @@
 // The event types of the change feed: `<object>.<action>` for each writable resource, and the
-// patterns a webhook endpoint may subscribe with (`customer.created`, `sale.*`, `*`).
-import type { ScopeResource } from '../domain/scopes.ts';
+// patterns a webhook endpoint may subscribe with (`customer.created`, `sale.*`, `*`). All of it
+// follows from the descriptors (resources/registry.ts): a resource made writable records events.
+import { eventObjectOf, type ResourceDescriptor, writableOf } from '../resources/descriptor.ts';
+import { RESOURCES } from '../resources/registry.ts';
 
 export const EVENT_ACTIONS = ['created', 'updated', 'deleted'] as const;
 export type EventAction = (typeof EVENT_ACTIONS)[number];
 
-/** Resource (URL and scope name) → the object word of its event types. */
-export const EVENT_OBJECTS = {
-  customers: 'customer',
-  sales: 'sale',
-  suppliers: 'supplier',
-  expenses: 'expense',
-} as const satisfies Partial<Record<ScopeResource, string>>;
+/** Resource (URL and scope name) → the object word of its event types, for every resource: any may be
+ *  given a write side, and the feed shows the events of every resource the caller may read. */
+export const EVENT_OBJECTS: Readonly<Record<string, string>> = Object.fromEntries(RESOURCES.map((d) => [d.name, eventObjectOf(d)]));
 
-export type EventResource = keyof typeof EVENT_OBJECTS;
-export const EVENT_RESOURCES = Object.keys(EVENT_OBJECTS) as EventResource[];
+export const EVENT_RESOURCES: readonly string[] = RESOURCES.map((d) => d.name);
 
-export const EVENT_TYPES: readonly string[] = EVENT_RESOURCES.flatMap((r) => EVENT_ACTIONS.map((a) => `${EVENT_OBJECTS[r]}.${a}`));
+/** The event types the resources record: `<object>.<action>` for each one with a write side. */
+export const eventTypesOf = (resources: readonly ResourceDescriptor[]): string[] =>
+  writableOf(resources).flatMap((d) => EVENT_ACTIONS.map((a) => `${eventObjectOf(d)}.${a}`));
+
+export const EVENT_TYPES: readonly string[] = eventTypesOf(RESOURCES);
 
 /** Every pattern an endpoint may list in `enabled_events`. */
-export const EVENT_PATTERNS: readonly string[] = ['*', ...EVENT_RESOURCES.map((r) => `${EVENT_OBJECTS[r]}.*`), ...EVENT_TYPES];
+export const EVENT_PATTERNS: readonly string[] = ['*', ...writableOf(RESOURCES).map((d) => `${eventObjectOf(d)}.*`), ...EVENT_TYPES];
 
-export const isEventResource = (name: string): name is EventResource => name in EVENT_OBJECTS;
-
-export const eventType = (resource: EventResource, action: EventAction): string => `${EVENT_OBJECTS[resource]}.${action}`;
+export const eventType = (object: string, action: EventAction): string => `${object}.${action}`;
 
 /** The patterns that match an event type: itself, `<object>.*` and `*`. */
 export function patternsMatching(type: string): string[] {

@@ -4,11 +4,13 @@
 import { sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
 import { executeDeferred, settledText } from '../infra/db/deferred-statements.ts';
+import { columnsScopedSql, conditionScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { descriptorMeta } from '../query/row-meta.ts';
 import { getRecord } from '../resources/read-engine.ts';
+import { eventObjectOf, type ResourceDescriptor } from '../resources/descriptor.ts';
 import type { WrittenRecord } from '../resources/write-engine.ts';
-import { type EventAction, eventType, isEventResource, patternsMatching } from './event-types.ts';
+import { type EventAction, eventType, patternsMatching } from './event-types.ts';
 
 export const EVENTS_CHANNEL = 'balcao_events';
 export const DELIVERIES_CHANNEL = 'balcao_webhook_deliveries';
@@ -28,15 +30,30 @@ function changedAttributes(before: Record<string, unknown>, after: Record<string
   return previous;
 }
 
+const afterDeleteViews = new WeakMap<ResourceDescriptor, ResourceDescriptor>();
+
+/** The descriptor a deleted record is read back through: without the fixed conditions its soft
+ *  delete breaks (`deleted_at IS NULL` hides a row whose delete sets `deleted_at`). */
+function afterDeleteView(d: ResourceDescriptor): ResourceDescriptor {
+  const set = Object.keys(d.write?.softDelete ?? {});
+  if (!d.where || !set.some((column) => column in (d.where ?? {}))) return d;
+  let view = afterDeleteViews.get(d);
+  if (!view) {
+    view = { ...d, where: Object.fromEntries(Object.entries(d.where).filter(([column]) => !set.includes(column))) };
+    afterDeleteViews.set(d, view);
+  }
+  return view;
+}
+
 export async function recordEvent(trx: Db, written: WrittenRecord, requestId: string | null): Promise<void> {
   const { descriptor: d, tenant } = written;
-  if (!isEventResource(d.name)) return;
-  const object = written.object ?? (await getRecord(trx, d, tenant, written.id, {})).data;
+  const object =
+    written.object ?? (await getRecord(trx, written.action === 'deleted' ? afterDeleteView(d) : d, tenant, written.id, {})).data;
   const previous =
     written.action === 'updated' && written.before
       ? changedAttributes(outputRow(written.before, descriptorMeta(d).fields, descriptorMeta(d)), object)
       : null;
-  const type = eventType(d.name, written.action as EventAction);
+  const type = eventType(eventObjectOf(d), written.action as EventAction);
 
   const data = JSON.stringify({ object, previous_attributes: previous });
   // One statement. The tenant's event counter row stays locked until commit, so the next event of
@@ -47,23 +64,23 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
   // tenant's event sequence (ordered within a millisecond too) around the variant, 32 random bits.
   const statement = sql`
     WITH seq AS (
-      INSERT INTO tenant_counters (team_id, mode, name, value, last_at) VALUES (${tenant.teamId}, ${tenant.mode}, 'events', 1, clock_timestamp())
-      ON CONFLICT (team_id, mode, name) DO UPDATE
+      INSERT INTO tenant_counters (${columnsScopedSql(['name', 'value', 'last_at'])}) VALUES (${valuesScopedSql(tenant)}, 'events', 1, clock_timestamp())
+      ON CONFLICT (${columnsScopedSql(['name'])}) DO UPDATE
         SET value = tenant_counters.value + 1, last_at = greatest(excluded.last_at, tenant_counters.last_at)
       RETURNING value, last_at AS at
     ), event AS (
-      INSERT INTO events (id, team_id, mode, type, resource, data, request_id, created_at)
-      SELECT cast(
+      INSERT INTO events (${columnsScopedSql(['id', 'type', 'resource', 'data', 'request_id', 'created_at'])})
+      SELECT ${valuesScopedSql(tenant)}, cast(
           lpad(to_hex(cast(floor(extract(epoch from at) * 1000) as bigint)), 12, '0') || '7' ||
           lpad(to_hex((value >> 30) & 4095), 3, '0') || to_hex(8 | ((value >> 28) & 3)) ||
           lpad(to_hex(value & 268435455), 7, '0') || substr(md5(random()::text), 1, 8) as uuid),
-        ${tenant.teamId}, ${tenant.mode}, ${type}, ${d.name}, cast(${settledText(data, written.placeholders)} as json), ${requestId}, at
+        ${type}, ${d.name}, cast(${settledText(data, written.placeholders)} as json), ${requestId}, at
       FROM seq
       RETURNING id
     ), deliveries AS (
       INSERT INTO webhook_deliveries (team_id, endpoint_id, event_id, next_attempt_at)
       SELECT e.team_id, e.id, event.id, now() FROM webhook_endpoints e, event
-      WHERE e.team_id = ${tenant.teamId} AND e.mode = ${tenant.mode} AND e.enabled
+      WHERE ${conditionScopedSql(tenant, 'e')} AND e.enabled
         AND e.enabled_events && cast(ARRAY[${sql.join(patternsMatching(type))}] as text[])
       RETURNING 1
     )

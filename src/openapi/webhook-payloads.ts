@@ -2,7 +2,8 @@
 // receives (the event object with its record, and the Standard Webhooks headers).
 import { Type } from '@sinclair/typebox';
 import { eventDataSchema } from '../events/event-schema.ts';
-import { EVENT_ACTIONS, EVENT_OBJECTS, EVENT_RESOURCES } from '../events/event-types.ts';
+import { EVENT_ACTIONS, EVENT_RESOURCES } from '../events/event-types.ts';
+import { eventObjectOf } from '../resources/descriptor.ts';
 import { resourceByName } from '../resources/registry.ts';
 import { F } from '../schemas/common.ts';
 
@@ -24,8 +25,8 @@ export function webhookPayloads(): Json {
   const out: Json = {};
   for (const resource of EVENT_RESOURCES) {
     const d = resourceByName(resource);
-    if (!d) continue;
-    const object = EVENT_OBJECTS[resource];
+    if (!d?.write) continue;
+    const object = eventObjectOf(d);
     for (const action of EVENT_ACTIONS) {
       const type = `${object}.${action}`;
       const title = `${object.charAt(0).toUpperCase()}${object.slice(1)}${action.charAt(0).toUpperCase()}${action.slice(1)}Event`;

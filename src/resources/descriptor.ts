@@ -26,7 +26,13 @@ export interface ResourceDescriptor extends QueryableResource {
   deprecated?: DeprecationNotice;
   /** What `balcao import` and `balcao export` need beyond the table (its key is the name with `_`). */
   import?: ImportDescriptor;
+  /** The object word of its event types (`customer.created`), when it is not the name less its plural `s`. */
+  event?: string;
 }
+
+/** The object word of a resource's event types: `event`, else the name less its `s`, `-` as `_` (`bank-accounts` → `bank_account`). */
+export const eventObjectOf = (d: Pick<ResourceDescriptor, 'name' | 'event'>): string =>
+  d.event ?? d.name.replace(/s$/, '').replaceAll('-', '_');
 
 /** A rule returns the reason a (non-null, well-typed) imported value is refused, or nothing. */
 export type ValueRule = (value: unknown) => string | undefined;

@@ -11,6 +11,7 @@ import { eventRow } from '../events/event-schema.ts';
 import { RETENTION_DAYS } from '../events/list-events.ts';
 import { DELIVERIES_CHANNEL } from '../events/record-event.ts';
 import type { Database } from '../infra/db/database.ts';
+import { columnsScopedSql, keyScopedSql, keysScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { type AttemptOutcome, postWebhook } from './post-webhook.ts';
@@ -151,7 +152,7 @@ export class DeliveryWorker {
     if (due.length === 0) return { claimed: [], due: 0 };
     const { rows } = await sql<{ team_id: string; id: string }>`
       UPDATE webhook_deliveries SET lease_until = now() + cast(${`${this.leaseMs} milliseconds`} as interval), lease_owner = ${this.owner}
-      WHERE (team_id, id) IN (${sql.join(due.map((r) => sql`(${r.team_id}::uuid, ${r.id}::uuid)`))})
+      WHERE ${keysScopedSql(due)}
         AND status = 'pending' AND (lease_until IS NULL OR lease_until < now())
       RETURNING team_id, id`.execute(db);
     if (rows.length === 0) return { claimed: [], due: due.length };
@@ -164,7 +165,7 @@ export class DeliveryWorker {
                ev.team_id, ev.mode, ev.id, ev.type, ev.created_at, ev.data, ev.request_id
         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.team_id = d.team_id AND e.id = d.endpoint_id
           JOIN events ev ON ev.team_id = d.team_id AND ev.id = d.event_id
-        WHERE (d.team_id, d.id) IN (${sql.join(rows.map((r) => sql`(${r.team_id}::uuid, ${r.id}::uuid)`))})`.execute(db)
+        WHERE ${keysScopedSql(rows, 'd')}`.execute(db)
     ).rows;
     const meta = rowMeta(eventRow);
     const claimed = found.map((r) => ({
@@ -202,7 +203,7 @@ export class DeliveryWorker {
   }
 
   private async release(c: Claimed): Promise<void> {
-    await sql`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE team_id = ${c.team_id} AND id = ${c.id} AND lease_owner = ${this.owner}`.execute(
+    await sql`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE ${keyScopedSql(c.team_id, c.id)} AND lease_owner = ${this.owner}`.execute(
       this.database.db,
     );
   }
@@ -217,16 +218,15 @@ export class DeliveryWorker {
       await sql`
         UPDATE webhook_deliveries
         SET status = ${status}, attempt_count = ${attempt}, next_attempt_at = ${nextAt?.toISOString() ?? null}, lease_until = NULL, lease_owner = NULL
-        WHERE team_id = ${c.team_id} AND id = ${c.id}`.execute(trx);
+        WHERE ${keyScopedSql(c.team_id, c.id)}`.execute(trx);
       await sql`
-        INSERT INTO webhook_attempts (team_id, mode, delivery_id, endpoint_id, event_id, event_type, attempt_number, response_status, error,
-                                      response_body, duration_ms, next_attempt_at)
-        VALUES (${c.team_id}, ${c.mode}, ${c.id}, ${c.endpoint_id}, ${String(c.event.id)}, ${String(c.event.type)}, ${attempt},
+        INSERT INTO webhook_attempts (${columnsScopedSql(['delivery_id', 'endpoint_id', 'event_id', 'event_type', 'attempt_number', 'response_status', 'error', 'response_body', 'duration_ms', 'next_attempt_at'])})
+        VALUES (${valuesScopedSql({ teamId: c.team_id, mode: c.mode })}, ${c.id}, ${c.endpoint_id}, ${String(c.event.id)}, ${String(c.event.type)}, ${attempt},
                 ${outcome.status}, ${outcome.error}, ${outcome.body}, ${outcome.durationMs}, ${nextAt?.toISOString() ?? null})`.execute(
         trx,
       );
       if (outcome.ok) {
-        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id} AND failing_since IS NOT NULL`.execute(
+        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE ${keyScopedSql(c.team_id, c.endpoint_id)} AND failing_since IS NOT NULL`.execute(
           trx,
         );
         return;
@@ -236,10 +236,10 @@ export class DeliveryWorker {
       await sql`
         UPDATE webhook_endpoints SET enabled = false,
           disabled_reason = ${`Disabled: every delivery failed for ${DISABLE_AFTER_DAYS} days (last: ${outcome.error ?? `HTTP ${outcome.status}`}).`}
-        WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id} AND failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days'`.execute(
+        WHERE ${keyScopedSql(c.team_id, c.endpoint_id)} AND failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days'`.execute(
         trx,
       );
-      await sql`UPDATE webhook_endpoints SET failing_since = now() WHERE team_id = ${c.team_id} AND id = ${c.endpoint_id} AND failing_since IS NULL`.execute(
+      await sql`UPDATE webhook_endpoints SET failing_since = now() WHERE ${keyScopedSql(c.team_id, c.endpoint_id)} AND failing_since IS NULL`.execute(
         trx,
       );
     });

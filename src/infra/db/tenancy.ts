@@ -1,12 +1,13 @@
 // The one place statements are scoped to a tenant: every read, insert, update and row lock of an
-// account-owned table is built here and carries (team_id, mode): query-builder statements, and the
-// raw SQL and COPY columns of the bulk import. test/tenancy-sql.test.ts checks the statements
-// of the served routes and of the CLI's import, export and `webhooks list`. (Events and webhook
-// deliveries still write theirs by hand: issue 24.)
+// account-owned table is built here and carries (team_id, mode): query-builder statements, the
+// raw SQL and COPY columns of the bulk import, and the `sql`-tagged statements of events and the
+// webhook delivery worker. test/tenancy-sql.test.ts checks the statements of the served routes and
+// of the CLI's import, export and `webhooks list`.
 import {
   type DeleteQueryBuilder,
   type InsertQueryBuilder,
   type QueryCreator,
+  type RawBuilder,
   type SelectQueryBuilder,
   type SqlBool,
   sql,
@@ -49,6 +50,26 @@ export function insertScopedText(
     params: [scope.teamId, scope.mode, ...names.map((name) => values[name]?.value)],
   };
 }
+
+/** A `sql`-tagged statement: the tenant's columns then `columns`, for an INSERT's column list or ON CONFLICT target. */
+export const columnsScopedSql = (columns: readonly string[] = []): RawBuilder<unknown> =>
+  sql.raw([...TENANT_COLUMNS, ...columns].join(', '));
+
+/** A `sql`-tagged statement: the tenant's values, bound in the order of `columnsScopedSql`. */
+export const valuesScopedSql = (scope: TenantScope): RawBuilder<unknown> => sql`${scope.teamId}, ${scope.mode}`;
+
+/** A `sql`-tagged statement: the tenant condition on `alias`, its values bound. */
+export const conditionScopedSql = (scope: TenantScope, alias: string): RawBuilder<SqlBool> =>
+  sql<SqlBool>`${sql.raw(`${alias}.team_id`)} = ${scope.teamId} AND ${sql.raw(`${alias}.mode`)} = ${scope.mode}`;
+
+/** A row of a queue that serves every tenant (webhook deliveries), by its key (team_id, id). */
+export const keyScopedSql = (teamId: string, id: string): RawBuilder<SqlBool> => sql<SqlBool>`team_id = ${teamId} AND id = ${id}`;
+
+/** Rows of such a queue by their keys: `(team_id, id) IN (…)`, one shard-routable pair each (docs/scale-out.md). */
+export const keysScopedSql = (keys: readonly { team_id: string; id: string }[], alias?: string): RawBuilder<SqlBool> => {
+  const key = alias ? `(${alias}.team_id, ${alias}.id)` : '(team_id, id)';
+  return sql<SqlBool>`${sql.raw(key)} IN (${sql.join(keys.map((k) => sql`(${k.team_id}::uuid, ${k.id}::uuid)`))})`;
+};
 
 /** Conditions besides the tenant that bound what a resource may see (column → allowed values, or null for IS NULL). */
 export type FixedConditions = Readonly<Record<string, readonly string[] | null>>;
