@@ -224,7 +224,15 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, conf
   const deps: RouteDeps = { db, config, hooks: createIdempotencyHooks(new IdempotencyStore(db)) };
   const typed = typedRoutes(app);
   // In this order: it is the order of the OpenAPI description.
-  for (const register of [registerCreate, registerList, registerGet, registerUpdate, registerDelete, registerRotateSecret, registerDeliveries]) {
+  for (const register of [
+    registerCreate,
+    registerList,
+    registerGet,
+    registerUpdate,
+    registerDelete,
+    registerRotateSecret,
+    registerDeliveries,
+  ]) {
     register(typed, deps);
   }
 }
