@@ -11,7 +11,7 @@ import { outputRow } from '../query/output.ts';
 import { planLimit } from '../query/plan.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { getEndpoint } from './endpoint-repository.ts';
-import { webhookAttemptRow } from './endpoint-schema.ts';
+import { type WebhookAttempt, webhookAttemptRow } from './endpoint-schema.ts';
 import type { Row } from '../infra/db/row.ts';
 
 const SORT = '-created_at';
@@ -22,7 +22,7 @@ export async function listAttempts(
   tenant: Tenant,
   endpointId: string,
   query: Row,
-): Promise<{ data: Row[]; pagination: Pagination }> {
+): Promise<{ data: WebhookAttempt[]; pagination: Pagination }> {
   await getEndpoint(db, tenant, endpointId);
   const limit = planLimit(typeof query.limit === 'string' ? query.limit : undefined);
   const after = typeof query.cursor === 'string' && query.cursor !== '' ? decodeCursor(query.cursor, SORT, 'timestamp', false) : null;
@@ -55,7 +55,7 @@ export async function listAttempts(
   const page = hasMore ? rows.slice(0, limit) : rows;
   const last = page[page.length - 1];
   return {
-    data: page.map((r) => outputRow(r, meta.fields, meta)),
+    data: page.map((r) => outputRow(r, meta.fields, meta) as WebhookAttempt),
     pagination: {
       next_cursor: hasMore && last ? encodeCursor(SORT, String(last.cursor_value), String(last.id)) : null,
       has_more: hasMore,

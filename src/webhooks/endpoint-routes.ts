@@ -1,5 +1,6 @@
 // The webhook endpoint routes: create, list, get, update, delete, rotate the secret, and list
 // the delivery attempts. Scopes `webhooks:write` / `webhooks:read`; URLs are checked for SSRF.
+// Registered on the typed routes, so params, bodies and queries are typed from their schemas.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
@@ -7,6 +8,7 @@ import { errors, type FieldError } from '../errors/app-error.ts';
 import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import { createIdempotencyHooks } from '../http/idempotency.ts';
+import { type TypedApp, typedRoutes } from '../http/typed-routes.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore } from '../infra/idempotency-store.ts';
 import { MAX_LIMIT } from '../query/plan.ts';
@@ -28,19 +30,37 @@ const read = { resource: 'webhooks', access: 'read' } as const;
 const write = { resource: 'webhooks', access: 'write' } as const;
 const writeBody = { attachValidation: true } as const;
 
+const deliveriesQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_LIMIT, default: 20, description: `Page size, 1..${MAX_LIMIT}.` }),
+    ),
+    cursor: Type.Optional(Type.String({ description: '`pagination.next_cursor` of the previous page.' })),
+  },
+  { additionalProperties: true },
+);
+
+interface RouteDeps {
+  db: Db;
+  config: Config;
+  hooks: ReturnType<typeof createIdempotencyHooks>;
+}
+
 function tenantOf(request: FastifyRequest) {
   if (!request.tenant) throw errors.internal(new Error('webhook route without a tenant'));
   return request.tenant;
 }
 
+/** The body's `url` if it has one: the body is not yet known to match its schema (validation attached). */
+function bodyUrl(body: unknown): unknown {
+  return typeof body === 'object' && body !== null && 'url' in body ? body.url : undefined;
+}
+
 /** Ajv's refusals and the URL's, as one 422. */
 async function refuseInvalid(request: FastifyRequest, config: Config): Promise<void> {
-  const failure = request.validationError as (Error & { validation?: unknown[]; validationContext?: string }) | undefined;
-  const found: FieldError[] =
-    failure?.validation && failure.validationContext === 'body'
-      ? toFieldErrors(failure.validation as Parameters<typeof toFieldErrors>[0])
-      : [];
-  const url = (request.body as { url?: unknown } | undefined)?.url;
+  const failure = request.validationError;
+  const found: FieldError[] = failure?.validation && failure.validationContext === 'body' ? toFieldErrors(failure.validation) : [];
+  const url = bodyUrl(request.body);
   if (typeof url === 'string' && !found.some((e) => e.field === 'url')) {
     const reason = await urlRefusal(url, config.webhookAllowPrivate);
     if (reason) found.push({ field: 'url', code: 'url_not_allowed', message: `URL recusada: ${reason}.` });
@@ -48,9 +68,7 @@ async function refuseInvalid(request: FastifyRequest, config: Config): Promise<v
   if (found.length > 0) throw errors.bodyInvalid(found);
 }
 
-export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, config: Config): void {
-  const hooks = createIdempotencyHooks(new IdempotencyStore(db));
-
+function registerCreate(app: TypedApp, { db, config, hooks }: RouteDeps): void {
   app.post(
     '/v1/webhook-endpoints',
     {
@@ -69,11 +87,13 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, conf
     },
     async (request, reply) => {
       await refuseInvalid(request, config);
-      const created = await createEndpoint(db, tenantOf(request), request.body as never, hooks.beforeCommit(request));
+      const created = await createEndpoint(db, tenantOf(request), request.body, hooks.beforeCommit(request));
       return reply.code(201).send(itemEnvelope(request, created));
     },
   );
+}
 
+function registerList(app: TypedApp, { db }: RouteDeps): void {
   app.get(
     '/v1/webhook-endpoints',
     {
@@ -91,7 +111,9 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, conf
       return listEnvelope(request, data, { next_cursor: null, has_more: false, limit: MAX_ENDPOINTS });
     },
   );
+}
 
+function registerGet(app: TypedApp, { db }: RouteDeps): void {
   app.get(
     '/v1/webhook-endpoints/:id',
     {
@@ -104,9 +126,11 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, conf
         response: { 200: itemEnvelopeSchema(webhookEndpointRow) },
       },
     },
-    async (request) => itemEnvelope(request, await getEndpoint(db, tenantOf(request), (request.params as { id: string }).id)),
+    async (request) => itemEnvelope(request, await getEndpoint(db, tenantOf(request), request.params.id)),
   );
+}
 
+function registerUpdate(app: TypedApp, { db, config }: RouteDeps): void {
   app.patch(
     '/v1/webhook-endpoints/:id',
     {
@@ -124,13 +148,16 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, conf
     },
     async (request) => {
       const tenant = tenantOf(request);
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
+      // An unknown endpoint answers 404 before its body is judged.
       await getEndpoint(db, tenant, id);
       await refuseInvalid(request, config);
-      return itemEnvelope(request, await updateEndpoint(db, tenant, id, request.body as never));
+      return itemEnvelope(request, await updateEndpoint(db, tenant, id, request.body));
     },
   );
+}
 
+function registerDelete(app: TypedApp, { db }: RouteDeps): void {
   app.delete(
     '/v1/webhook-endpoints/:id',
     {
@@ -145,11 +172,13 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, conf
       },
     },
     async (request, reply) => {
-      await deleteEndpoint(db, tenantOf(request), (request.params as { id: string }).id);
-      return reply.code(204).send();
+      await deleteEndpoint(db, tenantOf(request), request.params.id);
+      return reply.code(204).send(null);
     },
   );
+}
 
+function registerRotateSecret(app: TypedApp, { db, hooks }: RouteDeps): void {
   app.post(
     '/v1/webhook-endpoints/:id/rotate-secret',
     {
@@ -165,10 +194,11 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, conf
         response: { 200: itemEnvelopeSchema(webhookEndpointWithSecret) },
       },
     },
-    async (request) =>
-      itemEnvelope(request, await rotateSecret(db, tenantOf(request), (request.params as { id: string }).id, hooks.beforeCommit(request))),
+    async (request) => itemEnvelope(request, await rotateSecret(db, tenantOf(request), request.params.id, hooks.beforeCommit(request))),
   );
+}
 
+function registerDeliveries(app: TypedApp, { db }: RouteDeps): void {
   app.get(
     '/v1/webhook-endpoints/:id/deliveries',
     {
@@ -179,21 +209,30 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, conf
         description: 'Newest first: event, attempt number, time, response status or error, duration and the next attempt.',
         tags,
         params: idParamsSchema,
-        querystring: Type.Object(
-          {
-            limit: Type.Optional(
-              Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_LIMIT, default: 20, description: `Page size, 1..${MAX_LIMIT}.` }),
-            ),
-            cursor: Type.Optional(Type.String({ description: '`pagination.next_cursor` of the previous page.' })),
-          },
-          { additionalProperties: true },
-        ),
+        querystring: deliveriesQuery,
         response: { 200: listEnvelopeSchema(webhookAttemptRow) },
       },
     },
     async (request) => {
-      const { data, pagination } = await listAttempts(db, tenantOf(request), (request.params as { id: string }).id, request.query as never);
+      const { data, pagination } = await listAttempts(db, tenantOf(request), request.params.id, request.query);
       return listEnvelope(request, data, pagination);
     },
   );
+}
+
+export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, config: Config): void {
+  const deps: RouteDeps = { db, config, hooks: createIdempotencyHooks(new IdempotencyStore(db)) };
+  const typed = typedRoutes(app);
+  // In this order: it is the order of the OpenAPI description.
+  for (const register of [
+    registerCreate,
+    registerList,
+    registerGet,
+    registerUpdate,
+    registerDelete,
+    registerRotateSecret,
+    registerDeliveries,
+  ]) {
+    register(typed, deps);
+  }
 }

@@ -1,5 +1,5 @@
 // Shapes of webhook endpoints and their delivery attempts (TypeBox: validation, types, OpenAPI).
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { EVENT_PATTERNS } from '../events/event-types.ts';
 import { NO_NUL_PATTERN, TEXT_BOUNDS } from '../schemas/bounds.ts';
 import { F } from '../schemas/common.ts';
@@ -84,3 +84,4 @@ export const webhookAttemptRow = Type.Object(
   },
   { title: 'WebhookAttempt' },
 );
+export type WebhookAttempt = Static<typeof webhookAttemptRow>;

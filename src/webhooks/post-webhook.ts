@@ -1,7 +1,7 @@
 // One delivery attempt over HTTP: POST the signed body, wait at most the timeout for a status,
 // keep at most 1 kB of the answer. The connected address is checked (lookup and socket) unless
 // private addresses are allowed; a fresh connection per attempt, so no socket skips the check.
-import http from 'node:http';
+import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import { AddressRefusedError, isPublicAddress, publicOnlyLookup } from './address-safety.ts';
@@ -36,78 +36,97 @@ function describe(err: unknown, timedOut: boolean): string {
   return 'connection_error';
 }
 
+type Client = typeof http | typeof https;
+
+/** The target's URL and its client: https always, http only where private addresses are allowed. */
+function clientFor(target: string, allowPrivate: boolean): { url: URL; client: Client } | null {
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return null;
+  }
+  const client = url.protocol === 'https:' ? https : url.protocol === 'http:' && allowPrivate ? http : null;
+  return client ? { url, client } : null;
+}
+
+/** The POST, not yet sent, its connected address checked unless private addresses are allowed. */
+function openRequest(url: URL, client: Client, headers: Record<string, string>, body: string, allowPrivate: boolean): ClientRequest {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const request = client.request(url, {
+    method: 'POST',
+    agent: false,
+    lookup: publicOnlyLookup(allowPrivate),
+    headers: {
+      ...headers,
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      'user-agent': 'Balcao-Webhooks/1.0',
+    },
+  });
+  // IP literals skip `lookup`: the connected address is checked for every connection.
+  request.on('socket', (socket: Socket) => {
+    socket.once('connect', () => {
+      if (!allowPrivate && !isPublicAddress(socket.remoteAddress ?? '')) request.destroy(new AddressRefusedError(host));
+    });
+  });
+  return request;
+}
+
+/** Calls `done` with the first MAX_STORED_BODY bytes of the answer once they, or its end, arrive. */
+function readCapped(response: IncomingMessage, done: (text: string) => void): void {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  const finish = () => {
+    done(Buffer.concat(chunks).toString('utf8').slice(0, MAX_STORED_BODY));
+    response.destroy();
+  };
+  response.on('data', (chunk: Buffer) => {
+    if (kept < MAX_STORED_BODY) {
+      chunks.push(chunk.subarray(0, MAX_STORED_BODY - kept));
+      kept += Math.min(chunk.length, MAX_STORED_BODY - kept);
+    }
+    if (kept >= MAX_STORED_BODY) finish();
+  });
+  response.on('end', finish);
+  response.on('error', finish);
+  response.on('close', finish);
+}
+
 export function postWebhook(target: string, headers: Record<string, string>, body: string, options: PostOptions): Promise<AttemptOutcome> {
   const started = performance.now();
-  const elapsed = () => Math.round(performance.now() - started);
   return new Promise((resolve) => {
     let settled = false;
     let timedOut = false;
     let status: number | null = null;
-    const chunks: Buffer[] = [];
-    let kept = 0;
+    let timer: NodeJS.Timeout | undefined;
     const finish = (outcome: Omit<AttemptOutcome, 'durationMs' | 'aborted'> & { aborted?: boolean }) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       options.signal.removeEventListener('abort', onAbort);
-      resolve({ aborted: false, ...outcome, durationMs: elapsed() });
+      resolve({ aborted: false, ...outcome, durationMs: Math.round(performance.now() - started) });
     };
-    let url: URL;
-    try {
-      url = new URL(target);
-    } catch {
+    const opened = clientFor(target, options.allowPrivate);
+    if (!opened) {
       finish({ ok: false, status: null, error: 'invalid_url', body: null });
       return;
     }
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    const client = url.protocol === 'https:' ? https : url.protocol === 'http:' && options.allowPrivate ? http : null;
-    if (!client) {
-      finish({ ok: false, status: null, error: 'invalid_url', body: null });
-      return;
-    }
-    const request = client.request(url, {
-      method: 'POST',
-      agent: false,
-      lookup: publicOnlyLookup(options.allowPrivate),
-      headers: {
-        ...headers,
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(body),
-        'user-agent': 'Balcao-Webhooks/1.0',
-      },
-    });
-    // IP literals skip `lookup`: the connected address is checked for every connection.
-    request.on('socket', (socket: Socket) => {
-      socket.once('connect', () => {
-        if (!options.allowPrivate && !isPublicAddress(socket.remoteAddress ?? '')) request.destroy(new AddressRefusedError(host));
-      });
-    });
-    const timer = setTimeout(() => {
+    const request = openRequest(opened.url, opened.client, headers, body, options.allowPrivate);
+    timer = setTimeout(() => {
       timedOut = true;
       request.destroy(new Error('timeout'));
     }, options.timeoutMs);
-    const onAbort = () => {
+    function onAbort() {
       request.destroy(new Error('aborted'));
       finish({ ok: false, status: null, error: null, body: null, aborted: true });
-    };
+    }
     options.signal.addEventListener('abort', onAbort, { once: true });
     request.on('response', (response) => {
       status = response.statusCode ?? null;
-      const done = () => {
-        const text = Buffer.concat(chunks).toString('utf8').slice(0, MAX_STORED_BODY);
-        finish({ ok: status !== null && status >= 200 && status < 300, status, error: null, body: text || null });
-        response.destroy();
-      };
-      response.on('data', (chunk: Buffer) => {
-        if (kept < MAX_STORED_BODY) {
-          chunks.push(chunk.subarray(0, MAX_STORED_BODY - kept));
-          kept += Math.min(chunk.length, MAX_STORED_BODY - kept);
-        }
-        if (kept >= MAX_STORED_BODY) done();
-      });
-      response.on('end', done);
-      response.on('error', done);
-      response.on('close', done);
+      readCapped(response, (text) =>
+        finish({ ok: status !== null && status >= 200 && status < 300, status, error: null, body: text || null }),
+      );
     });
     request.on('error', (err) => {
       // A status already received is the outcome even if the body broke off.
