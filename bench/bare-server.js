@@ -111,6 +111,7 @@ const saleJson = fastJson({
     },
   },
 });
+const customerJson = fastJson({ type: 'object', properties: { data: customer } });
 const meJson = fastJson(row({ id: 's', name: 's', plan_code: 's' }));
 
 const CUSTOMER_COLUMNS = `"id", "full_name", "email", "phone", "document", "birth_date", "notes", "is_active", "gender", "address_country", "address_state", "address_city", "address_neighborhood", "address_street", "address_number", "address_complement", "address_zip_code", "accepts_communications", "valid_whatsapp", "profile_photo_url", "whatsapp_photo", "created_at", "updated_at"`;
@@ -121,6 +122,7 @@ const LIST = {
   ilike: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 and "full_name" ilike $3 order by "created_at" desc, "id" desc limit 21`,
   sort: `select ${CUSTOMER_COLUMNS} from "customers" where "team_id" = $1 and "mode" = $2 order by "full_name" asc, "id" asc limit 21`,
 };
+const CUSTOMER = `select ${CUSTOMER_COLUMNS} from "customers" where "team_id" = $1 and "mode" = $2 and "id" = $3`;
 const SALE = `select "id", "customer_id", "transaction_type", "transaction_number", "status", "sale_date", "delivery_date", "subtotal", "discount_amount", "discount_percentage", "tax_amount", "total_amount", "notes", "payment_method", "payment_status", "delivery_fee", "order_code", "is_active", "created_at", "updated_at" from "transactions" where "team_id" = $1 and "mode" = $2 and "transaction_type" in ('sale', 'order') and "id" = $3`;
 const ITEMS = `select "id", "catalog_type", "catalog_item_id", "quantity", "unit_price", "discount_amount", "discount_percentage", "subtotal", "total_amount", "notes", "created_at" from "transaction_items" where "team_id" = $1 and "mode" = $2 and "transaction_id" = $3 order by "created_at" asc, "id" asc`;
 const HISTORY = `select "id", "old_status", "new_status", "change_reason", "created_at" from "transaction_status_history" where "team_id" = $1 and "mode" = $2 and "transaction_id" = $3 order by "created_at" asc, "id" asc`;
@@ -154,6 +156,10 @@ const routes = {
       sql.unsafe(HISTORY, [team, 'live', id], PREPARED),
     ]);
     return saleJson({ data: { ...found, items, status_history: statusHistory } });
+  },
+  '/customer': async (q) => {
+    const [found] = await sql.unsafe(CUSTOMER, [team, 'live', q.get('id')], PREPARED);
+    return customerJson({ data: found });
   },
   '/me': async () => meJson(account),
 };

@@ -320,6 +320,7 @@ try {
     ],
     ['filter full_name ilike Ana%', '/v1/customers?limit=20&filter[full_name][ilike]=Ana%25', '/ilike'],
     ['sort=full_name', '/v1/customers?limit=20&sort=full_name', '/sort'],
+    ['customer by id', `/v1/customers/${deepRow!.id}`, `/customer?id=${deepRow!.id}`],
     ['sale with items, history', `/v1/sales/${data.saleId}?include=items,status_history`, `/sale?id=${data.saleId}`],
     ['GET /v1/me', '/v1/me', '/me'],
   ];
