@@ -59,6 +59,7 @@ export async function stopGracefully(app: FastifyInstance, options: StopOptions)
     // Still accepting while unready: connections already in the kernel's listen backlog, and those a
     // balancer sends before its next health check, are taken in and served (with Connection: close).
     await new Promise((resolve) => setTimeout(resolve, options.graceMs ?? 0));
+    await takeInBacklog(app.lifecycle);
     stopAccepting(app);
     app.log.info({ accepted: app.lifecycle.accepted, open: app.lifecycle.connections.size }, 'stopping: listener closed');
     // Node's own close would now close every connection it counts as idle, and it counts as idle a
@@ -79,6 +80,20 @@ export async function stopGracefully(app: FastifyInstance, options: StopOptions)
   }
   app.log.info({ code }, 'stopped');
   exit(code);
+}
+
+/**
+ * Turns of the event loop until one accepts no new connection. A timer runs before the loop's poll phase, so
+ * after a busy stretch (the embedded database works on this thread) the grace timer can fire while the
+ * backlog still holds connections the kernel accepted long ago: closing the listener then would reset them.
+ * setImmediate runs after the poll phase, which accepts everything pending.
+ */
+async function takeInBacklog(lifecycle: Lifecycle): Promise<void> {
+  let seen: number;
+  do {
+    seen = lifecycle.accepted;
+    await new Promise((resolve) => setImmediate(resolve));
+  } while (lifecycle.accepted !== seen);
 }
 
 /** Least time a connection accepted before the listener closed gets to send its first request. */
@@ -105,6 +120,9 @@ async function closeIdle(connections: Set<net.Socket>, firstRequestMs: number): 
     }
     if (!waiting) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
+    // Decide after a poll phase, not in the timers phase before it: a request that arrived while the loop
+    // was busy is read first, so its connection is not taken for one that never sent anything.
+    await new Promise((resolve) => setImmediate(resolve));
   }
 }
 
