@@ -10,6 +10,7 @@ import type { AuthContext } from '../domain/tenant.ts';
 import { listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
 import { executeDeferred } from '../infra/db/deferred-statements.ts';
+import { columnsScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import type { QueryableResource } from '../query/contract.ts';
 import type { FilterPlan } from '../query/plan.ts';
 import { documentedRecord, listQuerySchema, sparseSchema } from '../query/schemas.ts';
@@ -68,8 +69,8 @@ export interface WriteRequest {
 export async function logWrite(trx: Db, written: WrittenRecord, request: WriteRequest): Promise<void> {
   const { tenant } = written;
   const statement = sql`
-    INSERT INTO request_log (team_id, id, mode, api_key_id, request_id, method, path, status, idempotency_key, resource, resource_id)
-    VALUES (${tenant.teamId}, gen_random_uuid(), ${tenant.mode}, ${request.apiKeyId}, ${request.requestId}, ${request.method},
+    INSERT INTO request_log (${columnsScopedSql(['id', 'api_key_id', 'request_id', 'method', 'path', 'status', 'idempotency_key', 'resource', 'resource_id'])})
+    VALUES (${valuesScopedSql(tenant)}, gen_random_uuid(), ${request.apiKeyId}, ${request.requestId}, ${request.method},
       ${request.path}, ${request.status}, ${request.idempotencyKey}, ${written.descriptor.name}, ${written.id})`.compile(trx);
   await executeDeferred(trx, statement);
 }
