@@ -33,10 +33,15 @@ export function numberingStatement(trx: Db, tenant: Tenant, saleId: string): Com
 const NUMBERING = { statement: 'numbering' };
 
 function buildNumbering(trx: Db, tenant: Tenant, saleId: string) {
-  const afterLargestStored = () =>
-    sql<number>`(${selectScoped(trx, 'transactions', tenant)
-      .select(sql`coalesce(max(transaction_number::numeric), 0) + 1`.as('next'))
-      .where(sql<boolean>`transaction_number ~ '^[0-9]{1,18}$'`)})`;
+  const largestStored = selectScoped(trx, 'transactions', tenant)
+    .select(sql`coalesce(max(transaction_number::numeric), 0) + 1`.as('next'))
+    .where(sql<boolean>`transaction_number ~ '^[0-9]{1,18}$'`);
+  const afterLargestStored = () => sql<number>`(${largestStored})`;
+  // In the UPDATE the scan is tied to the counter row, which makes it a SubPlan that runs only when its
+  // CASE branch is taken. An uncorrelated one is an InitPlan, and PostgreSQL computes every InitPlan of
+  // an UPDATE when it re-checks a row a concurrent transaction changed (EvalPlanQual): with sales
+  // arriving together that was every sale, and a scan of all the tenant's sales each (docs/performance.md).
+  const afterLargestStoredForCounter = sql<number>`(${largestStored.where(sql<boolean>`transactions.team_id = tenant_counters.team_id`)})`;
   const nextTaken = selectScoped(trx, 'transactions', tenant)
     .select(sql`1`.as('taken'))
     .where('transaction_number', '=', sql<string>`cast(tenant_counters.value + 1 as text)`);
@@ -45,7 +50,7 @@ function buildNumbering(trx: Db, tenant: Tenant, saleId: string) {
       updateScoped(db, 'tenant_counters', tenant)
         .set({
           value: sql`case when exists (${nextTaken})
-            then greatest(tenant_counters.value + 1, ${afterLargestStored()}) else tenant_counters.value + 1 end`,
+            then greatest(tenant_counters.value + 1, ${afterLargestStoredForCounter}) else tenant_counters.value + 1 end`,
         })
         .where('name', '=', TRANSACTION_COUNTER)
         .returning('value'),

@@ -1,0 +1,49 @@
+// The sale number's statement keeps its rare path rare. Its scan of every number the tenant stored
+// (the largest, for a counter an import overtook) must be a SubPlan of the counter's UPDATE, run only
+// when its CASE branch is taken. As an InitPlan PostgreSQL would run it whenever the UPDATE re-checks a
+// counter row a concurrent sale changed (EvalPlanQual computes every InitPlan): with sales arriving
+// together, nearly every sale, a scan of all the tenant's sales each (docs/performance.md). Shown with
+// EXPLAIN on the real database (PGlite or PostgreSQL).
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { CompiledQuery } from 'kysely';
+import { numberingStatement } from '../src/resources/writes/transaction-number.ts';
+import { type TestServer, startTestServer } from './helpers/harness.ts';
+
+type PlanNode = Record<string, any> & { Plans?: PlanNode[] };
+
+let s: TestServer;
+before(async () => {
+  s = await startTestServer();
+});
+after(() => s?.close());
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+const scansStoredNumbers = (n: PlanNode): boolean =>
+  [n.Filter, n['Recheck Cond'], n['Index Cond']].some((text) => typeof text === 'string' && text.includes('transaction_number ~'));
+
+test('the counter UPDATE scans the stored numbers only through a SubPlan, never an InitPlan', async () => {
+  const account = await s.createAccount();
+  const statement = numberingStatement(s.db, { teamId: account.id, mode: 'live' } as never, randomUUID());
+  const { rows } = await s.db.executeQuery<{ 'QUERY PLAN': unknown }>(
+    CompiledQuery.raw(`explain (format json) ${statement.sql}`, [...statement.parameters]),
+  );
+  const raw = rows[0]!['QUERY PLAN'];
+  const plan = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { Plan: PlanNode }[];
+  const bumped = nodes(plan[0]!.Plan).find((n) => n['Subplan Name'] === 'CTE bumped');
+  assert.ok(bumped, 'the plan has the counter UPDATE (CTE bumped)');
+  const inBumped = nodes(bumped);
+  assert.ok(inBumped.some(scansStoredNumbers), 'the UPDATE holds the scan of stored numbers');
+  const initPlans = inBumped.filter((n) => String(n['Subplan Name'] ?? '').startsWith('InitPlan'));
+  assert.deepEqual(
+    initPlans.map((n) => n['Subplan Name']),
+    [],
+    'no InitPlan in the counter UPDATE: EvalPlanQual would run it on every concurrent sale',
+  );
+  const scanParents = inBumped.filter((n) => String(n['Subplan Name'] ?? '').startsWith('SubPlan') && nodes(n).some(scansStoredNumbers));
+  assert.equal(scanParents.length, 1, 'the scan sits under one SubPlan');
+});
