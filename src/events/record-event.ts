@@ -7,8 +7,7 @@ import { executeDeferred, settledText } from '../infra/db/deferred-statements.ts
 import { columnsScopedSql, conditionScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { descriptorMeta } from '../query/row-meta.ts';
-import { getRecord } from '../resources/read-engine.ts';
-import { eventObjectOf, type ResourceDescriptor } from '../resources/descriptor.ts';
+import { eventObjectOf } from '../resources/descriptor.ts';
 import type { WrittenRecord } from '../resources/write-engine.ts';
 import { type EventAction, eventType, patternsMatching } from './event-types.ts';
 
@@ -30,25 +29,8 @@ function changedAttributes(before: Record<string, unknown>, after: Record<string
   return previous;
 }
 
-const afterDeleteViews = new WeakMap<ResourceDescriptor, ResourceDescriptor>();
-
-/** The descriptor a deleted record is read back through: without the fixed conditions its soft
- *  delete breaks (`deleted_at IS NULL` hides a row whose delete sets `deleted_at`). */
-function afterDeleteView(d: ResourceDescriptor): ResourceDescriptor {
-  const set = Object.keys(d.write?.softDelete ?? {});
-  if (!d.where || !set.some((column) => column in (d.where ?? {}))) return d;
-  let view = afterDeleteViews.get(d);
-  if (!view) {
-    view = { ...d, where: Object.fromEntries(Object.entries(d.where).filter(([column]) => !set.includes(column))) };
-    afterDeleteViews.set(d, view);
-  }
-  return view;
-}
-
 export async function recordEvent(trx: Db, written: WrittenRecord, requestId: string | null): Promise<void> {
-  const { descriptor: d, tenant } = written;
-  const object =
-    written.object ?? (await getRecord(trx, written.action === 'deleted' ? afterDeleteView(d) : d, tenant, written.id, {})).data;
+  const { descriptor: d, tenant, object } = written;
   const previous =
     written.action === 'updated' && written.before
       ? changedAttributes(outputRow(written.before, descriptorMeta(d).fields, descriptorMeta(d)), object)

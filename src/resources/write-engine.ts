@@ -61,8 +61,8 @@ export interface WrittenRecord {
   action: 'created' | 'updated' | 'deleted';
   /** The stored row before an update or delete (all columns); null on creation. */
   before: Row | null;
-  /** On creation: the record as a read of it answers (without includes), so extensions need not read it again. */
-  object?: Row;
+  /** The record as a read of it answers after the write (without includes), so extensions need not read it again. */
+  object: Row;
   /** On creation: fields of `object` (and the answered record) still holding a placeholder token, settled
    *  by a deferred statement; a stored copy replaces them in SQL (settledText). */
   placeholders?: readonly Placeholder[];
@@ -216,8 +216,8 @@ async function lockRow(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: strin
  */
 const NEXT_VERSION = sql`greatest(now(), ${sql.ref('updated_at')} + interval '1 microsecond')`;
 
-/** Applies the change; answers the new ETag. */
-async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, values: Row): Promise<string> {
+/** Applies the change; answers the record as a read of it would (from the row the UPDATE returned) and its new ETag. */
+async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, values: Row): Promise<TaggedRecord> {
   const after = (await updateScoped(ctx.trx, d.table, ctx.tenant)
     .set({ ...columnValues(d, values), updated_at: NEXT_VERSION })
     .where('id', '=', before.id)
@@ -226,10 +226,14 @@ async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row
     .executeTakeFirstOrThrow()) as Row;
   const etag = takeEtag(after);
   await writeOf(d).rules?.afterChange?.(ctx, before, after);
-  return etag;
+  const meta = descriptorMeta(d);
+  return { data: outputRow(after, meta.fields, meta), etag };
 }
 
-/** Locks the tenant's row for one transaction and applies what `decide` returns; 404 outside the tenant. */
+/**
+ * Locks the tenant's row for one transaction and applies what `decide` returns; 404 outside the tenant.
+ * Answers the record as written, which its event carries too: neither reads it again.
+ */
 async function changeRow(
   db: Db,
   d: ResourceDescriptor,
@@ -238,19 +242,19 @@ async function changeRow(
   options: WriteOptions,
   action: 'updated' | 'deleted',
   decide: (ctx: WriteContext, current: Row) => Promise<Row>,
-): Promise<{ tenant: Tenant; etag: string }> {
+): Promise<TaggedRecord> {
   const tenant = requireTenant(tenantOrNull, 'write');
   if (!isUuid(id)) throw errors.notFound();
-  const etag = await transact(db, options, async (trx) => {
+  return transact(db, options, async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const { row: current, etag: currentTag } = await lockRow(trx, d, tenant, id);
     // Compared under the row lock, so of two writers holding the same tag exactly one gets through.
     if (matchHolds(options.ifMatch, currentTag) === false) throw errors.preconditionFailed();
     const written = await applyChange(ctx, d, current, await decide(ctx, current));
-    await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current });
+    const object = { ...written.data };
+    await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current, object });
     return written;
   });
-  return { tenant, etag };
 }
 
 /** PATCH: 404 for a record outside the tenant, 422 with every refused field, or the updated record. */
@@ -263,13 +267,10 @@ export async function updateRecord(
   options: WriteOptions = {},
 ): Promise<TaggedRecord> {
   const w = writeOf(d);
-  const { tenant } = await changeRow(db, d, tenantOrNull, id, options, 'updated', async (ctx, current) => {
+  return changeRow(db, d, tenantOrNull, id, options, 'updated', async (ctx, current) => {
     await refuseInvalid(ctx.trx, w, ctx.tenant, body, current, options);
     return w.rules?.toUpdate ? w.rules.toUpdate(ctx, body, current) : { ...body };
   });
-  // The tag of the version the body shows (a later writer may have moved on already).
-  const { data, etag } = await getRecord(db, d, tenant, id, {});
-  return { data, etag };
 }
 
 /** DELETE: the soft delete of the descriptor (the record is kept); 404 outside the tenant. */

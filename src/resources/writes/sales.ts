@@ -146,9 +146,13 @@ function toInsert(_ctx: WriteContext, body: Body): Row {
   };
 }
 
-async function appendHistory(ctx: WriteContext, transactionId: unknown, oldStatus: unknown, newStatus: unknown) {
+function historyEntry(ctx: WriteContext, transactionId: unknown, oldStatus: unknown, newStatus: unknown) {
   const entry = { transaction_id: transactionId, old_status: oldStatus ?? null, new_status: newStatus, change_reason: null };
-  await ctx.trx.executeQuery(insertStatement(ctx.trx, 'transaction_status_history', ctx.tenant, [entry], false));
+  return insertStatement(ctx.trx, 'transaction_status_history', ctx.tenant, [entry], false);
+}
+
+async function appendHistory(ctx: WriteContext, transactionId: unknown, oldStatus: unknown, newStatus: unknown) {
+  await ctx.trx.executeQuery(historyEntry(ctx, transactionId, oldStatus, newStatus));
 }
 
 const NOW = constantSql(sql`now()`);
@@ -210,7 +214,9 @@ async function toUpdate(ctx: WriteContext, body: Body, current: Row): Promise<Ro
 
 /** Every status change (PATCH or DELETE's cancellation) appends one entry; none when unchanged. */
 async function afterChange(ctx: WriteContext, before: Row, after: Row): Promise<void> {
-  if (after.status !== before.status && after.status != null) await appendHistory(ctx, after.id, before.status, after.status);
+  // Nothing reads the entry back: it goes out with the commit (a failure still fails the change).
+  if (after.status !== before.status && after.status != null)
+    await executeDeferred(ctx.trx, historyEntry(ctx, after.id, before.status, after.status));
 }
 
 export const saleWrite: WriteDescriptor = {
