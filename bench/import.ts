@@ -190,7 +190,7 @@ async function rawCopyLoad(fresh: Fresh, file: string): Promise<Load> {
 }
 
 /** The baseline, in its own process: the customers, already in COPY's text format, copied straight into the table. */
-async function rawCopy(teamId: string, file: string): Promise<void> {
+async function rawCopy(accountId: string, file: string): Promise<void> {
   const columns = ['team_id', 'mode', ...CUSTOMER_FIELDS].join(', ');
   const started = performance.now();
   let rows = 0;
@@ -202,7 +202,7 @@ async function rawCopy(teamId: string, file: string): Promise<void> {
       rest = text.slice(cut);
       const body = text.slice(0, cut);
       rows += (body.match(/\n/g) ?? []).length;
-      yield body.replaceAll('TEAM', teamId);
+      yield body.replaceAll('TEAM', accountId);
     }
   })();
   if (process.env.DATABASE_URL) {

@@ -17,10 +17,10 @@ describe('POST /v1/batch', () => {
   });
   after(() => s.close());
 
-  const customersOf = async (teamId: string) =>
-    (await sql<{ full_name: string }>`SELECT full_name FROM customers WHERE team_id = ${teamId} ORDER BY full_name`.execute(s.db)).rows.map(
-      (r) => r.full_name,
-    );
+  const customersOf = async (accountId: string) =>
+    (
+      await sql<{ full_name: string }>`SELECT full_name FROM customers WHERE team_id = ${accountId} ORDER BY full_name`.execute(s.db)
+    ).rows.map((r) => r.full_name);
 
   it('non-atomic: each operation stands alone and answers as the single request would', async () => {
     const { account, key } = await s.createAccountWithKey({ rateLimits: UNLIMITED, scopes: ['customers:write'] });

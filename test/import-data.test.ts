@@ -237,13 +237,13 @@ function fullFile() {
   return { file, ids, internal };
 }
 
-async function tenantCounts(s: TestServer, teamId: string, mode = 'live'): Promise<Record<string, number>> {
+async function tenantCounts(s: TestServer, accountId: string, mode = 'live'): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const table of TABLES) {
     const row = await s.db
       .selectFrom(table)
       .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('team_id', '=', teamId)
+      .where('team_id', '=', accountId)
       .where('mode', '=', mode)
       .executeTakeFirstOrThrow();
     counts[table] = Number(row.n);

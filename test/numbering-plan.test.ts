@@ -28,7 +28,7 @@ const scansStoredNumbers = (n: PlanNode): boolean =>
 
 test('the counter UPDATE scans the stored numbers only through a SubPlan, never an InitPlan', async () => {
   const account = await s.createAccount();
-  const statement = numberingStatement(s.db, { teamId: account.id, mode: 'live' } as never, randomUUID());
+  const statement = numberingStatement(s.db, { accountId: account.id, mode: 'live' } as never, randomUUID());
   const { rows } = await s.db.executeQuery<{ 'QUERY PLAN': unknown }>(
     CompiledQuery.raw(`explain (format json) ${statement.sql}`, [...statement.parameters]),
   );

@@ -87,7 +87,7 @@ describe('the typed client example (openapi-fetch + generated types)', () => {
   test('pages through every customer with cursors', async () => {
     const { account, key } = await s.createAccountWithKey();
     const rows = Array.from({ length: 45 }, (_, i) => ({ full_name: `Cliente ${String(i).padStart(2, '0')}` }));
-    const inserted = await insertRows(s.db, 'customers', { teamId: account.id, mode: 'live' }, rows);
+    const inserted = await insertRows(s.db, 'customers', { accountId: account.id, mode: 'live' }, rows);
     seen.length = 0;
     const ids: string[] = [];
     for await (const customer of allCustomers(balcaoClient(s.url, key, observed), 20)) ids.push(customer.id);
@@ -98,7 +98,7 @@ describe('the typed client example (openapi-fetch + generated types)', () => {
 
   test('creates a sale with an Idempotency-Key; the same key replays it instead of creating another', async () => {
     const { account, key } = await s.createAccountWithKey();
-    const [customer] = await insertRows(s.db, 'customers', { teamId: account.id, mode: 'live' }, [{ full_name: 'Ana' }]);
+    const [customer] = await insertRows(s.db, 'customers', { accountId: account.id, mode: 'live' }, [{ full_name: 'Ana' }]);
     const client = balcaoClient(s.url, key, observed);
     const input: CreateSaleInput = {
       customer_id: customer?.id as string,
@@ -118,7 +118,7 @@ describe('the typed client example (openapi-fetch + generated types)', () => {
 
   test('waits out a 429 by Retry-After and retries the same request', async () => {
     const { account, key } = await s.createAccountWithKey({ rateLimits: { burst_per_second: 1 } });
-    const [customer] = await insertRows(s.db, 'customers', { teamId: account.id, mode: 'live' }, [{ full_name: 'Bia' }]);
+    const [customer] = await insertRows(s.db, 'customers', { accountId: account.id, mode: 'live' }, [{ full_name: 'Bia' }]);
     const client = balcaoClient(s.url, key, observed);
     const item = { catalog_type: 'product' as const, catalog_item_id: randomUUID(), quantity: 1, unit_price: 10 };
     seen.length = 0;

@@ -29,7 +29,7 @@ before(async () => {
   s = await startTestServer();
   const created = await s.createAccountWithKey(UNLIMITED);
   key = created.key;
-  const tenant = { teamId: created.account.id, mode: 'live' as const };
+  const tenant = { accountId: created.account.id, mode: 'live' as const };
   const statuses = ['pending', 'completed', 'cancelled', null];
   const methods = ['pix', 'cash', 'credit_card', null];
   const payment = ['paid', 'PAID', 'Pago', 'unpaid', 'a_b', 'axb', null];
@@ -184,7 +184,7 @@ describe('every operator returns exactly the matching records', () => {
 
   test('deals accept their restricted operators', async () => {
     const created = await s.createAccountWithKey(UNLIMITED);
-    const tenant = { teamId: created.account.id, mode: 'live' as const };
+    const tenant = { accountId: created.account.id, mode: 'live' as const };
     const stage = randomUUID();
     const deals = await insertRows(s.db, 'deals', tenant, [
       { status: 'open', stage_id: stage, customer_id: customers[0] },

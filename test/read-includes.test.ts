@@ -8,13 +8,13 @@ import { ISO_MS, UNLIMITED, insertRow, insertRows } from './helpers/read-data.ts
 
 let s: TestServer;
 let key: string;
-let tenant: { teamId: string; mode: 'live' };
+let tenant: { accountId: string; mode: 'live' };
 
 before(async () => {
   s = await startTestServer();
   const created = await s.createAccountWithKey(UNLIMITED);
   key = created.key;
-  tenant = { teamId: created.account.id, mode: 'live' };
+  tenant = { accountId: created.account.id, mode: 'live' };
 });
 after(async () => s?.close());
 
@@ -121,7 +121,7 @@ test('expense include=recurring is the recurrence object, null without one, abse
   const without = await insertRow(s.db, 'expenses', tenant, {});
   // A recurrence of another account is not visible through an expense that names it.
   const stranger = await s.createAccount();
-  const theirs = await insertRow(s.db, 'recurring_expenses', { teamId: stranger.id, mode: 'live' }, {});
+  const theirs = await insertRow(s.db, 'recurring_expenses', { accountId: stranger.id, mode: 'live' }, {});
   const dangling = await insertRow(s.db, 'expenses', tenant, { recurring_expense_id: theirs.id });
 
   const res = await get(`/v1/expenses/${withRec.id}?include=recurring`);

@@ -33,9 +33,9 @@ describe('isolation', () => {
     const theirs = await s.createAccountWithKey(UNLIMITED);
     for (const d of RESOURCES) {
       const table = TABLES[d.name]!;
-      const live = await insertRow(s.db, table, { teamId: mine.account.id, mode: 'live' });
-      const sandbox = await insertRow(s.db, table, { teamId: mine.account.id, mode: 'test' });
-      const foreign = await insertRow(s.db, table, { teamId: theirs.account.id, mode: 'live' });
+      const live = await insertRow(s.db, table, { accountId: mine.account.id, mode: 'live' });
+      const sandbox = await insertRow(s.db, table, { accountId: mine.account.id, mode: 'test' });
+      const foreign = await insertRow(s.db, table, { accountId: theirs.account.id, mode: 'live' });
       const seen = async (key: string) =>
         ((await s.request('GET', `/v1/${d.name}?limit=100`, { key })).body.data as { id: string }[]).map((r) => r.id);
       assert.deepEqual(await seen(mine.key), [live.id], `${d.name} live list`);
@@ -53,8 +53,8 @@ describe('isolation', () => {
   test('deal stages follow the same tenant', async () => {
     const mine = await s.createAccountWithKey(UNLIMITED);
     const testKey = (await s.createKey(mine.account.id, { test: true })).key;
-    const live = await insertRow(s.db, 'deal_stages', { teamId: mine.account.id, mode: 'live' }, { name: 'live' });
-    const sandbox = await insertRow(s.db, 'deal_stages', { teamId: mine.account.id, mode: 'test' }, { name: 'sandbox' });
+    const live = await insertRow(s.db, 'deal_stages', { accountId: mine.account.id, mode: 'live' }, { name: 'live' });
+    const sandbox = await insertRow(s.db, 'deal_stages', { accountId: mine.account.id, mode: 'test' }, { name: 'sandbox' });
     assert.deepEqual(
       (await s.request('GET', '/v1/deals/stages', { key: mine.key })).body.data.map((x: { id: string }) => x.id),
       [live.id],
@@ -67,7 +67,7 @@ describe('isolation', () => {
 
   test('deleted products never appear, in lists, by id or through filters', async () => {
     const { account, key } = await s.createAccountWithKey(UNLIMITED);
-    const tenant = { teamId: account.id, mode: 'live' as const };
+    const tenant = { accountId: account.id, mode: 'live' as const };
     const kept = await insertRow(s.db, 'catalog_items', tenant, { name: 'ativo' });
     const gone = await insertRow(s.db, 'catalog_items', tenant, { name: 'apagado', deleted_at: new Date() });
     const list = await s.request('GET', '/v1/products', { key });
@@ -81,7 +81,7 @@ describe('isolation', () => {
 
   test('quotes and other transaction types never appear as sales', async () => {
     const { account, key } = await s.createAccountWithKey(UNLIMITED);
-    const tenant = { teamId: account.id, mode: 'live' as const };
+    const tenant = { accountId: account.id, mode: 'live' as const };
     const sale = await insertRow(s.db, 'transactions', tenant, { transaction_type: 'sale' });
     const order = await insertRow(s.db, 'transactions', tenant, { transaction_type: 'order' });
     const quote = await insertRow(s.db, 'transactions', tenant, { transaction_type: 'quote' });

@@ -19,13 +19,13 @@ type PlanNode = Record<string, any> & { Plans?: PlanNode[] };
 const ROWS = 4000;
 const LIMIT = 20;
 let s: TestServer;
-let scope: { teamId: string; mode: 'live' };
+let scope: { accountId: string; mode: 'live' };
 
 before(async () => {
   s = await startTestServer();
   const account = await s.createAccount();
   const neighbour = await s.createAccount();
-  scope = { teamId: account.id, mode: 'live' };
+  scope = { accountId: account.id, mode: 'live' };
   const start = Date.UTC(2025, 0, 1);
   const customerRows = (i: number) => ({
     full_name: `c${i}`,
@@ -41,13 +41,13 @@ before(async () => {
   await insertRows(
     s.db,
     'customers',
-    { teamId: account.id, mode: 'test' },
+    { accountId: account.id, mode: 'test' },
     Array.from({ length: 500 }, (_, i) => customerRows(i)),
   );
   await insertRows(
     s.db,
     'customers',
-    { teamId: neighbour.id, mode: 'live' },
+    { accountId: neighbour.id, mode: 'live' },
     Array.from({ length: 500 }, (_, i) => customerRows(i)),
   );
   const saleRows = (i: number) => ({ total_amount: i % 4 === 0 ? null : (i % 97) + 0.5, created_at: new Date(start + i * 60_000) });
@@ -119,7 +119,7 @@ async function cursorAt(d: ResourceDescriptor, table: string, sort: string, posi
       ? sql`to_char(${sql.ref(field)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
       : sql`${sql.ref(field)}::text`;
   const row = await sql<{ id: string; v: string | null }>`
-    select id, ${value} as v from ${sql.table(table)} where team_id = ${scope.teamId} and mode = 'live' and ${where}
+    select id, ${value} as v from ${sql.table(table)} where team_id = ${scope.accountId} and mode = 'live' and ${where}
     order by ${sql.ref(field)} ${dir}, id ${dir} offset ${position} limit 1`.execute(s.db);
   const r = row.rows[0]!;
   return encodeCursor(sort, r.v === null ? null : kind === 'number' ? Number(r.v) : r.v, r.id);

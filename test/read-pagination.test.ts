@@ -10,13 +10,13 @@ type Row = Record<string, any>;
 
 let s: TestServer;
 let key: string;
-let teamId: string;
+let accountId: string;
 
 before(async () => {
   s = await startTestServer();
   const created = await s.createAccountWithKey(UNLIMITED);
   key = created.key;
-  teamId = created.account.id;
+  accountId = created.account.id;
 });
 after(async () => s?.close());
 
@@ -57,7 +57,7 @@ describe('full traversals', () => {
       updated_at: i % 3 === 0 ? null : at(30 + (i % 4)),
       full_name: ['ana', 'bruno', 'carla', 'ana', 'davi'][i % 5] as string,
     }));
-    const rows = (await insertRows(s.db, 'customers', { teamId, mode: 'live' }, inputs)).map((r, i) => ({ ...r, input: inputs[i] }));
+    const rows = (await insertRows(s.db, 'customers', { accountId, mode: 'live' }, inputs)).map((r, i) => ({ ...r, input: inputs[i] }));
     const value: Record<string, (r: Row) => string | null> = {
       created_at: (r) => r.input.created_at,
       updated_at: (r) => r.input.updated_at,
@@ -78,7 +78,7 @@ describe('full traversals', () => {
 
   test('sales: nullable numeric and timestamp sorts cross NULL boundaries in both directions; quotes never appear', async () => {
     const other = await s.createAccountWithKey(UNLIMITED);
-    const tenant = { teamId: other.account.id, mode: 'live' as const };
+    const tenant = { accountId: other.account.id, mode: 'live' as const };
     const inputs = Array.from({ length: 19 }, (_, i) => ({
       total_amount: i % 3 === 0 ? null : [5, 7.5, 7.5, 100][i % 4],
       sale_date: i % 4 === 1 ? null : at(i % 6, i),
@@ -114,7 +114,7 @@ describe('full traversals', () => {
 
   test('appointments: a nullable created_at paginates with NULLs last ascending and first descending', async () => {
     const other = await s.createAccountWithKey(UNLIMITED);
-    const tenant = { teamId: other.account.id, mode: 'live' as const };
+    const tenant = { accountId: other.account.id, mode: 'live' as const };
     const inputs = Array.from({ length: 11 }, (_, i) => ({ created_at: i % 2 === 0 ? null : at(i % 3) }));
     const rows = (await insertRows(s.db, 'appointments', tenant, inputs)).map((r, i) => ({ ...r, input: inputs[i] }));
     const request = (path: string) => s.request('GET', path, { key: other.key });
@@ -132,7 +132,7 @@ describe('full traversals', () => {
 
   test('filters and a projection hold through a traversal; the cursor does not need the sort field projected', async () => {
     const other = await s.createAccountWithKey(UNLIMITED);
-    const tenant = { teamId: other.account.id, mode: 'live' as const };
+    const tenant = { accountId: other.account.id, mode: 'live' as const };
     const inputs = Array.from({ length: 30 }, (_, i) => ({ name: `p${i % 7}`, is_active: i % 3 !== 0, created_at: at(i % 10, i) }));
     const rows: Row[] = (await insertRows(s.db, 'catalog_items', tenant, inputs)).map((r, i) => ({ ...r, input: inputs[i] }));
     const active = rows.filter((r) => r.is_active);
@@ -154,7 +154,7 @@ describe('page envelope', () => {
     await insertRows(
       s.db,
       'services',
-      { teamId: other.account.id, mode: 'live' },
+      { accountId: other.account.id, mode: 'live' },
       Array.from({ length: 6 }, (_, i) => ({ name: `s${i}` })),
     );
     const request = (path: string) => s.request('GET', path, { key: other.key });
@@ -180,7 +180,7 @@ describe('page envelope', () => {
 
   test('the cursor is base64url JSON holding the sort, the last sort value and the last id', async () => {
     const other = await s.createAccountWithKey(UNLIMITED);
-    const [a] = await insertRows(s.db, 'customers', { teamId: other.account.id, mode: 'live' }, [
+    const [a] = await insertRows(s.db, 'customers', { accountId: other.account.id, mode: 'live' }, [
       { full_name: 'x', created_at: at(1, 500) },
       { full_name: 'y', created_at: at(2) },
     ]);

@@ -481,7 +481,7 @@ describe('field sets and types', () => {
   for (const r of RESOURCES) {
     test(`${r.path}: list and get by id return every SPEC field with its type and nothing internal`, async () => {
       const { account, key } = await s.createAccountWithKey(UNLIMITED);
-      const tenant = { teamId: account.id, mode: 'live' as const };
+      const tenant = { accountId: account.id, mode: 'live' as const };
       const full = await insertRow(s.db, r.table, tenant, { created_at: new Date('2026-01-01T00:00:00.000Z'), ...r.full, ...INTERNAL });
       const minimal = await insertRow(s.db, r.table, tenant, {});
 
@@ -516,7 +516,7 @@ describe('get by id', () => {
   test('an unknown id, a non-UUID id and another account’s id all answer 404 not_found', async () => {
     const { key } = await s.createAccountWithKey(UNLIMITED);
     const other = await s.createAccountWithKey(UNLIMITED);
-    const theirs = await insertRow(s.db, 'customers', { teamId: other.account.id, mode: 'live' }, { full_name: 'Alheio' });
+    const theirs = await insertRow(s.db, 'customers', { accountId: other.account.id, mode: 'live' }, { full_name: 'Alheio' });
     for (const id of [randomUUID(), 'not-a-uuid', '123', theirs.id, `${theirs.id}x`, 'DROP%20TABLE']) {
       const res = await s.request('GET', `/v1/customers/${id}`, { key });
       assert.equal(res.status, 404, String(id));
@@ -527,7 +527,7 @@ describe('get by id', () => {
 
   test('fields projects the item and always keeps id; unknown fields are refused', async () => {
     const { account, key } = await s.createAccountWithKey(UNLIMITED);
-    const c = await insertRow(s.db, 'customers', { teamId: account.id, mode: 'live' }, { full_name: 'Ana', email: 'ana@x.io' });
+    const c = await insertRow(s.db, 'customers', { accountId: account.id, mode: 'live' }, { full_name: 'Ana', email: 'ana@x.io' });
     const res = await s.request('GET', `/v1/customers/${c.id}?fields=email,full_name`, { key });
     assert.equal(res.status, 200);
     assert.deepEqual(res.body.data, { id: c.id, full_name: 'Ana', email: 'ana@x.io' });
@@ -540,7 +540,7 @@ describe('get by id', () => {
 
   test('an uppercase UUID finds the record', async () => {
     const { account, key } = await s.createAccountWithKey(UNLIMITED);
-    const c = await insertRow(s.db, 'customers', { teamId: account.id, mode: 'live' }, {});
+    const c = await insertRow(s.db, 'customers', { accountId: account.id, mode: 'live' }, {});
     const res = await s.request('GET', `/v1/customers/${String(c.id).toUpperCase()}`, { key });
     assert.equal(res.status, 200);
     assert.equal(res.body.data.id, c.id);
@@ -550,7 +550,7 @@ describe('get by id', () => {
 describe('deal stages', () => {
   test('GET /v1/deals/stages returns the tenant’s stages by position in an item envelope, at most 100', async () => {
     const { account, key } = await s.createAccountWithKey(UNLIMITED);
-    const tenant = { teamId: account.id, mode: 'live' as const };
+    const tenant = { accountId: account.id, mode: 'live' as const };
     const positions = Array.from({ length: 105 }, (_, i) => (i * 37) % 105);
     await insertRows(
       s.db,
@@ -564,7 +564,7 @@ describe('deal stages', () => {
         ...INTERNAL,
       })),
     );
-    await insertRow(s.db, 'deal_stages', { teamId: account.id, mode: 'test' }, { name: 'sandbox', position: -1 });
+    await insertRow(s.db, 'deal_stages', { accountId: account.id, mode: 'test' }, { name: 'sandbox', position: -1 });
     const res = await s.request('GET', '/v1/deals/stages?limit=1&sort=name', { key });
     assert.equal(res.status, 200);
     assert.deepEqual(Object.keys(res.body), ['data', 'meta']);

@@ -26,8 +26,8 @@ const dialect = {
 const ID_A = '0f8fad5b-d9cb-469f-a165-70867728950e';
 const ID_B = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
 const tenants = [
-  { teamId: '11111111-1111-4111-8111-111111111111', mode: 'live' },
-  { teamId: '22222222-2222-4222-8222-222222222222', mode: 'test' },
+  { accountId: '11111111-1111-4111-8111-111111111111', mode: 'live' },
+  { accountId: '22222222-2222-4222-8222-222222222222', mode: 'test' },
 ];
 
 const plain = (c: { sql: string; parameters: readonly unknown[] }) => ({ sql: c.sql, parameters: [...c.parameters] });
@@ -60,7 +60,7 @@ describe('statement cache', () => {
     const [a, b, again] = [21, 101, 21].map((rows) => listStatement(fresh, customers, plan, tenants[0]!, 0, rows)!);
     assert.match(a!.sql, / limit 21$/);
     assert.match(b!.sql, / limit 101$/);
-    assert.deepEqual(a!.parameters, [tenants[0]!.teamId, tenants[0]!.mode]);
+    assert.deepEqual(a!.parameters, [tenants[0]!.accountId, tenants[0]!.mode]);
     assert.deepEqual(plain(again!), plain(a!));
     assert.equal(statementCache(fresh).cachedShapes(customers), 2);
   });
@@ -151,7 +151,7 @@ describe('statement cache', () => {
       const id = [ID_A, ID_B][i] as string;
       const built = plain(numberingStatement(fresh, tenant, id));
       assert.deepEqual(plain(numberingStatement(db, tenant, id)), built);
-      assert.ok(built.parameters.includes(scope.teamId) && built.parameters.includes(id));
+      assert.ok(built.parameters.includes(scope.accountId) && built.parameters.includes(id));
     }
   });
 
@@ -167,7 +167,7 @@ describe('statement cache', () => {
       for (const returning of [true, false]) {
         const built = plain(insertStatement(fresh, 'transaction_items', scope, rowsOf(i), returning));
         assert.deepEqual(plain(insertStatement(db, 'transaction_items', scope, rowsOf(i), returning)), built);
-        assert.equal(built.parameters.filter((p) => p === scope.teamId).length, 2, 'every row carries the tenant');
+        assert.equal(built.parameters.filter((p) => p === scope.accountId).length, 2, 'every row carries the tenant');
       }
     }
     // A fragment made per call (it carries a request's value) is never part of a cached shape.

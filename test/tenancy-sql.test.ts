@@ -90,7 +90,7 @@ function tenancyFault(
   sql: string,
   parameters: readonly unknown[],
   owned: ReadonlySet<string>,
-  teamId: string,
+  accountId: string,
   mode: string,
 ): string | null {
   const tables = [...sql.matchAll(/\b(?:from|into|update|join)\s+"([a-z_]+)"/g)].map((m) => m[1]!).filter((t) => owned.has(t));
@@ -103,7 +103,7 @@ function tenancyFault(
     const [team, modeAt] = [columns.indexOf('team_id'), columns.indexOf('mode')];
     if (team < 0 || modeAt < 0) return 'an insert without team_id and mode';
     for (const row of tuples(insert[3]!)) {
-      if (param(parameters, row[team]) !== teamId || param(parameters, row[modeAt]) !== mode) return 'an inserted row of another tenant';
+      if (param(parameters, row[team]) !== accountId || param(parameters, row[modeAt]) !== mode) return 'an inserted row of another tenant';
     }
   }
   // An INSERT … SELECT of one row names the tenant as selected parameters (`cast($1 as uuid) as "team_id"`).
@@ -112,13 +112,13 @@ function tenancyFault(
     const selected = (column: string) => new RegExp(`(\\$\\d+)(?: as [a-z]+\\))? as "${column}"`).exec(insertSelect[3]!)?.[1];
     const [team, m] = [selected('team_id'), selected('mode')];
     if (!team || !m) return 'an insert without team_id and mode';
-    if (param(parameters, team) !== teamId || param(parameters, m) !== mode) return 'an inserted row of another tenant';
+    if (param(parameters, team) !== accountId || param(parameters, m) !== mode) return 'an inserted row of another tenant';
   }
   const predicated = insert || insertSelect ? tables.length - 1 : tables.length;
   const predicates = [...sql.matchAll(/"team_id" = (\$\d+) and "mode" = (\$\d+)/g)];
   if (predicates.length < predicated) return `${predicated} account-owned tables, ${predicates.length} tenant predicates`;
   for (const [, team, m] of predicates) {
-    if (param(parameters, team) !== teamId || param(parameters, m) !== mode) return 'a predicate naming another tenant';
+    if (param(parameters, team) !== accountId || param(parameters, m) !== mode) return 'a predicate naming another tenant';
   }
   return null;
 }
@@ -172,7 +172,7 @@ function rawTenancyFault(
   text: string,
   params: readonly unknown[],
   owned: ReadonlySet<string>,
-  teamId: string,
+  accountId: string,
   mode: string,
 ): string | null {
   const sql = text.replace(/\s+/g, ' ');
@@ -187,16 +187,16 @@ function rawTenancyFault(
     if (insert[5]) return null;
     const values = insert[4]!.split(',').map((v) => v.trim().replace(/::[a-z]+$/, ''));
     const at = (column: string) => param(params, values[columns.indexOf(column)]);
-    return at('team_id') === teamId && at('mode') === mode ? null : 'an inserted row of another tenant';
+    return at('team_id') === accountId && at('mode') === mode ? null : 'an inserted row of another tenant';
   }
   // The import's "is this id taken" check spans both modes of the account: ids are unique per account
   // (the key is (team_id, id)), so it names the account alone.
   const idTaken = /LEFT JOIN "?[a-z_]+"? t ON t\.team_id = (\$\d+)::uuid AND t\.id = s\.id/.exec(sql);
-  if (idTaken && named.length === 1) return param(params, idTaken[1]) === teamId ? null : 'an id check in another account';
+  if (idTaken && named.length === 1) return param(params, idTaken[1]) === accountId ? null : 'an id check in another account';
   const conditions = [...sql.matchAll(/([a-z]+)\.team_id = (\$\d+)::uuid AND \1\.mode = (\$\d+)/g)];
   if (conditions.length < named.length) return `${named.length} account-owned tables, ${conditions.length} tenant conditions`;
   for (const [, , team, m] of conditions) {
-    if (param(params, team) !== teamId || param(params, m) !== mode) return 'a condition naming another tenant';
+    if (param(params, team) !== accountId || param(params, m) !== mode) return 'a condition naming another tenant';
   }
   return null;
 }
@@ -226,11 +226,11 @@ describe('tenancy of every statement the engines send', () => {
     const { account } = await s.createAccountWithKey(UNLIMITED);
     // A test-mode key: a hard-coded 'live' anywhere would show.
     const { key } = await s.createKey(account.id, { test: true });
-    const tenant = { teamId: account.id, mode: 'test' as const };
+    const tenant = { accountId: account.id, mode: 'test' as const };
     const doc = JSON.parse(s.app.openapiJson()) as Json;
     const ids = new Map<string, string>();
     for (const d of RESOURCES) {
-      for (const owner of [tenant, tenant, { teamId: other.account.id, mode: 'live' as const }]) {
+      for (const owner of [tenant, tenant, { accountId: other.account.id, mode: 'live' as const }]) {
         const row = await insertRow(s.db, d.table, owner);
         if (owner === tenant) ids.set(`/v1/${d.name}`, String(row.id));
       }
@@ -295,7 +295,7 @@ describe('tenancy of every statement the engines send', () => {
     const scoped = statements.filter((c) => [...owned].some((t) => c.sql.includes(`"${t}"`)));
     assert.ok(scoped.length > 50, `only ${scoped.length} statements on account-owned tables`);
     for (const c of statements) {
-      const fault = tenancyFault(c.sql, c.parameters, owned, tenant.teamId, tenant.mode);
+      const fault = tenancyFault(c.sql, c.parameters, owned, tenant.accountId, tenant.mode);
       assert.equal(fault, null, `${fault}: ${c.sql} ${JSON.stringify(c.parameters)}`);
     }
   });
@@ -351,11 +351,15 @@ describe('tenancy of every statement the engines send', () => {
     const owned = await ownedTables();
     const other = await s.createAccountWithKey(UNLIMITED);
     const { account } = await s.createAccountWithKey(UNLIMITED);
-    const tenant = { teamId: account.id, mode: 'test' as const };
-    for (const owner of [tenant, { teamId: other.account.id, mode: 'live' as const }, { teamId: account.id, mode: 'live' as const }]) {
+    const tenant = { accountId: account.id, mode: 'test' as const };
+    for (const owner of [
+      tenant,
+      { accountId: other.account.id, mode: 'live' as const },
+      { accountId: account.id, mode: 'live' as const },
+    ]) {
       await s.db
         .insertInto('webhook_endpoints')
-        .values({ team_id: owner.teamId, mode: owner.mode, url: 'https://example.com/hook', enabled_events: ['*'], secret: 'whsec_x' })
+        .values({ team_id: owner.accountId, mode: owner.mode, url: 'https://example.com/hook', enabled_events: ['*'], secret: 'whsec_x' })
         .execute();
     }
 
@@ -370,16 +374,16 @@ describe('tenancy of every statement the engines send', () => {
     const record: SessionRecord = { queries: [], copies: [] };
     const specs = await loadImportSpecs(s.database);
     await inBulkTransaction(s.database.driver, (session) =>
-      importObjectInSession(recordingSession(session, record), specs, file, { accountId: tenant.teamId, mode: tenant.mode }),
+      importObjectInSession(recordingSession(session, record), specs, file, { accountId: tenant.accountId, mode: tenant.mode }),
     );
     assert.ok(record.copies.length >= 4 && record.queries.length >= 3, JSON.stringify(record.queries.map((q) => q.text)));
     for (const copy of record.copies) {
       if (!owned.has(copy.table) && !copy.table.startsWith('import_')) continue;
       assert.deepEqual(copy.columns.slice(0, 2), ['team_id', 'mode'], copy.table);
-      for (const line of copy.lines) assert.ok(line.startsWith(`${tenant.teamId}\t${tenant.mode}\t`), `${copy.table}: ${line}`);
+      for (const line of copy.lines) assert.ok(line.startsWith(`${tenant.accountId}\t${tenant.mode}\t`), `${copy.table}: ${line}`);
     }
     for (const { text, params } of record.queries) {
-      const fault = rawTenancyFault(text, params, owned, tenant.teamId, tenant.mode);
+      const fault = rawTenancyFault(text, params, owned, tenant.accountId, tenant.mode);
       assert.equal(fault, null, `${fault}: ${text} ${JSON.stringify(params)}`);
     }
 
@@ -389,7 +393,7 @@ describe('tenancy of every statement the engines send', () => {
     recorder.on = true;
     try {
       const exported = await exportAccount(s.db, {
-        accountId: tenant.teamId,
+        accountId: tenant.accountId,
         mode: tenant.mode,
         format: 'ndjson',
         out,
@@ -404,7 +408,7 @@ describe('tenancy of every statement the engines send', () => {
     const statements = recorder.statements();
     assert.ok(statements.filter((c) => [...owned].some((t) => c.sql.includes(`"${t}"`))).length > 10);
     for (const c of statements) {
-      const fault = tenancyFault(c.sql, c.parameters, owned, tenant.teamId, tenant.mode);
+      const fault = tenancyFault(c.sql, c.parameters, owned, tenant.accountId, tenant.mode);
       assert.equal(fault, null, `${fault}: ${c.sql} ${JSON.stringify(c.parameters)}`);
     }
   });

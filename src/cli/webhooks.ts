@@ -19,7 +19,7 @@ export function registerWebhooksCommand(program: Command): void {
       const mode = flags.test ? 'test' : 'live';
       const data = await withDatabase(config, 'balcao webhooks list', async ({ db }) => {
         if (!(await getAccount(db, flags.account))) throw new CliError(`account ${flags.account} not found`);
-        return listEndpoints(db, { teamId: flags.account, mode });
+        return listEndpoints(db, { accountId: flags.account, mode });
       });
       output(!!flags.json, { data }, () =>
         data.length

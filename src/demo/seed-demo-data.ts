@@ -69,11 +69,11 @@ const BRT_OFFSET_HOURS = 3;
 /** Seeds one mode of an existing account. */
 export async function seedDemoData(
   database: Database,
-  teamId: string,
+  accountId: string,
   mode: KeyMode = 'live',
   options: DemoOptions = {},
 ): Promise<ImportResult> {
-  return importObject(database, buildDemoData(teamId, mode, options), { accountId: teamId, mode });
+  return importObject(database, buildDemoData(accountId, mode, options), { accountId: accountId, mode });
 }
 
 /** Creates an account and seeds its live and test data in one transaction: all of it, or nothing. */
@@ -98,7 +98,7 @@ export async function createDemoAccount(
  *  the data is the same on every run), ids derived from the tenant, and the calendar. */
 interface DemoContext {
   prng: Prng;
-  teamId: string;
+  accountId: string;
   mode: KeyMode;
   /** Midnight UTC of the reference day, in milliseconds. */
   today: number;
@@ -115,12 +115,12 @@ interface DemoContext {
   home: City;
 }
 
-function demoContext(teamId: string, mode: KeyMode, now: Date): DemoContext {
+function demoContext(accountId: string, mode: KeyMode, now: Date): DemoContext {
   const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
-  const id = (label: string) => derivedUuid(`${teamId}:${mode}:${label}`);
+  const id = (label: string) => derivedUuid(`${accountId}:${mode}:${label}`);
   return {
     prng: new Prng(DEMO_SEED),
-    teamId,
+    accountId,
     mode,
     today,
     id,
@@ -146,8 +146,8 @@ function demoContext(teamId: string, mode: KeyMode, now: Date): DemoContext {
 }
 
 /** The whole demo file. Sections run in this order: each draws from the one generator. */
-export function buildDemoData(teamId: string, mode: KeyMode, options: DemoOptions = {}): DemoFile {
-  const ctx = demoContext(teamId, mode, options.now ?? new Date());
+export function buildDemoData(accountId: string, mode: KeyMode, options: DemoOptions = {}): DemoFile {
+  const ctx = demoContext(accountId, mode, options.now ?? new Date());
   const bankAccounts = bankAccountsOf(ctx);
   const dealStages = dealStagesOf(ctx);
   const services = servicesOf(ctx);
@@ -369,14 +369,14 @@ function customersOf(ctx: DemoContext): DemoRecord[] {
 
 /** Companies the shop buys from, then the staff (paid as suppliers). */
 function suppliersOf(ctx: DemoContext): { suppliers: DemoRecord[]; staff: DemoRecord[] } {
-  const { prng, id, at, users, home, teamId, mode } = ctx;
+  const { prng, id, at, users, home, accountId, mode } = ctx;
   const suppliers: DemoRecord[] = DEMO_SUPPLIERS.map((s, i) => {
     const document = cnpj(prng);
     const domain = `${emailSlug(s.trade).replace(/\./g, '')}.com.br`;
     const email = `${s.kind === 'rent' || s.kind === 'service' ? 'financeiro' : 'vendas'}@${domain}`;
     const pixKeys: { type: string; key: string }[] = [{ type: 'cnpj', key: onlyDigits(document) }];
     if (prng.chance(0.5)) pixKeys.push({ type: 'email', key: email });
-    if (prng.chance(0.4)) pixKeys.push({ type: 'random', key: derivedUuid(`${teamId}:${mode}:pix:${i}`) });
+    if (prng.chance(0.4)) pixKeys.push({ type: 'random', key: derivedUuid(`${accountId}:${mode}:pix:${i}`) });
     const city = i < 4 ? prng.pick(CITIES) : home;
     return {
       id: id(`supplier:${i}`),

@@ -28,6 +28,6 @@ export interface AuthContext {
 
 /** The tenant every account-owned query is scoped to (DECISIONS B.2). */
 export interface Tenant {
-  teamId: string;
+  accountId: string;
   mode: KeyMode;
 }

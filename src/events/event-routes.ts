@@ -1,5 +1,6 @@
 // GET /v1/events (with the long poll) and GET /v1/events/{id}. Scope `events:read`; the key then
 // sees only the events of resources it may read, in its own account and mode.
+import { requireTenant } from '../infra/db/tenancy.ts';
 import { type TObject, type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../errors/app-error.ts';
@@ -37,9 +38,9 @@ function parseWait(query: unknown): number {
 }
 
 function callerOf(request: FastifyRequest) {
-  const { auth, tenant } = request;
-  if (!auth || !tenant) throw errors.internal(new Error('events route without authentication'));
-  return { auth, tenant, resources: readableEventResources(auth) };
+  const { auth } = request;
+  if (!auth) throw errors.internal(new Error('events route without authentication'));
+  return { auth, tenant: requireTenant(request.tenant, 'read'), resources: readableEventResources(auth) };
 }
 
 function eventsQuerySchema(): TObject {
@@ -78,7 +79,7 @@ export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus:
     async (request, reply) => {
       const { auth, tenant, resources } = callerOf(request);
       const wait = parseWait(request.query);
-      const channel = tenantChannelKey(tenant.teamId, tenant.mode);
+      const channel = tenantChannelKey(tenant.accountId, tenant.mode);
       // Listening starts before the first look (in memory, no query): an event committed after the look
       // but before the wait still wakes the poll, instead of being missed until the deadline.
       const subscription = wait > 0 ? bus.subscribe(channel) : undefined;

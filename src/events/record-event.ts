@@ -18,7 +18,7 @@ export const DELIVERIES_CHANNEL = 'balcao_webhook_deliveries';
 const NOT_ATTRIBUTES = new Set(['updated_at']);
 
 /** The payload of an events NOTIFY: the tenant, so only its waiters wake. */
-export const tenantChannelKey = (teamId: string, mode: string): string => `${teamId}:${mode}`;
+export const tenantChannelKey = (accountId: string, mode: string): string => `${accountId}:${mode}`;
 
 function changedAttributes(before: Record<string, unknown>, after: Record<string, unknown>): Record<string, unknown> {
   const previous: Record<string, unknown> = {};
@@ -66,7 +66,7 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
         AND e.enabled_events && cast(ARRAY[${sql.join(patternsMatching(type))}] as text[])
       RETURNING 1
     )
-    SELECT pg_notify(${EVENTS_CHANNEL}, ${tenantChannelKey(tenant.teamId, tenant.mode)}),
+    SELECT pg_notify(${EVENTS_CHANNEL}, ${tenantChannelKey(tenant.accountId, tenant.mode)}),
            CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN pg_notify(${DELIVERIES_CHANNEL}, '') END,
            (SELECT count(*) FROM event) AS recorded`.compile(trx);
   // Nothing reads its answer: it goes out with the commit (a failure still fails the write).

@@ -39,8 +39,8 @@ export class AccountReader {
     private readonly includeInternal: boolean,
   ) {}
 
-  static async open(db: Db, teamId: string, mode: KeyMode, includeInternal: boolean): Promise<AccountReader> {
-    return new AccountReader(db, await loadTableSpecs(db, IMPORT_TABLES), { teamId, mode }, includeInternal);
+  static async open(db: Db, accountId: string, mode: KeyMode, includeInternal: boolean): Promise<AccountReader> {
+    return new AccountReader(db, await loadTableSpecs(db, IMPORT_TABLES), { accountId, mode }, includeInternal);
   }
 
   /** Resources in import order, then the sale children as their own sections. */

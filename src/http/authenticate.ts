@@ -47,7 +47,7 @@ export function createAuthenticateHook(deps: AuthenticateDeps) {
     const operation = batchOperationOf(request);
     if (operation) {
       request.auth = operation.auth;
-      request.tenant = { teamId: operation.auth.accountId, mode: operation.auth.mode };
+      request.tenant = { accountId: operation.auth.accountId, mode: operation.auth.mode };
       return guard(operation.auth, config);
     }
 
@@ -64,7 +64,7 @@ export function createAuthenticateHook(deps: AuthenticateDeps) {
     if (entry.ipMatcher && !entry.ipMatcher(request.ip)) return refuseAnonymous(request, reply, errors.ipNotAllowed());
 
     request.auth = auth;
-    request.tenant = { teamId: auth.accountId, mode: auth.mode };
+    request.tenant = { accountId: auth.accountId, mode: auth.mode };
     const method = request.method;
     await deps.rateLimiter.chargeKey(auth, method === 'GET' || method === 'HEAD' ? 'read' : 'write', reply);
 

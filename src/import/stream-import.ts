@@ -184,12 +184,12 @@ class ImportRun {
   constructor(
     private readonly specs: ReadonlyMap<string, TableSpec>,
     private readonly mode: KeyMode,
-    private readonly teamId: string,
+    private readonly accountId: string,
     private readonly options: StreamImportOptions,
   ) {
     this.maxErrors = Math.max(1, options.maxErrors ?? DEFAULT_MAX_ERRORS);
     this.issues = new Issues(this.maxErrors);
-    this.tenant = { teamId, mode };
+    this.tenant = { accountId, mode };
     this.tenantPrefix = copyScoped(this.tenant, []).linePrefix;
     this.registry = options.registry ?? SERVED;
     this.parents = parentTables(this.registry);
@@ -203,7 +203,7 @@ class ImportRun {
   }
 
   result(): ImportResult {
-    return { account_id: this.teamId, mode: this.mode, counts: this.counts, nested: this.nested };
+    return { account_id: this.accountId, mode: this.mode, counts: this.counts, nested: this.nested };
   }
 
   async *readSources(sources: readonly ImportSource[]): AsyncGenerator<SourceRecord> {
@@ -474,7 +474,7 @@ class ImportRun {
          FROM ${staging(table)} s LEFT JOIN ${quoteIdentifier(table)} t ON t.team_id = $1::uuid AND t.id = s.id
          WHERE s.id IN (SELECT id FROM ${staging(table)} GROUP BY id HAVING count(*) > 1) OR t.id IS NOT NULL
          LIMIT ${this.maxErrors}`,
-        [this.teamId],
+        [this.accountId],
       );
       for (const { import_at, first } of repeated) {
         this.issues.add(`${import_at}.id`, first ? `duplicate id (also used by ${first})` : 'a record with this id already exists');
@@ -495,7 +495,7 @@ class ImportRun {
       const stored = await database.db
         .selectFrom(table)
         .select('id')
-        .where('team_id', '=', this.teamId)
+        .where('team_id', '=', this.accountId)
         .where('id', '=', id)
         .executeTakeFirst();
       messages.set(`${at}.id`, stored ? 'a record with this id already exists' : 'duplicate id (an earlier record of the import has it)');

@@ -147,7 +147,7 @@ export function compileInclude(db: Db, inc: IncludeDescriptor, parent: Record<st
 /** The plan and scope with every value that varies within a shape passed through `next`, in order:
  *  the tenant, the filter values, the cursor's position. */
 function mapListValues(plan: ListPlan, scope: TenantScope, next: (value: unknown) => unknown): [ListPlan, TenantScope] {
-  const tenant = { teamId: next(scope.teamId) as string, mode: next(scope.mode) as string };
+  const tenant = { accountId: next(scope.accountId) as string, mode: next(scope.mode) as string };
   const filters = plan.filters.map((f): FilterPlan => {
     switch (f.op) {
       case 'is_null':
@@ -218,15 +218,15 @@ export function getStatement(
   extra: readonly string[],
 ): CompiledQuery {
   const shape = `${fields.join(',')}|${extra.join(',')}`;
-  return statementCache(db).statement(d, shape, 0, [scope.teamId, scope.mode, id], ([teamId, mode, key]) => [
-    compileGet(db, d, fields, key as string, { teamId: teamId as string, mode: mode as string }, extra),
+  return statementCache(db).statement(d, shape, 0, [scope.accountId, scope.mode, id], ([accountId, mode, key]) => [
+    compileGet(db, d, fields, key as string, { accountId: accountId as string, mode: mode as string }, extra),
   ])!;
 }
 
 /** The related rows of an include (see compileInclude). */
 export function includeStatement(db: Db, inc: IncludeDescriptor, parent: Record<string, unknown>, scope: TenantScope): CompiledQuery {
   const link = inc.cardinality === 'one' ? inc.foreignKey : 'id';
-  return statementCache(db).statement(inc, '', 0, [scope.teamId, scope.mode, parent[link]], ([teamId, mode, key]) => [
-    compileInclude(db, inc, { [link]: key }, { teamId: teamId as string, mode: mode as string }),
+  return statementCache(db).statement(inc, '', 0, [scope.accountId, scope.mode, parent[link]], ([accountId, mode, key]) => [
+    compileInclude(db, inc, { [link]: key }, { accountId: accountId as string, mode: mode as string }),
   ])!;
 }

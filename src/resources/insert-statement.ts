@@ -36,7 +36,7 @@ const ownerOf = (table: string): object => {
 
 /** The INSERT of `rows` into the tenant's `table` (with `RETURNING *` when asked), bound from a cached text when it can. */
 export function insertStatement(trx: Db, table: string, tenant: TenantScope, rows: readonly Row[], returning: boolean): CompiledQuery {
-  const values: unknown[] = [tenant.teamId, tenant.mode];
+  const values: unknown[] = [tenant.accountId, tenant.mode];
   let key: string | null = returning ? 'returning' : '';
   for (const row of rows) {
     key += ';';
@@ -69,7 +69,7 @@ export function insertStatement(trx: Db, table: string, tenant: TenantScope, row
       }
       return out;
     });
-    return [buildInsert(trx, table, { teamId: bound[0] as string, mode: bound[1] as string }, rebuilt, returning)];
+    return [buildInsert(trx, table, { accountId: bound[0] as string, mode: bound[1] as string }, rebuilt, returning)];
   })!;
 }
 

@@ -221,7 +221,7 @@ export class DeliveryWorker {
         WHERE ${keyScopedSql(c.team_id, c.id)}`.execute(trx);
       await sql`
         INSERT INTO webhook_attempts (${columnsScopedSql(['delivery_id', 'endpoint_id', 'event_id', 'event_type', 'attempt_number', 'response_status', 'error', 'response_body', 'duration_ms', 'next_attempt_at'])})
-        VALUES (${valuesScopedSql({ teamId: c.team_id, mode: c.mode })}, ${c.id}, ${c.endpoint_id}, ${String(c.event.id)}, ${String(c.event.type)}, ${attempt},
+        VALUES (${valuesScopedSql({ accountId: c.team_id, mode: c.mode })}, ${c.id}, ${c.endpoint_id}, ${String(c.event.id)}, ${String(c.event.type)}, ${attempt},
                 ${outcome.status}, ${outcome.error}, ${outcome.body}, ${outcome.durationMs}, ${nextAt?.toISOString() ?? null})`.execute(
         trx,
       );

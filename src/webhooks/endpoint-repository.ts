@@ -33,7 +33,7 @@ const limitReached = () =>
 export async function createEndpoint(db: Db, tenant: Tenant, body: CreateBody, beforeCommit?: (trx: Db) => Promise<void>) {
   return db.transaction().execute(async (trx) => {
     // Serializes creations of one tenant so the limit holds under concurrent POSTs.
-    await sql`SELECT pg_advisory_xact_lock(hashtext(${`webhooks:${tenant.teamId}:${tenant.mode}`}))`.execute(trx);
+    await sql`SELECT pg_advisory_xact_lock(hashtext(${`webhooks:${tenant.accountId}:${tenant.mode}`}))`.execute(trx);
     const { count } = (await selectScoped(trx, 'webhook_endpoints', tenant)
       .select(sql<number>`count(*)`.as('count'))
       .executeTakeFirstOrThrow()) as { count: number };

@@ -1,6 +1,7 @@
 // The webhook endpoint routes: create, list, get, update, delete, rotate the secret, and list
 // the delivery attempts. Scopes `webhooks:write` / `webhooks:read`; URLs are checked for SSRF.
 // Registered on the typed routes, so params, bodies and queries are typed from their schemas.
+import { requireTenant } from '../infra/db/tenancy.ts';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
@@ -46,11 +47,6 @@ interface RouteDeps {
   hooks: ReturnType<typeof createIdempotencyHooks>;
 }
 
-function tenantOf(request: FastifyRequest) {
-  if (!request.tenant) throw errors.internal(new Error('webhook route without a tenant'));
-  return request.tenant;
-}
-
 /** The body's `url` if it has one: the body is not yet known to match its schema (validation attached). */
 function bodyUrl(body: unknown): unknown {
   return typeof body === 'object' && body !== null && 'url' in body ? body.url : undefined;
@@ -87,7 +83,7 @@ function registerCreate(app: TypedApp, { db, config, hooks }: RouteDeps): void {
     },
     async (request, reply) => {
       await refuseInvalid(request, config);
-      const created = await createEndpoint(db, tenantOf(request), request.body, hooks.beforeCommit(request));
+      const created = await createEndpoint(db, requireTenant(request.tenant, 'write'), request.body, hooks.beforeCommit(request));
       return reply.code(201).send(itemEnvelope(request, created));
     },
   );
@@ -107,7 +103,7 @@ function registerList(app: TypedApp, { db }: RouteDeps): void {
       },
     },
     async (request) => {
-      const data = await listEndpoints(db, tenantOf(request));
+      const data = await listEndpoints(db, requireTenant(request.tenant, 'read'));
       return listEnvelope(request, data, { next_cursor: null, has_more: false, limit: MAX_ENDPOINTS });
     },
   );
@@ -126,7 +122,7 @@ function registerGet(app: TypedApp, { db }: RouteDeps): void {
         response: { 200: itemEnvelopeSchema(webhookEndpointRow) },
       },
     },
-    async (request) => itemEnvelope(request, await getEndpoint(db, tenantOf(request), request.params.id)),
+    async (request) => itemEnvelope(request, await getEndpoint(db, requireTenant(request.tenant, 'read'), request.params.id)),
   );
 }
 
@@ -147,7 +143,7 @@ function registerUpdate(app: TypedApp, { db, config }: RouteDeps): void {
       },
     },
     async (request) => {
-      const tenant = tenantOf(request);
+      const tenant = requireTenant(request.tenant, 'write');
       const { id } = request.params;
       // An unknown endpoint answers 404 before its body is judged.
       await getEndpoint(db, tenant, id);
@@ -172,7 +168,7 @@ function registerDelete(app: TypedApp, { db }: RouteDeps): void {
       },
     },
     async (request, reply) => {
-      await deleteEndpoint(db, tenantOf(request), request.params.id);
+      await deleteEndpoint(db, requireTenant(request.tenant, 'write'), request.params.id);
       return reply.code(204).send(null);
     },
   );
@@ -194,7 +190,8 @@ function registerRotateSecret(app: TypedApp, { db, hooks }: RouteDeps): void {
         response: { 200: itemEnvelopeSchema(webhookEndpointWithSecret) },
       },
     },
-    async (request) => itemEnvelope(request, await rotateSecret(db, tenantOf(request), request.params.id, hooks.beforeCommit(request))),
+    async (request) =>
+      itemEnvelope(request, await rotateSecret(db, requireTenant(request.tenant, 'write'), request.params.id, hooks.beforeCommit(request))),
   );
 }
 
@@ -214,7 +211,7 @@ function registerDeliveries(app: TypedApp, { db }: RouteDeps): void {
       },
     },
     async (request) => {
-      const { data, pagination } = await listAttempts(db, tenantOf(request), request.params.id, request.query);
+      const { data, pagination } = await listAttempts(db, requireTenant(request.tenant, 'read'), request.params.id, request.query);
       return listEnvelope(request, data, pagination);
     },
   );

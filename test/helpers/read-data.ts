@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import type { Db } from '../../src/infra/db/database.ts';
 
 export interface Tenant {
-  teamId: string;
+  accountId: string;
   mode: 'live' | 'test';
 }
 
@@ -60,7 +60,7 @@ export async function insertRows(db: Db, table: string, tenant: Tenant, rows: Ro
   const base = DEFAULTS[table];
   if (!base) throw new Error(`no defaults for ${table}`);
   if (rows.length === 0) return [];
-  const values = rows.map((r) => ({ ...base(), ...withExactTimestamps(r), team_id: tenant.teamId, mode: tenant.mode }));
+  const values = rows.map((r) => ({ ...base(), ...withExactTimestamps(r), team_id: tenant.accountId, mode: tenant.mode }));
   const out: Row[] = [];
   for (let i = 0; i < values.length; i += 500) {
     out.push(

@@ -18,7 +18,7 @@ import type { Db } from './database.ts';
 
 /** The two tenant columns (a Tenant with any mode string: tests compile with plain literals). */
 export interface TenantScope {
-  teamId: string;
+  accountId: string;
   mode: string;
 }
 
@@ -28,12 +28,12 @@ export const TENANT_COLUMNS = ['team_id', 'mode'] as const;
 /** A COPY into an account-owned table: the tenant's columns first, then `columns`; each line starts with `linePrefix`. */
 export function copyScoped(scope: TenantScope, columns: readonly string[]): { columns: string[]; linePrefix: string } {
   // A UUID and a mode word need no escaping in COPY's text format.
-  return { columns: [...TENANT_COLUMNS, ...columns], linePrefix: `${scope.teamId}\t${scope.mode}` };
+  return { columns: [...TENANT_COLUMNS, ...columns], linePrefix: `${scope.accountId}\t${scope.mode}` };
 }
 
 /** Raw SQL (the bulk import's session): the tenant condition on `alias`, its values bound from `$first`. */
 export function conditionScoped(scope: TenantScope, alias: string, first: number): { text: string; params: [string, string] } {
-  return { text: `${alias}.team_id = $${first}::uuid AND ${alias}.mode = $${first + 1}`, params: [scope.teamId, scope.mode] };
+  return { text: `${alias}.team_id = $${first}::uuid AND ${alias}.mode = $${first + 1}`, params: [scope.accountId, scope.mode] };
 }
 
 /** Raw SQL: an INSERT of one row of the tenant, `values` bound after the tenant's, and its ON CONFLICT clause. */
@@ -47,7 +47,7 @@ export function insertScopedText(
   const placeholders = names.map((name, i) => `$${i + 3}${values[name]?.cast ? `::${values[name]?.cast}` : ''}`);
   return {
     text: `INSERT INTO ${table} (${[...TENANT_COLUMNS, ...names].join(', ')}) VALUES ($1::uuid, $2, ${placeholders.join(', ')}) ${onConflict}`.trim(),
-    params: [scope.teamId, scope.mode, ...names.map((name) => values[name]?.value)],
+    params: [scope.accountId, scope.mode, ...names.map((name) => values[name]?.value)],
   };
 }
 
@@ -56,14 +56,14 @@ export const columnsScopedSql = (columns: readonly string[] = []): RawBuilder<un
   sql.raw([...TENANT_COLUMNS, ...columns].join(', '));
 
 /** A `sql`-tagged statement: the tenant's values, bound in the order of `columnsScopedSql`. */
-export const valuesScopedSql = (scope: TenantScope): RawBuilder<unknown> => sql`${scope.teamId}, ${scope.mode}`;
+export const valuesScopedSql = (scope: TenantScope): RawBuilder<unknown> => sql`${scope.accountId}, ${scope.mode}`;
 
 /** A `sql`-tagged statement: the tenant condition on `alias`, its values bound. */
 export const conditionScopedSql = (scope: TenantScope, alias: string): RawBuilder<SqlBool> =>
-  sql<SqlBool>`${sql.raw(`${alias}.team_id`)} = ${scope.teamId} AND ${sql.raw(`${alias}.mode`)} = ${scope.mode}`;
+  sql<SqlBool>`${sql.raw(`${alias}.team_id`)} = ${scope.accountId} AND ${sql.raw(`${alias}.mode`)} = ${scope.mode}`;
 
 /** A row of a queue that serves every tenant (webhook deliveries), by its key (team_id, id). */
-export const keyScopedSql = (teamId: string, id: string): RawBuilder<SqlBool> => sql<SqlBool>`team_id = ${teamId} AND id = ${id}`;
+export const keyScopedSql = (accountId: string, id: string): RawBuilder<SqlBool> => sql<SqlBool>`team_id = ${accountId} AND id = ${id}`;
 
 /** Rows of such a queue by their keys: `(team_id, id) IN (…)`, one shard-routable pair each (docs/scale-out.md). */
 export const keysScopedSql = (keys: readonly { team_id: string; id: string }[], alias?: string): RawBuilder<SqlBool> => {
@@ -87,7 +87,7 @@ export function requireTenant<T extends TenantScope>(tenant: T | null, action: '
  *  (`transaction_type IN ('sale', 'order')`, `deleted_at IS NULL`) is only usable when the
  *  planner sees constants, even under a generic prepared plan. */
 export function selectScoped(db: Db | QueryCreator<any>, table: string, scope: TenantScope, where?: FixedConditions): ScopedSelect {
-  let q: ScopedSelect = db.selectFrom(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
+  let q: ScopedSelect = db.selectFrom(table).where('team_id', '=', scope.accountId).where('mode', '=', scope.mode);
   for (const [column, allowed] of Object.entries(where ?? {})) {
     q =
       allowed === null
@@ -109,18 +109,18 @@ export function insertScoped(
   scope: TenantScope,
   rows: Values | readonly Values[],
 ): InsertQueryBuilder<any, any, any> {
-  const owned = (row: Values) => ({ ...row, team_id: scope.teamId, mode: scope.mode });
+  const owned = (row: Values) => ({ ...row, team_id: scope.accountId, mode: scope.mode });
   return db.insertInto(table).values(Array.isArray(rows) ? rows.map(owned) : owned(rows as Values));
 }
 
 /** An UPDATE that can only reach rows of the tenant; the caller adds `set` and its own conditions.
  *  `db` may carry common table expressions (`db.with(…)`), each scoped the same way. */
 export function updateScoped(db: Db | QueryCreator<any>, table: string, scope: TenantScope): UpdateQueryBuilder<any, any, any, any> {
-  return db.updateTable(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
+  return db.updateTable(table).where('team_id', '=', scope.accountId).where('mode', '=', scope.mode);
 }
 
 /** A DELETE that can only reach rows of the tenant (resources soft-delete; this is for records
  *  that are really removed, such as webhook endpoints). */
 export function deleteScoped(db: Db, table: string, scope: TenantScope): DeleteQueryBuilder<any, any, any> {
-  return db.deleteFrom(table).where('team_id', '=', scope.teamId).where('mode', '=', scope.mode);
+  return db.deleteFrom(table).where('team_id', '=', scope.accountId).where('mode', '=', scope.mode);
 }

@@ -25,8 +25,8 @@ import { sharedStatementCache } from '../../query/statement-cache.ts';
  */
 export function numberingStatement(trx: Db, tenant: Tenant, saleId: string): CompiledQuery {
   // One shape: built once, then only bound (src/query/statement-cache.ts).
-  return sharedStatementCache(trx).statement(NUMBERING, '', 0, [tenant.teamId, tenant.mode, saleId], ([teamId, mode, id]) => [
-    buildNumbering(trx, { teamId, mode } as Tenant, id as string),
+  return sharedStatementCache(trx).statement(NUMBERING, '', 0, [tenant.accountId, tenant.mode, saleId], ([accountId, mode, id]) => [
+    buildNumbering(trx, { accountId, mode } as Tenant, id as string),
   ])!;
 }
 
@@ -62,7 +62,7 @@ function buildNumbering(trx: Db, tenant: Tenant, saleId: string) {
         .expression(
           db
             .selectNoFrom([
-              sql`cast(${tenant.teamId} as uuid)`.as('team_id'),
+              sql`cast(${tenant.accountId} as uuid)`.as('team_id'),
               sql`cast(${tenant.mode} as text)`.as('mode'),
               sql`cast(${TRANSACTION_COUNTER} as text)`.as('name'),
               afterLargestStored().as('value'),
