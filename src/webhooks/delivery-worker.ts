@@ -11,7 +11,7 @@ import { eventRow } from '../events/event-schema.ts';
 import { RETENTION_DAYS } from '../events/list-events.ts';
 import { DELIVERIES_CHANNEL } from '../events/record-event.ts';
 import type { Database } from '../infra/db/database.ts';
-import { columnsScopedSql, keyScopedSql, keysScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
+import { columnsScopedSql, keyScopedSql, keysScopedSql, sameAccountSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { type AttemptOutcome, postWebhook } from './post-webhook.ts';
@@ -115,7 +115,7 @@ export class DeliveryWorker {
     try {
       const { rows } = await sql<{ ms: number | null }>`
         SELECT cast(extract(epoch from (min(greatest(d.next_attempt_at, coalesce(d.lease_until, d.next_attempt_at))) - now())) * 1000 as float8) AS ms
-        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.team_id = d.team_id AND e.id = d.endpoint_id
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameAccountSql('e', 'd')} AND e.id = d.endpoint_id
         WHERE d.status = 'pending' AND e.enabled`.execute(this.database.db);
       const ms = rows[0]?.ms;
       if (ms !== null && ms !== undefined) wait = Math.min(IDLE_MS, Math.max(0, Math.ceil(Number(ms)) + 5));
@@ -145,7 +145,7 @@ export class DeliveryWorker {
   private async claim(): Promise<{ claimed: Claimed[]; due: number }> {
     const db = this.database.db;
     const { rows: due } = await sql<{ team_id: string; id: string }>`
-      SELECT d.team_id, d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.team_id = d.team_id AND e.id = d.endpoint_id
+      SELECT d.team_id, d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameAccountSql('e', 'd')} AND e.id = d.endpoint_id
       WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) AND e.enabled
       ORDER BY d.next_attempt_at
       LIMIT ${BATCH}`.execute(db);
@@ -163,8 +163,8 @@ export class DeliveryWorker {
         SELECT d.id AS delivery_id, d.attempt_count, d.endpoint_id, e.url, e.secret,
                CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
                ev.team_id, ev.mode, ev.id, ev.type, ev.created_at, ev.data, ev.request_id
-        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.team_id = d.team_id AND e.id = d.endpoint_id
-          JOIN events ev ON ev.team_id = d.team_id AND ev.id = d.event_id
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameAccountSql('e', 'd')} AND e.id = d.endpoint_id
+          JOIN events ev ON ${sameAccountSql('ev', 'd')} AND ev.id = d.event_id
         WHERE ${keysScopedSql(rows, 'd')}`.execute(db)
     ).rows;
     const meta = rowMeta(eventRow);

@@ -62,6 +62,15 @@ export const valuesScopedSql = (scope: TenantScope): RawBuilder<unknown> => sql`
 export const conditionScopedSql = (scope: TenantScope, alias: string): RawBuilder<SqlBool> =>
   sql<SqlBool>`${sql.raw(`${alias}.team_id`)} = ${scope.accountId} AND ${sql.raw(`${alias}.mode`)} = ${scope.mode}`;
 
+/** A `sql`-tagged condition: rows of `left` and `right` belong to the same account (a join or a correlation,
+ *  on the distribution column, so the two rows sit on one Citus node). */
+export const sameAccountSql = (left: string, right: string): RawBuilder<SqlBool> =>
+  sql<SqlBool>`${sql.raw(`${left}.team_id`)} = ${sql.raw(`${right}.team_id`)}`;
+
+/** The tenant's values as selected columns named after `TENANT_COLUMNS`, for an INSERT … SELECT. */
+export const tenantValuesAs = (scope: TenantScope) =>
+  [sql`cast(${scope.accountId} as uuid)`.as('team_id'), sql`cast(${scope.mode} as text)`.as('mode')] as const;
+
 /** A row of a queue that serves every tenant (webhook deliveries), by its key (team_id, id). */
 export const keyScopedSql = (accountId: string, id: string): RawBuilder<SqlBool> => sql<SqlBool>`team_id = ${accountId} AND id = ${id}`;
 

@@ -4,7 +4,7 @@ import { type CompiledQuery, type Expression, sql } from 'kysely';
 import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/database.ts';
-import { selectScoped, updateScoped } from '../../infra/db/tenancy.ts';
+import { sameAccountSql, selectScoped, TENANT_COLUMNS, tenantValuesAs, updateScoped } from '../../infra/db/tenancy.ts';
 import { sharedStatementCache } from '../../query/statement-cache.ts';
 
 /**
@@ -41,7 +41,7 @@ function buildNumbering(trx: Db, tenant: Tenant, saleId: string) {
   // CASE branch is taken. An uncorrelated one is an InitPlan, and PostgreSQL computes every InitPlan of
   // an UPDATE when it re-checks a row a concurrent transaction changed (EvalPlanQual): with sales
   // arriving together that was every sale, and a scan of all the tenant's sales each (docs/performance.md).
-  const afterLargestStoredForCounter = sql<number>`(${largestStored.where(sql<boolean>`transactions.team_id = tenant_counters.team_id`)})`;
+  const afterLargestStoredForCounter = sql<number>`(${largestStored.where(sameAccountSql('transactions', 'tenant_counters'))})`;
   const nextTaken = selectScoped(trx, 'transactions', tenant)
     .select(sql`1`.as('taken'))
     .where('transaction_number', '=', sql<string>`cast(tenant_counters.value + 1 as text)`);
@@ -58,18 +58,17 @@ function buildNumbering(trx: Db, tenant: Tenant, saleId: string) {
     .with('created', (db) =>
       db
         .insertInto('tenant_counters')
-        .columns(['team_id', 'mode', 'name', 'value'])
+        .columns([...TENANT_COLUMNS, 'name', 'value'])
         .expression(
           db
             .selectNoFrom([
-              sql`cast(${tenant.accountId} as uuid)`.as('team_id'),
-              sql`cast(${tenant.mode} as text)`.as('mode'),
+              ...tenantValuesAs(tenant),
               sql`cast(${TRANSACTION_COUNTER} as text)`.as('name'),
               afterLargestStored().as('value'),
             ])
             .where(sql<boolean>`not exists (select 1 from bumped)`),
         )
-        .onConflict((oc) => oc.columns(['team_id', 'mode', 'name']).doUpdateSet({ value: sql`tenant_counters.value + 1` }))
+        .onConflict((oc) => oc.columns([...TENANT_COLUMNS, 'name']).doUpdateSet({ value: sql`tenant_counters.value + 1` }))
         .returning('value'),
     )
     .with('next', (db) => db.selectFrom('bumped').select('value').unionAll(db.selectFrom('created').select('value')))
