@@ -2,6 +2,7 @@
 // 304 on If-None-Match, 412 on a stale If-Match with nothing written, and the If-Match race.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { nextVersion } from '../src/query/version.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { item, writer } from './helpers/write-fixtures.ts';
 
@@ -148,5 +149,24 @@ describe('ETags and conditional requests', () => {
       assert.equal(read.body.data.status_history.length, 2);
       assert.equal(read.headers.get('etag'), winner.headers.get('etag'));
     }
+  });
+});
+
+describe('the version a change gives a record', () => {
+  it('is the transaction time, or one microsecond past the current version when that is not earlier', () => {
+    assert.deepEqual(nextVersion(null, '20261126075527753123'), {
+      version: '20261126075527753123',
+      updatedAt: '2026-11-26T07:55:27.753123Z',
+    });
+    assert.equal(nextVersion('20261126075527000001', '20261126075527753123').version, '20261126075527753123');
+    // Two changes in one microsecond, and a clock stepped back: strictly forward all the same, with carries.
+    assert.deepEqual(nextVersion('20261126075527753123', '20261126075527753123'), {
+      version: '20261126075527753124',
+      updatedAt: '2026-11-26T07:55:27.753124Z',
+    });
+    assert.deepEqual(nextVersion('20261231235959999999', '20261126075527753123'), {
+      version: '20270101000000000000',
+      updatedAt: '2027-01-01T00:00:00.000000Z',
+    });
   });
 });

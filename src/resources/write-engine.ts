@@ -19,7 +19,8 @@ import { outputRow, rowOutput } from '../query/output.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
 import type { Body, IncludedRows, ResourceDescriptor, Row, WriteContext, WriteDescriptor } from './descriptor.ts';
 import { insertStatement, isSqlFragment } from './insert-statement.ts';
-import { matchHolds, takeEtag, VERSION_KEY, versionSql } from './etag.ts';
+import { etagOf, matchHolds, takeEtag, VERSION_KEY, versionSql } from './etag.ts';
+import { NOW_VERSION_KEY, nextVersion, nowVersionSql } from '../query/version.ts';
 import { getRecord } from './read-engine.ts';
 
 export interface WriteOptions {
@@ -203,28 +204,31 @@ export async function createRecord(
   return { ...created.record, ...values };
 }
 
-/** The row to change with its ETag, locked for the rest of the transaction; 404 when the tenant has no such record. */
-async function lockRow(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: string): Promise<{ row: Row; etag: string }> {
-  const row = await lockScoped(trx, d.table, tenant, id, d.where).select(versionSql().as(VERSION_KEY)).executeTakeFirst();
+/** The row to change, locked for the rest of the transaction, with its ETag and the version a change gives it;
+ *  404 when the tenant has no such record. */
+async function lockRow(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: string): Promise<{ row: Row; etag: string; next: NextVersion }> {
+  const row = (await lockScoped(trx, d.table, tenant, id, d.where)
+    .select([versionSql().as(VERSION_KEY), nowVersionSql().as(NOW_VERSION_KEY)])
+    .executeTakeFirst()) as Row | undefined;
   if (!row) throw errors.notFound();
-  return { etag: takeEtag(row as Row), row: row as Row };
+  // Every change moves updated_at strictly forward, even within one microsecond or when the clock
+  // steps back: the version (ETag) of a record then changes with every write (docs/decisions.md).
+  const next = nextVersion((row[VERSION_KEY] as string | null) ?? null, String(row[NOW_VERSION_KEY]));
+  delete row[NOW_VERSION_KEY];
+  return { etag: takeEtag(row), row, next };
 }
 
-/**
- * Every change moves updated_at strictly forward, even within one microsecond or when the clock
- * steps back: the version (ETag) of a record then changes with every write (docs/decisions.md).
- */
-const NEXT_VERSION = sql`greatest(now(), ${sql.ref('updated_at')} + interval '1 microsecond')`;
+type NextVersion = ReturnType<typeof nextVersion>;
 
 /** Applies the change; answers the record as a read of it would (from the row the UPDATE returned) and its new ETag. */
-async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, values: Row): Promise<TaggedRecord> {
+async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, next: NextVersion, values: Row): Promise<TaggedRecord> {
   const after = (await updateScoped(ctx.trx, d.table, ctx.tenant)
-    .set({ ...columnValues(d, values), updated_at: NEXT_VERSION })
+    // Bound as text: a timestamptz parameter goes through a Date, which keeps milliseconds only.
+    .set({ ...columnValues(d, values), updated_at: sql`cast(cast(${next.updatedAt} as text) as timestamptz)` })
     .where('id', '=', before.id)
     .returningAll()
-    .returning(versionSql().as(VERSION_KEY))
     .executeTakeFirstOrThrow()) as Row;
-  const etag = takeEtag(after);
+  const etag = etagOf(after.id, next.version);
   await writeOf(d).rules?.afterChange?.(ctx, before, after);
   const meta = descriptorMeta(d);
   return { data: outputRow(after, meta.fields, meta), etag };
@@ -247,10 +251,10 @@ async function changeRow(
   if (!isUuid(id)) throw errors.notFound();
   return transact(db, options, async (trx) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
-    const { row: current, etag: currentTag } = await lockRow(trx, d, tenant, id);
+    const { row: current, etag: currentTag, next } = await lockRow(trx, d, tenant, id);
     // Compared under the row lock, so of two writers holding the same tag exactly one gets through.
     if (matchHolds(options.ifMatch, currentTag) === false) throw errors.preconditionFailed();
-    const written = await applyChange(ctx, d, current, await decide(ctx, current));
+    const written = await applyChange(ctx, d, current, next, await decide(ctx, current));
     const object = { ...written.data };
     await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current, object });
     return written;
