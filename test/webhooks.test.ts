@@ -24,14 +24,16 @@ async function endpoint(s: TestServer, key: string, url: string, extra: Record<s
 /** The events `endpointId` has deliveries for, in order: final once the writes that made them have answered,
  *  because the fan-out is part of each write's transaction. */
 async function deliveriesOf(s: TestServer, endpointId: string): Promise<{ type: string; name: string | null }[]> {
-  return s.db
-    .selectFrom('webhook_deliveries as d')
-    // On the account too: on Citus the two tables meet only within one account's shard.
-    .innerJoin('events as e', (join) => join.onRef('e.team_id', '=', 'd.team_id').onRef('e.id', '=', 'd.event_id'))
-    .select(['e.type', sql<string | null>`e.data->'object'->>'full_name'`.as('name')])
-    .where('d.endpoint_id', '=', endpointId)
-    .orderBy('e.id')
-    .execute();
+  return (
+    s.db
+      .selectFrom('webhook_deliveries as d')
+      // On the account too: on Citus the two tables meet only within one account's shard.
+      .innerJoin('events as e', (join) => join.onRef('e.team_id', '=', 'd.team_id').onRef('e.id', '=', 'd.event_id'))
+      .select(['e.type', sql<string | null>`e.data->'object'->>'full_name'`.as('name')])
+      .where('d.endpoint_id', '=', endpointId)
+      .orderBy('e.id')
+      .execute()
+  );
 }
 
 describe('webhooks', () => {
