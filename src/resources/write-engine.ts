@@ -9,11 +9,11 @@ import { errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
 import type { Db } from '../infra/db/database.ts';
-import { executeDeferred, type Placeholder, placeholder } from '../infra/db/deferred-statements.ts';
+import { executeDeferred, flushDeferred, type Placeholder, placeholder } from '../infra/db/deferred-statements.ts';
 import { lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
-import { CompiledQuery, sql } from 'kysely';
+import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { outputRow, rowOutput } from '../query/output.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
@@ -168,8 +168,8 @@ export async function createRecord(
       const inserted = await executeDeferred(trx, insert);
       included = (await w.rules.afterInsert(ctx, values, body)) ?? undefined;
       [row] = (await inserted.rows) as Row[];
-      // A failed insert answers no rows; the next statement reports its failure (the transaction is aborted).
-      if (!row) await trx.executeQuery(CompiledQuery.raw('select 1'));
+      // A failed insert answers no rows: its failure surfaces with the next statement.
+      if (!row) await flushDeferred(trx);
     } else [row] = (await trx.executeQuery(insert)).rows as Row[];
     if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
     const record = answerOf(d, w, row, included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
@@ -196,8 +196,8 @@ export async function createRecord(
     return { record, settled };
   });
   if (!created.settled) return created.record;
-  // In a caller's transaction nothing else sends the deferred statement: a statement of our own does.
-  if (options.inTransaction) await db.executeQuery(CompiledQuery.raw('select 1'));
+  // In a caller's transaction no commit of ours sends the deferred statement.
+  if (options.inTransaction) await flushDeferred(db);
   // Answered before the commit was: the fields as stored.
   const [values] = (await created.settled) as (Row | undefined)[];
   if (!values) throw errors.internal(new Error(`${d.name}: the settling statement answered no row`));

@@ -4,7 +4,7 @@
 // tenant's counters) are then held while the server runs them, not across round trips through a busy
 // event loop. On PGlite, which has no round trip to save, they run at once like any statement.
 import { randomUUID } from 'node:crypto';
-import { type CompiledQuery, type Expression, type RawBuilder, sql } from 'kysely';
+import { CompiledQuery, type Expression, type RawBuilder, sql } from 'kysely';
 
 /** Turns a deferred statement's failure into the error its caller means (or returns it unchanged). */
 export type FailureMeaning = (err: unknown) => unknown;
@@ -51,6 +51,14 @@ export async function executeDeferred(
     throw meaning(err);
   }
   return { rows };
+}
+
+/**
+ * Sends the statements deferred in `trx` and waits for their answers, with a statement of its own: a
+ * failure among them (say, an insert refused) then fails this call, as it would fail the commit.
+ */
+export async function flushDeferred(trx: Transaction): Promise<void> {
+  await trx.executeQuery(CompiledQuery.raw('select 1'));
 }
 
 /** A value of a written record known only once a deferred statement has run (the sale's number):
