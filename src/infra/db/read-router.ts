@@ -15,6 +15,10 @@ import { sql } from 'kysely';
 import { AppError } from '../../errors/app-error.ts';
 import { lsnToNumber } from './commit-lsn.ts';
 import type { Kysely } from 'kysely';
+import { answerWithin } from '../redis/answer-within.ts';
+
+/** How long a Redis command of the router may take before Redis counts as failed (reads then go to the primary). */
+const REDIS_COMMAND_TIMEOUT_MS = 250;
 
 /** A Kysely handle on one server (database.ts names it Db; not imported from there, which imports this file). */
 type Db = Kysely<any>;
@@ -147,7 +151,6 @@ export class ReadRouter {
         enableOfflineQueue: false,
         maxRetriesPerRequest: 0,
         connectTimeout: 1_000,
-        commandTimeout: 250,
         retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
       });
       this.redis.on('error', () => this.redisFailed());
@@ -196,7 +199,7 @@ export class ReadRouter {
     if (usable.length === 0) return null;
     const local = keyId === undefined ? 0 : this.localLsn(keyId, now);
     if (keyId === undefined || !this.redis) return this.choose(usable, local);
-    return this.redis.get(REDIS_PREFIX + keyId).then(
+    return answerWithin(this.redis.get(REDIS_PREFIX + keyId), REDIS_COMMAND_TIMEOUT_MS).then(
       (stored) => this.choose(usable, Math.max(local, stored ? Number(stored) : 0)),
       () => {
         this.redisFailed();
@@ -214,7 +217,7 @@ export class ReadRouter {
       this.noted.set(keyId, { lsn: Math.max(lsn, current?.lsn ?? 0), until: now + ttl });
     if (!this.redis) return;
     try {
-      await this.redis.eval(NOTE_SCRIPT, 1, REDIS_PREFIX + keyId, String(lsn), String(ttl));
+      await answerWithin(this.redis.eval(NOTE_SCRIPT, 1, REDIS_PREFIX + keyId, String(lsn), String(ttl)), REDIS_COMMAND_TIMEOUT_MS);
     } catch {
       this.redisFailed();
     }

@@ -25,6 +25,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { counterKey, decide, decideAmounts, type Decision, type Layer } from './layers.ts';
 import { MemoryRateLimitStore } from './memory-store.ts';
 import type { RateLimitStore } from './store.ts';
+import { answerWithin } from '../redis/answer-within.ts';
 
 /** The client library, loaded when a Redis store is made: a server without REDIS_URL never loads it
  *  (it is as heavy to load as Fastify, on every start). */
@@ -228,34 +229,8 @@ export class RedisRateLimitStore implements RateLimitStore {
     return this.withinTimeout(command.call(this.client, keys.length, ...keys, ...ttls));
   }
 
-  // Not ioredis' commandTimeout: after a pause of this process (GC, a busy CPU) that timer fires in the
-  // event loop's timers phase before the poll phase reads a reply that already arrived, failing over for
-  // nothing. Deciding in setImmediate (check phase, after poll) only times out replies that are really late.
   private withinTimeout<T>(pending: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const timer = setTimeout(() => {
-        setImmediate(() => {
-          if (settled) return;
-          settled = true;
-          reject(new Error(`Redis did not answer within ${this.commandTimeoutMs} ms`));
-        });
-      }, this.commandTimeoutMs);
-      pending.then(
-        (value) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (err: unknown) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          reject(err);
-        },
-      );
-    });
+    return answerWithin(pending, this.commandTimeoutMs);
   }
 
   private markUp(): void {
