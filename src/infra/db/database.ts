@@ -46,6 +46,8 @@ export type OpenOptions = Pick<Config, 'databaseUrl' | 'dataDir'> &
     Pick<Config, 'dbPoolSize' | 'dbTimeouts' | 'dbPrepare' | 'listenDatabaseUrl' | 'readDatabaseUrls' | 'readMaxLagMs' | 'redisUrl'>
   > & {
     snapshot?: Blob;
+    /** The read router's Redis deadline (tests on a starved machine); 250 ms otherwise. */
+    redisCommandTimeoutMs?: number;
   };
 
 export async function openDatabase(config: OpenOptions, holder = 'balcao'): Promise<Database> {
@@ -185,6 +187,7 @@ async function withReplicas(primary: Database, config: OpenOptions): Promise<Dat
     replicas,
     maxLagMs: config.readMaxLagMs ?? DEFAULT_READ_MAX_LAG_MS,
     redisUrl: config.redisUrl,
+    redisCommandTimeoutMs: config.redisCommandTimeoutMs,
   });
   return {
     ...primary,

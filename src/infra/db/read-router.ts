@@ -17,7 +17,7 @@ import { lsnToNumber } from './commit-lsn.ts';
 import type { Kysely } from 'kysely';
 import { answerWithin } from '../redis/answer-within.ts';
 
-/** How long a Redis command of the router may take before Redis counts as failed (reads then go to the primary). */
+/** How long a Redis command of the router may take, by default, before Redis counts as failed (reads then go to the primary). */
 const REDIS_COMMAND_TIMEOUT_MS = 250;
 
 /** A Kysely handle on one server (database.ts names it Db; not imported from there, which imports this file). */
@@ -62,6 +62,8 @@ export interface ReadRouterOptions {
   redisUrl?: string;
   pollMs?: number;
   now?: () => number;
+  /** How long a Redis command may take before Redis counts as failed (default 250 ms). */
+  redisCommandTimeoutMs?: number;
 }
 
 type Log = (level: 'info' | 'warn', details: Record<string, unknown>, message: string) => void;
@@ -125,6 +127,7 @@ export class ReadRouter {
   private ticking: Promise<void> | undefined;
   private closed = false;
   private log: Log = () => {};
+  private readonly redisTimeoutMs: number;
   primaryReads = 0;
   /** Settles after the first poll: before it every read goes to the primary. */
   readonly firstPoll: Promise<void>;
@@ -145,6 +148,7 @@ export class ReadRouter {
       reads: 0,
       fallbacks: 0,
     }));
+    this.redisTimeoutMs = options.redisCommandTimeoutMs ?? REDIS_COMMAND_TIMEOUT_MS;
     if (options.redisUrl) {
       this.redis = new (loadRedisClient())(options.redisUrl, {
         lazyConnect: false,
@@ -153,7 +157,7 @@ export class ReadRouter {
         connectTimeout: 1_000,
         retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
       });
-      this.redis.on('error', () => this.redisFailed());
+      this.redis.on('error', (err: Error) => this.redisFailed(err));
     }
     this.firstPoll = this.tick();
     this.timer = setInterval(() => void this.tick(), this.pollMs);
@@ -199,10 +203,10 @@ export class ReadRouter {
     if (usable.length === 0) return null;
     const local = keyId === undefined ? 0 : this.localLsn(keyId, now);
     if (keyId === undefined || !this.redis) return this.choose(usable, local);
-    return answerWithin(this.redis.get(REDIS_PREFIX + keyId), REDIS_COMMAND_TIMEOUT_MS).then(
+    return answerWithin(this.redis.get(REDIS_PREFIX + keyId), this.redisTimeoutMs).then(
       (stored) => this.choose(usable, Math.max(local, stored ? Number(stored) : 0)),
-      () => {
-        this.redisFailed();
+      (err: unknown) => {
+        this.redisFailed(err);
         return null;
       },
     );
@@ -217,9 +221,9 @@ export class ReadRouter {
       this.noted.set(keyId, { lsn: Math.max(lsn, current?.lsn ?? 0), until: now + ttl });
     if (!this.redis) return;
     try {
-      await answerWithin(this.redis.eval(NOTE_SCRIPT, 1, REDIS_PREFIX + keyId, String(lsn), String(ttl)), REDIS_COMMAND_TIMEOUT_MS);
-    } catch {
-      this.redisFailed();
+      await answerWithin(this.redis.eval(NOTE_SCRIPT, 1, REDIS_PREFIX + keyId, String(lsn), String(ttl)), this.redisTimeoutMs);
+    } catch (err) {
+      this.redisFailed(err);
     }
   }
 
@@ -260,9 +264,17 @@ export class ReadRouter {
     return 0;
   }
 
-  private redisFailed(): void {
+  private redisFailed(err: unknown): void {
+    const now = this.now();
+    // Logged once a period: a Redis that stays away fails every command.
+    if (now >= this.primaryOnlyUntil)
+      this.log(
+        'warn',
+        { err: err instanceof Error ? err.message : String(err), ms: this.maxLagMs + 2 * this.pollMs },
+        'Redis failed: reads go to the primary for the lag bound',
+      );
     // Writes noted elsewhere meanwhile are older than the lag bound once it has passed since the failure.
-    this.primaryOnlyUntil = this.now() + this.maxLagMs + 2 * this.pollMs;
+    this.primaryOnlyUntil = now + this.maxLagMs + 2 * this.pollMs;
   }
 
   private tick(): Promise<void> {
