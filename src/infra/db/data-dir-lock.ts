@@ -39,6 +39,9 @@ export async function acquireDataDirLock(dataDir: string, holder: string): Promi
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const current = readLock(file);
+      // A lock file without its content yet is one another process has just created (it writes the content
+      // right after): held, unless it is old enough to be what a crash between the two steps left.
+      if (!current && isRecent(file)) throw new DataDirInUseError(`could not lock the embedded database in ${dataDir}`);
       if (current && current.pid !== process.pid && isAlive(current.pid)) {
         throw new DataDirInUseError(
           `the embedded database in ${dataDir} is in use by process ${current.pid} ("${current.holder}", since ${current.since}); stop it first, or use DATABASE_URL to share a PostgreSQL database`,
@@ -48,6 +51,16 @@ export async function acquireDataDirLock(dataDir: string, holder: string): Promi
     }
   }
   throw new DataDirInUseError(`could not lock the embedded database in ${dataDir}`);
+}
+
+const RECENT_MS = 10_000;
+
+function isRecent(file: string): boolean {
+  try {
+    return Date.now() - fs.statSync(file).mtimeMs < RECENT_MS;
+  } catch {
+    return false; // gone meanwhile: try again
+  }
 }
 
 function readLock(file: string): LockContent | undefined {
