@@ -47,7 +47,7 @@ async function pool(count: number, fn: () => Promise<unknown>): Promise<number> 
 async function saleWrites(label: string, withEvents: boolean, endpoint: boolean): Promise<number> {
   const database = await fresh();
   const { accountId } = await benchAccount(database.db, 'balcao');
-  const tenant = { accountId: accountId, mode: 'live' as const };
+  const tenant = { accountId, mode: 'live' as const };
   if (endpoint)
     await database.db
       .insertInto('webhook_endpoints')
@@ -89,7 +89,7 @@ async function deliveries(): Promise<number> {
   const database = await fresh();
   const config = loadConfig({ PORT: '0', BALCAO_WEBHOOK_ALLOW_PRIVATE: '1' });
   const { accountId } = await benchAccount(database.db, config.keyBrand);
-  const tenant = { accountId: accountId, mode: 'live' as const };
+  const tenant = { accountId, mode: 'live' as const };
   await database.db
     .insertInto('webhook_endpoints')
     .values({ team_id: accountId, mode: 'live', url, enabled_events: ['*'], secret: 'whsec_QmFsY2FvQmVuY2hTZWNyZXQxMjM0NTY3OA==' })

@@ -73,7 +73,7 @@ export async function seedDemoData(
   mode: KeyMode = 'live',
   options: DemoOptions = {},
 ): Promise<ImportResult> {
-  return importObject(database, buildDemoData(accountId, mode, options), { accountId: accountId, mode });
+  return importObject(database, buildDemoData(accountId, mode, options), { accountId, mode });
 }
 
 /** Creates an account and seeds its live and test data in one transaction: all of it, or nothing. */
