@@ -224,6 +224,30 @@ describe('PgBouncer in transaction pooling mode, BALCAO_DB_PREPARE=false', () =>
     }
   });
 
+  it('answers lone statements sent at once on one connection, with and without parameters', async () => {
+    // The pool would send the second right behind the first on its busy connection; PgBouncer 1.18 gave the
+    // server connection back at the first one's end and the second's answer never came (a 40 s wait).
+    // A lost answer fails the statement after acquire + statement timeout + 0.5 s.
+    const dbTimeouts = { ...DEFAULT_DB_TIMEOUTS, acquireMs: 5_000, statementMs: 5_000 };
+    const database = await openDatabase({ databaseUrl: bouncer.url, dataDir: '', dbPrepare: false, dbPoolSize: 1, dbTimeouts });
+    try {
+      for (let round = 0; round < 10; round++) {
+        const answers = await Promise.all([
+          sql<{ n: number }>`select 1 as n from pg_sleep(0.01)`.execute(database.db),
+          sql<{ n: number }>`select ${2}::int as n`.execute(database.db),
+          sql<{ n: number }>`select 3 as n from pg_sleep(0.01)`.execute(database.db),
+          sql<{ n: number }>`select ${4}::int as n`.execute(database.db),
+        ]);
+        assert.deepEqual(
+          answers.map((a) => a.rows[0]?.n),
+          [1, 2, 3, 4],
+        );
+      }
+    } finally {
+      await database.close();
+    }
+  });
+
   it('adds no round trip: the SET LOCALs travel in the BEGIN message, a lone read carries none', async () => {
     // A relay between the driver and PgBouncer that records what the client writes, in order.
     const writes: string[] = [];

@@ -24,6 +24,14 @@ const LOAD_MARGIN_MS = 1_500;
 const REPLAY_DELAY_MS = 30_000;
 const MAX_LAG_MS = 60_000;
 
+// A rejection nobody handled fails this file once its tests are over, and the runner names only the hook
+// that made the resource (CI once saw "connect ECONNREFUSED" from `before`). Its statement and stack,
+// printed here, say which part of the product left it unhandled; the runner still fails the file.
+process.on('unhandledRejection', (err: unknown) => {
+  const { query, stack } = (err ?? {}) as { query?: unknown; stack?: unknown };
+  console.error(`unhandled rejection: ${String(stack ?? err)}${query ? `\nits statement: ${String(query)}` : ''}`);
+});
+
 test('BALCAO_READ_DATABASE_URL: a comma list of PostgreSQL URLs; refused without DATABASE_URL (the embedded engine has no replicas)', () => {
   assert.throws(
     () => loadConfig({ BALCAO_READ_DATABASE_URL: 'postgres://127.0.0.1:5433/app' }),

@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
 import { executeDeferred, settledText } from '../infra/db/deferred-statements.ts';
-import { columnsScopedSql, conditionScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
+import { accountColumnSql, columnsScopedSql, conditionScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { descriptorMeta } from '../query/row-meta.ts';
 import { eventObjectOf } from '../resources/descriptor.ts';
@@ -60,8 +60,8 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
       FROM seq
       RETURNING id
     ), deliveries AS (
-      INSERT INTO webhook_deliveries (team_id, endpoint_id, event_id, next_attempt_at)
-      SELECT e.team_id, e.id, event.id, now() FROM webhook_endpoints e, event
+      INSERT INTO webhook_deliveries (${accountColumnSql()}, endpoint_id, event_id, next_attempt_at)
+      SELECT ${accountColumnSql('e')}, e.id, event.id, now() FROM webhook_endpoints e, event
       WHERE ${conditionScopedSql(tenant, 'e')} AND e.enabled
         AND e.enabled_events && cast(ARRAY[${sql.join(patternsMatching(type))}] as text[])
       RETURNING 1

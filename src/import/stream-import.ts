@@ -8,7 +8,16 @@
 import type { KeyMode } from '../domain/api-keys.ts';
 import { TRANSACTION_COUNTER } from '../domain/numbering.ts';
 import type { Database } from '../infra/db/database.ts';
-import { conditionScoped, copyScoped, insertScopedText, TENANT_COLUMNS, type TenantScope } from '../infra/db/tenancy.ts';
+import {
+  accountConditionText,
+  columnsScopedText,
+  conditionScoped,
+  copyScoped,
+  insertScopedText,
+  selectAccountOwned,
+  TENANT_COLUMNS,
+  type TenantScope,
+} from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { type BulkSession, inBulkTransaction, quoteIdentifier } from './bulk-session.ts';
 import { type ColumnSpec, loadTableSpecs, type TableSpec } from './column-spec.ts';
@@ -245,7 +254,7 @@ class ImportRun {
         'tenant_counters',
         this.tenant,
         { name: { value: TRANSACTION_COUNTER }, value: { value: this.maxTransactionNumber.toString(), cast: 'bigint' } },
-        'ON CONFLICT (team_id, mode, name) DO UPDATE SET value = GREATEST(tenant_counters.value, EXCLUDED.value)',
+        `ON CONFLICT (${columnsScopedText(['name'])}) DO UPDATE SET value = GREATEST(tenant_counters.value, EXCLUDED.value)`,
       );
       await session.query(counter.text, counter.params);
     }
@@ -471,7 +480,7 @@ class ImportRun {
       if (orphans.length > 0) continue;
       const repeated = await session.query<{ import_at: string; first: string }>(
         `SELECT s.import_at, (SELECT min(d.import_at) FROM ${staging(table)} d WHERE d.id = s.id AND d.import_at <> s.import_at) AS first
-         FROM ${staging(table)} s LEFT JOIN ${quoteIdentifier(table)} t ON t.team_id = $1::uuid AND t.id = s.id
+         FROM ${staging(table)} s LEFT JOIN ${quoteIdentifier(table)} t ON ${accountConditionText('t', 1)} AND t.id = s.id
          WHERE s.id IN (SELECT id FROM ${staging(table)} GROUP BY id HAVING count(*) > 1) OR t.id IS NOT NULL
          LIMIT ${this.maxErrors}`,
         [this.accountId],
@@ -492,12 +501,7 @@ class ImportRun {
     if (this.duplicates.length === 0) return err;
     const messages = new Map<string, string>();
     for (const { table, id, at } of this.duplicates) {
-      const stored = await database.db
-        .selectFrom(table)
-        .select('id')
-        .where('team_id', '=', this.accountId)
-        .where('id', '=', id)
-        .executeTakeFirst();
+      const stored = await selectAccountOwned(database.db, table, this.accountId, id).select('id').executeTakeFirst();
       messages.set(`${at}.id`, stored ? 'a record with this id already exists' : 'duplicate id (an earlier record of the import has it)');
     }
     return new DataTransferError(

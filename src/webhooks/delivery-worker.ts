@@ -11,7 +11,16 @@ import { eventRow } from '../events/event-schema.ts';
 import { RETENTION_DAYS } from '../events/list-events.ts';
 import { DELIVERIES_CHANNEL } from '../events/record-event.ts';
 import type { Database } from '../infra/db/database.ts';
-import { columnsScopedSql, keyScopedSql, keysScopedSql, sameAccountSql, valuesScopedSql } from '../infra/db/tenancy.ts';
+import {
+  type AccountKey,
+  accountColumnSql,
+  accountKeySql,
+  columnsScopedSql,
+  keyScopedSql,
+  keysScopedSql,
+  sameAccountSql,
+  valuesScopedSql,
+} from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { type AttemptOutcome, postWebhook } from './post-webhook.ts';
@@ -38,7 +47,7 @@ interface Claimed {
   id: string;
   attempt_count: number;
   endpoint_id: string;
-  team_id: string;
+  accountId: string;
   mode: string;
   url: string;
   secret: string;
@@ -144,17 +153,17 @@ export class DeliveryWorker {
    */
   private async claim(): Promise<{ claimed: Claimed[]; due: number }> {
     const db = this.database.db;
-    const { rows: due } = await sql<{ team_id: string; id: string }>`
-      SELECT d.team_id, d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameAccountSql('e', 'd')} AND e.id = d.endpoint_id
+    const { rows: due } = await sql<AccountKey>`
+      SELECT ${accountKeySql('d')} FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameAccountSql('e', 'd')} AND e.id = d.endpoint_id
       WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) AND e.enabled
       ORDER BY d.next_attempt_at
       LIMIT ${BATCH}`.execute(db);
     if (due.length === 0) return { claimed: [], due: 0 };
-    const { rows } = await sql<{ team_id: string; id: string }>`
+    const { rows } = await sql<AccountKey>`
       UPDATE webhook_deliveries SET lease_until = now() + cast(${`${this.leaseMs} milliseconds`} as interval), lease_owner = ${this.owner}
       WHERE ${keysScopedSql(due)}
         AND status = 'pending' AND (lease_until IS NULL OR lease_until < now())
-      RETURNING team_id, id`.execute(db);
+      RETURNING ${accountKeySql()}`.execute(db);
     if (rows.length === 0) return { claimed: [], due: due.length };
     // The queue serves every tenant: deliveries are addressed by the ids just claimed, and each
     // carries the tenant of its event into its attempt.
@@ -162,7 +171,7 @@ export class DeliveryWorker {
       await sql<Row>`
         SELECT d.id AS delivery_id, d.attempt_count, d.endpoint_id, e.url, e.secret,
                CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
-               ev.team_id, ev.mode, ev.id, ev.type, ev.created_at, ev.data, ev.request_id
+               ${accountColumnSql('ev')} AS account_id, ev.mode, ev.id, ev.type, ev.created_at, ev.data, ev.request_id
         FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameAccountSql('e', 'd')} AND e.id = d.endpoint_id
           JOIN events ev ON ${sameAccountSql('ev', 'd')} AND ev.id = d.event_id
         WHERE ${keysScopedSql(rows, 'd')}`.execute(db)
@@ -172,7 +181,7 @@ export class DeliveryWorker {
       id: String(r.delivery_id),
       attempt_count: Number(r.attempt_count),
       endpoint_id: String(r.endpoint_id),
-      team_id: String(r.team_id),
+      accountId: String(r.account_id),
       mode: String(r.mode),
       url: String(r.url),
       secret: String(r.secret),
@@ -203,7 +212,7 @@ export class DeliveryWorker {
   }
 
   private async release(c: Claimed): Promise<void> {
-    await sql`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE ${keyScopedSql(c.team_id, c.id)} AND lease_owner = ${this.owner}`.execute(
+    await sql`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE ${keyScopedSql(c.accountId, c.id)} AND lease_owner = ${this.owner}`.execute(
       this.database.db,
     );
   }
@@ -218,15 +227,15 @@ export class DeliveryWorker {
       await sql`
         UPDATE webhook_deliveries
         SET status = ${status}, attempt_count = ${attempt}, next_attempt_at = ${nextAt?.toISOString() ?? null}, lease_until = NULL, lease_owner = NULL
-        WHERE ${keyScopedSql(c.team_id, c.id)}`.execute(trx);
+        WHERE ${keyScopedSql(c.accountId, c.id)}`.execute(trx);
       await sql`
         INSERT INTO webhook_attempts (${columnsScopedSql(['delivery_id', 'endpoint_id', 'event_id', 'event_type', 'attempt_number', 'response_status', 'error', 'response_body', 'duration_ms', 'next_attempt_at'])})
-        VALUES (${valuesScopedSql({ accountId: c.team_id, mode: c.mode })}, ${c.id}, ${c.endpoint_id}, ${String(c.event.id)}, ${String(c.event.type)}, ${attempt},
+        VALUES (${valuesScopedSql(c)}, ${c.id}, ${c.endpoint_id}, ${String(c.event.id)}, ${String(c.event.type)}, ${attempt},
                 ${outcome.status}, ${outcome.error}, ${outcome.body}, ${outcome.durationMs}, ${nextAt?.toISOString() ?? null})`.execute(
         trx,
       );
       if (outcome.ok) {
-        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE ${keyScopedSql(c.team_id, c.endpoint_id)} AND failing_since IS NOT NULL`.execute(
+        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE ${keyScopedSql(c.accountId, c.endpoint_id)} AND failing_since IS NOT NULL`.execute(
           trx,
         );
         return;
@@ -236,10 +245,10 @@ export class DeliveryWorker {
       await sql`
         UPDATE webhook_endpoints SET enabled = false,
           disabled_reason = ${`Disabled: every delivery failed for ${DISABLE_AFTER_DAYS} days (last: ${outcome.error ?? `HTTP ${outcome.status}`}).`}
-        WHERE ${keyScopedSql(c.team_id, c.endpoint_id)} AND failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days'`.execute(
+        WHERE ${keyScopedSql(c.accountId, c.endpoint_id)} AND failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days'`.execute(
         trx,
       );
-      await sql`UPDATE webhook_endpoints SET failing_since = now() WHERE ${keyScopedSql(c.team_id, c.endpoint_id)} AND failing_since IS NULL`.execute(
+      await sql`UPDATE webhook_endpoints SET failing_since = now() WHERE ${keyScopedSql(c.accountId, c.endpoint_id)} AND failing_since IS NULL`.execute(
         trx,
       );
     });

@@ -123,8 +123,8 @@ async function openPostgres(
     },
   };
   const sql = postgres(url, { ...options, max: poolSize, prepare: pooling.prepare });
-  const transactionSettings = pooling.prepare ? '' : setLocal(sessionTimeouts);
-  const db = new Kysely({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts), transactionSettings) });
+  const pooler = pooling.prepare ? undefined : { afterBegin: setLocal(sessionTimeouts) };
+  const db = new Kysely({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts), pooler) });
   // LISTEN needs a session of its own, which a transaction-pooling PgBouncer does not keep: with
   // BALCAO_LISTEN_DATABASE_URL the listener connects there (straight to PostgreSQL) instead.
   const listenUrl = pooling.listenUrl && pooling.listenUrl !== url ? pooling.listenUrl : undefined;

@@ -79,19 +79,24 @@ function within<T>(pending: Promise<T>, ms: number, what: string, late: (value: 
   });
 }
 
+/** A transaction-pooling PgBouncer in front of the server (BALCAO_DB_PREPARE=false), or none. */
+export interface TransactionPooler {
+  /** Statements sent in the same message as every BEGIN (`; set local …`), for the settings the
+   *  pooler does not let the start-up packet carry; '' for none. */
+  afterBegin: string;
+}
+
 export class PostgresJsDialect implements Dialect {
-  /** `afterBegin`: statements sent in the same message as every BEGIN (`; set local …`), for settings
-   *  a transaction-pooling PgBouncer would not let the start-up packet carry; '' for none. */
   constructor(
     private readonly sql: Sql,
     private readonly bounds: WaitBounds = { acquireMs: 0, queryMs: 0 },
-    private readonly afterBegin = '',
+    private readonly pooler?: TransactionPooler,
   ) {}
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PostgresJsDriver(this.sql, this.bounds, this.afterBegin);
+    return new PostgresJsDriver(this.sql, this.bounds, this.pooler);
   }
   createIntrospector(db: Kysely<any>) {
     return new PostgresIntrospector(db);
@@ -109,6 +114,7 @@ class PostgresJsConnection implements DatabaseConnection {
   constructor(
     private readonly sql: Sql,
     private readonly bounds: WaitBounds,
+    private readonly pooler: TransactionPooler | undefined,
   ) {}
 
   async reserve(): Promise<void> {
@@ -159,9 +165,13 @@ class PostgresJsConnection implements DatabaseConnection {
     const committing = this.reserved.unsafe(IMMEDIATE_COMMIT, [], { prepare: false });
     // With read replicas, a write request's commit position travels right behind its COMMIT (commit-lsn.ts).
     const scope = currentCommitScope();
-    const position = scope ? Promise.resolve(this.reserved.unsafe(COMMIT_POSITION, [], { prepare: false })) : undefined;
+    const reserved = this.reserved;
+    const readPosition = () => Promise.resolve(reserved.unsafe(COMMIT_POSITION, [], { prepare: false }));
+    // Behind a transaction pooler nothing may follow the COMMIT before its answer (see `alone`).
+    let position = scope && !this.pooler ? readPosition() : undefined;
     position?.catch(() => {}); // awaited below only once the commit succeeded
     await this.afterInFlight(committing);
+    if (scope && this.pooler) position = readPosition();
     if (scope && position) {
       // Committed, position unknown (the connection broke in between): the key's reads stay on the primary.
       const rows = (await position.catch(() => [])) as unknown as { lsn: string }[];
@@ -172,6 +182,8 @@ class PostgresJsConnection implements DatabaseConnection {
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const parameters = [...query.parameters] as never[];
+    if (!this.reserved && this.pooler)
+      return resultOf(await within(this.alone(query.sql, parameters), this.bounds.queryMs, 'query answer'));
     const running = (this.reserved ?? this.sql).unsafe(query.sql, parameters, {
       prepare: parameters.length <= MAX_PREPARED_PARAMETERS,
     });
@@ -185,9 +197,23 @@ class PostgresJsConnection implements DatabaseConnection {
     const result = this.reserved
       ? await this.afterInFlight(running)
       : await within(Promise.resolve(running), this.bounds.queryMs, 'query answer');
-    const { command, count } = result;
-    const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE';
-    return { numAffectedRows: changed ? BigInt(count) : undefined, rows: Array.from(result) as R[] };
+    return resultOf(result);
+  }
+
+  /**
+   * A lone statement behind a transaction pooler, on a connection of its own until answered. The pool
+   * would otherwise send it right behind another lone statement on a busy connection, and PgBouncer
+   * (1.18) hands the server connection back at the first one's end, losing the second's answer: it then
+   * waits for ever (test/pgbouncer.test.ts). Inside a transaction the server connection stays linked,
+   * so the transaction's statements still travel together.
+   */
+  private async alone(text: string, parameters: never[]): Promise<RowList> {
+    const connection = await this.sql.reserve();
+    try {
+      return await connection.unsafe(text, parameters, { prepare: false });
+    } finally {
+      connection.release();
+    }
   }
 
   /** The answer of `running`, sent now, once the statements in flight before it have answered: the
@@ -218,18 +244,18 @@ class PostgresJsDriver implements Driver {
   constructor(
     private readonly sql: Sql,
     private readonly bounds: WaitBounds,
-    private readonly afterBegin: string,
+    private readonly pooler: TransactionPooler | undefined,
   ) {}
   async init(): Promise<void> {}
   async acquireConnection(): Promise<DatabaseConnection> {
-    return new PostgresJsConnection(this.sql, this.bounds);
+    return new PostgresJsConnection(this.sql, this.bounds, this.pooler);
   }
   async beginTransaction(connection: PostgresJsConnection, settings: TransactionSettings): Promise<void> {
     await connection.reserve();
     const level = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : '';
     const mode = settings.accessMode ? ` ${settings.accessMode}` : '';
     // One simple-protocol message (no parameters): its SET LOCALs cost no round trip of their own.
-    connection.begin(`start transaction${level}${mode}${this.afterBegin}`);
+    connection.begin(`start transaction${level}${mode}${this.pooler?.afterBegin ?? ''}`);
   }
   async commitTransaction(connection: PostgresJsConnection): Promise<void> {
     await connection.commit();
@@ -250,9 +276,22 @@ class PostgresJsDriver implements Driver {
     connection.release();
   }
   async destroy(): Promise<void> {
-    await this.sql.end();
+    // Callers end their work first (a graceful stop drains the requests); a statement still waiting then
+    // (its answer lost, its server gone) must not keep the process from ending.
+    await this.sql.end({ timeout: END_TIMEOUT_SECONDS });
   }
 }
+
+type RowList = Awaited<ReturnType<Sql['unsafe']>>;
+
+function resultOf<R>(result: RowList): QueryResult<R> {
+  const { command, count } = result;
+  const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE';
+  return { numAffectedRows: changed ? BigInt(count) : undefined, rows: Array.from(result) as R[] };
+}
+
+/** How long closing the pool waits for statements still running before it ends their connections. */
+const END_TIMEOUT_SECONDS = 5;
 
 const raw = (sql: string) => CompiledQuery.raw(sql);
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;

@@ -22,8 +22,17 @@ export interface TenantScope {
   mode: string;
 }
 
+/** The account's column on every account-owned table (Citus' distribution column). */
+export const ACCOUNT_COLUMN = 'team_id';
+
 /** The tenant's columns on every account-owned table. */
-export const TENANT_COLUMNS = ['team_id', 'mode'] as const;
+export const TENANT_COLUMNS = [ACCOUNT_COLUMN, 'mode'] as const;
+
+/** Raw SQL: the tenant's columns then `columns`, for a column list or an ON CONFLICT target. */
+export const columnsScopedText = (columns: readonly string[] = []): string => [...TENANT_COLUMNS, ...columns].join(', ');
+
+/** Raw SQL: rows of `alias` of the account bound at `$param` (ids are unique within an account, whatever the mode). */
+export const accountConditionText = (alias: string, param: number): string => `${alias}.${ACCOUNT_COLUMN} = $${param}::uuid`;
 
 /** A COPY into an account-owned table: the tenant's columns first, then `columns`; each line starts with `linePrefix`. */
 export function copyScoped(scope: TenantScope, columns: readonly string[]): { columns: string[]; linePrefix: string } {
@@ -33,7 +42,7 @@ export function copyScoped(scope: TenantScope, columns: readonly string[]): { co
 
 /** Raw SQL (the bulk import's session): the tenant condition on `alias`, its values bound from `$first`. */
 export function conditionScoped(scope: TenantScope, alias: string, first: number): { text: string; params: [string, string] } {
-  return { text: `${alias}.team_id = $${first}::uuid AND ${alias}.mode = $${first + 1}`, params: [scope.accountId, scope.mode] };
+  return { text: `${accountConditionText(alias, first)} AND ${alias}.mode = $${first + 1}`, params: [scope.accountId, scope.mode] };
 }
 
 /** Raw SQL: an INSERT of one row of the tenant, `values` bound after the tenant's, and its ON CONFLICT clause. */
@@ -46,21 +55,23 @@ export function insertScopedText(
   const names = Object.keys(values);
   const placeholders = names.map((name, i) => `$${i + 3}${values[name]?.cast ? `::${values[name]?.cast}` : ''}`);
   return {
-    text: `INSERT INTO ${table} (${[...TENANT_COLUMNS, ...names].join(', ')}) VALUES ($1::uuid, $2, ${placeholders.join(', ')}) ${onConflict}`.trim(),
+    text: `INSERT INTO ${table} (${columnsScopedText(names)}) VALUES ($1::uuid, $2, ${placeholders.join(', ')}) ${onConflict}`.trim(),
     params: [scope.accountId, scope.mode, ...names.map((name) => values[name]?.value)],
   };
 }
 
 /** A `sql`-tagged statement: the tenant's columns then `columns`, for an INSERT's column list or ON CONFLICT target. */
-export const columnsScopedSql = (columns: readonly string[] = []): RawBuilder<unknown> =>
-  sql.raw([...TENANT_COLUMNS, ...columns].join(', '));
+export const columnsScopedSql = (columns: readonly string[] = []): RawBuilder<unknown> => sql.raw(columnsScopedText(columns));
+
+/** A `sql`-tagged statement: the account's column (of `alias`), for a table that has no mode of its own (deliveries). */
+export const accountColumnSql = (alias?: string): RawBuilder<unknown> => sql.raw(alias ? `${alias}.${ACCOUNT_COLUMN}` : ACCOUNT_COLUMN);
 
 /** A `sql`-tagged statement: the tenant's values, bound in the order of `columnsScopedSql`. */
 export const valuesScopedSql = (scope: TenantScope): RawBuilder<unknown> => sql`${scope.accountId}, ${scope.mode}`;
 
 /** A `sql`-tagged statement: the tenant condition on `alias`, its values bound. */
 export const conditionScopedSql = (scope: TenantScope, alias: string): RawBuilder<SqlBool> =>
-  sql<SqlBool>`${sql.raw(`${alias}.team_id`)} = ${scope.accountId} AND ${sql.raw(`${alias}.mode`)} = ${scope.mode}`;
+  sql<SqlBool>`${accountColumnSql(alias)} = ${scope.accountId} AND ${sql.raw(`${alias}.mode`)} = ${scope.mode}`;
 
 /** A `sql`-tagged condition: rows of `left` and `right` belong to the same account (a join or a correlation,
  *  on the distribution column, so the two rows sit on one Citus node). */
@@ -69,16 +80,32 @@ export const sameAccountSql = (left: string, right: string): RawBuilder<SqlBool>
 
 /** The tenant's values as selected columns named after `TENANT_COLUMNS`, for an INSERT … SELECT. */
 export const tenantValuesAs = (scope: TenantScope) =>
-  [sql`cast(${scope.accountId} as uuid)`.as('team_id'), sql`cast(${scope.mode} as text)`.as('mode')] as const;
+  [sql`cast(${scope.accountId} as uuid)`.as(ACCOUNT_COLUMN), sql`cast(${scope.mode} as text)`.as('mode')] as const;
 
-/** A row of a queue that serves every tenant (webhook deliveries), by its key (team_id, id). */
-export const keyScopedSql = (accountId: string, id: string): RawBuilder<SqlBool> => sql<SqlBool>`team_id = ${accountId} AND id = ${id}`;
+/** The key of a row of a queue that serves every tenant (webhook deliveries): its account and its id. */
+export interface AccountKey {
+  account_id: string;
+  id: string;
+}
+
+/** A `sql`-tagged select list: the key of `alias`'s rows, named as `AccountKey`. */
+export const accountKeySql = (alias?: string): RawBuilder<unknown> =>
+  sql.raw(alias ? `${alias}.${ACCOUNT_COLUMN} AS account_id, ${alias}.id` : `${ACCOUNT_COLUMN} AS account_id, id`);
+
+/** A row of such a queue by its key. */
+export const keyScopedSql = (accountId: string, id: string): RawBuilder<SqlBool> =>
+  sql<SqlBool>`${accountColumnSql()} = ${accountId} AND id = ${id}`;
 
 /** Rows of such a queue by their keys: `(team_id, id) IN (…)`, one shard-routable pair each (docs/scale-out.md). */
-export const keysScopedSql = (keys: readonly { team_id: string; id: string }[], alias?: string): RawBuilder<SqlBool> => {
-  const key = alias ? `(${alias}.team_id, ${alias}.id)` : '(team_id, id)';
-  return sql<SqlBool>`${sql.raw(key)} IN (${sql.join(keys.map((k) => sql`(${k.team_id}::uuid, ${k.id}::uuid)`))})`;
+export const keysScopedSql = (keys: readonly AccountKey[], alias?: string): RawBuilder<SqlBool> => {
+  const key = alias ? `(${alias}.${ACCOUNT_COLUMN}, ${alias}.id)` : `(${ACCOUNT_COLUMN}, id)`;
+  return sql<SqlBool>`${sql.raw(key)} IN (${sql.join(keys.map((k) => sql`(${k.account_id}::uuid, ${k.id}::uuid)`))})`;
 };
+
+/** One row of the account by id, whatever its mode (ids are unique within an account). */
+export function selectAccountOwned(db: Db, table: string, accountId: string, id: string): ScopedSelect {
+  return db.selectFrom(table).where(ACCOUNT_COLUMN, '=', accountId).where('id', '=', id);
+}
 
 /** Conditions besides the tenant that bound what a resource may see (column → allowed values, or null for IS NULL). */
 export type FixedConditions = Readonly<Record<string, readonly string[] | null>>;
@@ -96,7 +123,7 @@ export function requireTenant<T extends TenantScope>(tenant: T | null, action: '
  *  (`transaction_type IN ('sale', 'order')`, `deleted_at IS NULL`) is only usable when the
  *  planner sees constants, even under a generic prepared plan. */
 export function selectScoped(db: Db | QueryCreator<any>, table: string, scope: TenantScope, where?: FixedConditions): ScopedSelect {
-  let q: ScopedSelect = db.selectFrom(table).where('team_id', '=', scope.accountId).where('mode', '=', scope.mode);
+  let q: ScopedSelect = db.selectFrom(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
   for (const [column, allowed] of Object.entries(where ?? {})) {
     q =
       allowed === null
@@ -118,18 +145,18 @@ export function insertScoped(
   scope: TenantScope,
   rows: Values | readonly Values[],
 ): InsertQueryBuilder<any, any, any> {
-  const owned = (row: Values) => ({ ...row, team_id: scope.accountId, mode: scope.mode });
+  const owned = (row: Values) => ({ ...row, [ACCOUNT_COLUMN]: scope.accountId, mode: scope.mode });
   return db.insertInto(table).values(Array.isArray(rows) ? rows.map(owned) : owned(rows as Values));
 }
 
 /** An UPDATE that can only reach rows of the tenant; the caller adds `set` and its own conditions.
  *  `db` may carry common table expressions (`db.with(…)`), each scoped the same way. */
 export function updateScoped(db: Db | QueryCreator<any>, table: string, scope: TenantScope): UpdateQueryBuilder<any, any, any, any> {
-  return db.updateTable(table).where('team_id', '=', scope.accountId).where('mode', '=', scope.mode);
+  return db.updateTable(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
 }
 
 /** A DELETE that can only reach rows of the tenant (resources soft-delete; this is for records
  *  that are really removed, such as webhook endpoints). */
 export function deleteScoped(db: Db, table: string, scope: TenantScope): DeleteQueryBuilder<any, any, any> {
-  return db.deleteFrom(table).where('team_id', '=', scope.accountId).where('mode', '=', scope.mode);
+  return db.deleteFrom(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
 }
