@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, errors } from '../errors/app-error.ts';
 import type { IdempotencyStore } from '../infra/idempotency-store.ts';
+import type { Row } from '../infra/db/row.ts';
 import type { Db } from '../infra/db/database.ts';
 import type { Placeholder } from '../infra/db/deferred-statements.ts';
 import { canonicalJson } from '../schemas/canonical-json.ts';
@@ -51,7 +52,6 @@ export interface IdempotencyHooks {
   beforeCommit(request: FastifyRequest): ((trx: Db) => Promise<void>) | undefined;
 }
 
-type Row = Record<string, unknown>;
 /** An in-transaction finisher of the write engine (structurally: this layer does not import resources). */
 type StoreResponse = (trx: Db, written: { record: Row; placeholders?: readonly Placeholder[] }) => Promise<void>;
 

@@ -3,6 +3,7 @@
 import type { Pagination } from '../http/envelope.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import { errors } from '../errors/app-error.ts';
+import type { Row } from '../infra/db/row.ts';
 import type { Db } from '../infra/db/database.ts';
 import { requireTenant } from '../infra/db/tenancy.ts';
 import { CURSOR_KEY, getStatement, includeStatement, listStatement } from '../query/compile.ts';
@@ -15,8 +16,6 @@ import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
 import { isUuid } from '../schemas/formats.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
 import { takeEtag } from './etag.ts';
-
-type Row = Record<string, unknown>;
 
 export interface ReadResult<T> {
   data: T;

@@ -10,6 +10,7 @@ import type { Config } from '../config.ts';
 import { eventRow } from '../events/event-schema.ts';
 import { RETENTION_DAYS } from '../events/list-events.ts';
 import { DELIVERIES_CHANNEL } from '../events/record-event.ts';
+import type { Row } from '../infra/db/row.ts';
 import type { Database } from '../infra/db/database.ts';
 import {
   type AccountKey,
@@ -40,8 +41,6 @@ const RETENTION_EVERY_MS = 60 * 60 * 1000;
 const FIRST_CYCLE_AFTER_MS = 1000;
 /** How long a graceful stop lets attempts in flight finish before releasing them. */
 const STOP_GRACE_MS = 3000;
-
-type Row = Record<string, unknown>;
 
 interface Claimed {
   id: string;
