@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { KeyMode } from '../domain/api-keys.ts';
 import type { TableSpec } from './column-spec.ts';
 import type { TransferIssue } from './import-error.ts';
+import { ACCOUNT_COLUMN } from '../infra/db/tenancy.ts';
 import { COLUMN_RULES, type ChildTable, TENANT_COLUMNS, type ValueRule } from './resources.ts';
 import { checkValue } from './validate-value.ts';
 
@@ -64,8 +65,8 @@ export function planRecord(
     const value = record[field];
     // `undefined` (never in a JSON file, possible in data built in code) means absent.
     if (value === undefined || options.nested?.includes(field)) continue;
-    // DECISIONS C: the account is the one named by --account; a team_id in the file is ignored.
-    if (field === 'team_id') continue;
+    // DECISIONS C: the account is the one named by --account; an account column in the file is ignored.
+    if (field === ACCOUNT_COLUMN) continue;
     if (field === 'mode') {
       if (value !== mode)
         issues.add(

@@ -445,8 +445,8 @@ class ImportRun {
     if (!code) throw err;
     const line = Number(/COPY [^,]+, line (\d+)/.exec(where ?? '')?.[1]);
     const row = Number.isInteger(line) && line >= 1 && line <= at.length ? (at[line - 1] as string) : `${at[0]} … ${at.at(-1)}`;
-    // The primary key is (team_id, id) (migrations/005_citus_ready.sql): the id is the key's last value.
-    const taken = code === '23505' ? /^Key \((?:team_id, )?id\)=\((?:[^,)]+, )?([^)]+)\)/.exec(detail ?? '')?.[1] : undefined;
+    // The primary key ends with id (the tenant's columns first, migrations/005_citus_ready.sql): its last value.
+    const taken = code === '23505' ? /^Key \((?:\w+, )*id\)=\((?:[^,)]+, )*([^,)]+)\)/.exec(detail ?? '')?.[1] : undefined;
     if (taken) {
       this.duplicates.push({ table, id: taken, at: row });
       this.issues.add(`${row}.id`, 'duplicate id');
