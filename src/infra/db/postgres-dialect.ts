@@ -167,14 +167,13 @@ class PostgresJsConnection implements DatabaseConnection {
     const scope = currentCommitScope();
     const reserved = this.reserved;
     const readPosition = () => Promise.resolve(reserved.unsafe(COMMIT_POSITION, [], { prepare: false }));
-    // Behind a transaction pooler nothing may follow the COMMIT before its answer (see `alone`).
-    let position = scope && !this.pooler ? readPosition() : undefined;
-    position?.catch(() => {}); // awaited below only once the commit succeeded
+    // Behind a transaction pooler nothing may follow the COMMIT before its answer (see `alone`): read after it.
+    const sentWithCommit = scope && !this.pooler ? readPosition() : undefined;
+    sentWithCommit?.catch(() => {}); // awaited below only once the commit succeeded
     await this.afterInFlight(committing);
-    if (scope && this.pooler) position = readPosition();
-    if (scope && position) {
+    if (scope) {
       // Committed, position unknown (the connection broke in between): the key's reads stay on the primary.
-      const rows = (await position.catch(() => [])) as unknown as { lsn: string }[];
+      const rows = (await (sentWithCommit ?? readPosition()).catch(() => [])) as unknown as { lsn: string }[];
       const lsn = lsnToNumber(rows[0]?.lsn) ?? Number.MAX_SAFE_INTEGER;
       if (lsn > scope.lsn) scope.lsn = lsn;
     }

@@ -185,8 +185,9 @@ export class RedisRateLimitStore implements RateLimitStore {
         const keys = layers.map((layer) => counterKey(this.prefix, subject, layer, now));
         const ttls = layers.map((layer) => layer.windowMs - (now % layer.windowMs) + EXPIRY_SLACK_MS);
         const command = (this.client as unknown as Record<string, ChargeCommand>)[COMMAND_IF_FITS] as ChargeCommand;
-        const answer = await this.withinTimeout(
+        const answer = await answerWithin(
           command.call(this.client, keys.length, ...keys, ...ttls, ...amounts, ...layers.map((layer) => layer.limit)),
+          this.commandTimeoutMs,
         );
         return decideAmounts(layers, answer.slice(0, layers.length), amounts, now);
       } catch (err) {
@@ -201,7 +202,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (this.state === 'up') {
       try {
         const keys = layers.map((layer) => counterKey(this.prefix, subject, layer, now));
-        const values = await this.withinTimeout(this.client.mget(...keys));
+        const values = await answerWithin(this.client.mget(...keys), this.commandTimeoutMs);
         return values.map((v) => (v === null ? 0 : Number(v)));
       } catch (err) {
         this.markDown(err instanceof Error ? err.message : String(err));
@@ -226,11 +227,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     const keys = layers.map((layer) => counterKey(this.prefix, subject, layer, now));
     const ttls = layers.map((layer) => layer.windowMs - (now % layer.windowMs) + EXPIRY_SLACK_MS);
     const command = (this.client as unknown as Record<string, ChargeCommand>)[COMMAND] as ChargeCommand;
-    return this.withinTimeout(command.call(this.client, keys.length, ...keys, ...ttls));
-  }
-
-  private withinTimeout<T>(pending: Promise<T>): Promise<T> {
-    return answerWithin(pending, this.commandTimeoutMs);
+    return answerWithin(command.call(this.client, keys.length, ...keys, ...ttls), this.commandTimeoutMs);
   }
 
   private markUp(): void {
