@@ -1,13 +1,15 @@
 // `npm run bench:profile`: a CPU profile of `balcao serve` under load (node --cpu-prof) on the
 // benchmark's throwaway PostgreSQL, summarized as the functions and packages with the most
 // self time. Env: BENCH_CUSTOMERS (default 50000), BENCH_SECONDS (10), BENCH_PATH (first page);
-// BENCH_PATH=/v1/sales profiles `POST /v1/sales` (10 items, a fresh Idempotency-Key each) instead.
+// BENCH_PATH=/v1/sales profiles `POST /v1/sales` (10 items, a fresh Idempotency-Key each) instead, and
+// BENCH_PATH=/v1/customers/{id} a `PATCH` of new notes, spread over 1 000 customers.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import postgres from 'postgres';
 import { ensureDataset } from './dataset.ts';
 import { startPostgres } from './throwaway-servers.ts';
 
@@ -34,7 +36,15 @@ try {
   });
   const url = await new Promise<string>((resolve) => child.stdout.once('data', (d) => resolve(JSON.parse(String(d)).url)));
   const posting = target === '/v1/sales';
-  const headers = { authorization: `Bearer ${posting ? data.writeKey : data.readKey}`, 'content-type': 'application/json' };
+  const patching = target.includes('{id}');
+  const headers = { authorization: `Bearer ${posting || patching ? data.writeKey : data.readKey}`, 'content-type': 'application/json' };
+  const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
+  const ids = patching
+    ? (await admin.unsafe(`SELECT id FROM customers WHERE team_id = $1 AND mode = 'live' LIMIT 1000`, [data.accountId])).map((r) =>
+        String(r.id),
+      )
+    : [];
+  await admin.end();
   const item = { catalog_type: 'product', catalog_item_id: '00000000-0000-4000-8000-000000000001', quantity: 2, unit_price: 10 };
   let n = 0;
   const load = posting
@@ -50,15 +60,33 @@ try {
           },
         ],
       }
-    : {};
-  await autocannon({ url: url + target, connections: 50, duration: 2, headers, ...load }); // warm-up
-  const result = await autocannon({ url: url + target, connections: 50, duration: SECONDS, headers, ...load });
+    : patching
+      ? {
+          method: 'PATCH' as const,
+          requests: [
+            {
+              setupRequest: (req: autocannon.Request) => {
+                n++;
+                return { ...req, path: target.replace('{id}', ids[n % ids.length]!), body: JSON.stringify({ notes: `profile ${n}` }) };
+              },
+            },
+          ],
+        }
+      : {};
+  await autocannon({ url: url + target.replace('{id}', ids[0] ?? ''), connections: 50, duration: 2, headers, ...load }); // warm-up
+  const result = await autocannon({
+    url: url + target.replace('{id}', ids[0] ?? ''),
+    connections: 50,
+    duration: SECONDS,
+    headers,
+    ...load,
+  });
   await new Promise<void>((resolve) => {
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });
   console.log(
-    `profile of ${posting ? 'POST' : 'GET'} ${target}: ${result.requests.total} requests in ${SECONDS} s (${result.requests.average.toFixed(0)} req/s)`,
+    `profile of ${posting ? 'POST' : patching ? 'PATCH' : 'GET'} ${target}: ${result.requests.total} requests in ${SECONDS} s (${result.requests.average.toFixed(0)} req/s)`,
   );
 
   const file = fs.readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'))!;

@@ -66,7 +66,7 @@ describe('Idempotency-Key', () => {
     assert.equal((await s.request('GET', '/v1/suppliers', { key })).body.data.length, 0);
     // The conflict did not consume or change the key: the original still replays.
     const replay = await post(key, '/v1/customers', body, 'k');
-    assert.equal(replay.headers.get('idempotent-replay'), 'true');
+    assert.equal(replay.headers.get('idempotent-replay'), 'true', replay.text);
     assert.equal(await countSales(accountId), 0);
   });
 
@@ -104,6 +104,41 @@ describe('Idempotency-Key', () => {
     assert.equal(await countSales(accountId), 1);
     const items = await s.db.selectFrom('transaction_items').select('id').where('team_id', '=', accountId).execute();
     assert.equal(items.length, 1);
+  });
+
+  it("claims the key in the creation's own transaction: one commit per write", async () => {
+    const { key } = await writer(s);
+    const body = { items: [item()] };
+    // Each insert notes the transaction it ran in: the claim's and the sale's must be one.
+    await sql`CREATE TABLE test_write_txids (what text NOT NULL, txid bigint NOT NULL)`.execute(s.db);
+    await sql`
+      CREATE FUNCTION test_note_txid() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO test_write_txids VALUES (TG_TABLE_NAME, txid_current());
+        RETURN NULL;
+      END $$`.execute(s.db);
+    for (const table of ['idempotency_keys', 'transactions'])
+      await sql`CREATE TRIGGER test_note_txid AFTER INSERT ON ${sql.table(table)} FOR EACH ROW EXECUTE FUNCTION test_note_txid()`.execute(
+        s.db,
+      );
+    try {
+      const res = await post(key, '/v1/sales', body, 'one-commit');
+      assert.equal(res.status, 201);
+      const noted = await sql<{ what: string; txid: string }>`SELECT what, txid::text AS txid FROM test_write_txids ORDER BY what`.execute(
+        s.db,
+      );
+      assert.deepEqual(
+        noted.rows.map((r) => r.what),
+        ['idempotency_keys', 'transactions'],
+      );
+      assert.equal(noted.rows[0]?.txid, noted.rows[1]?.txid);
+    } finally {
+      for (const table of ['idempotency_keys', 'transactions']) await sql`DROP TRIGGER test_note_txid ON ${sql.table(table)}`.execute(s.db);
+      await sql`DROP FUNCTION test_note_txid()`.execute(s.db);
+      await sql`DROP TABLE test_write_txids`.execute(s.db);
+    }
+    const replay = await post(key, '/v1/sales', body, 'one-commit');
+    assert.equal(replay.headers.get('idempotent-replay'), 'true');
   });
 
   it('answers 409 with Retry-After: 1 while the first request with the key is still running', async () => {

@@ -1,10 +1,12 @@
-// The Idempotency-Key stage of POST routes (SPEC part 8, DECISIONS B.12): preValidation claims the key
-// (or replays / refuses); a write stores its response inside its own transaction (`finisher`); onSend
-// stores any other response (a 422) or releases the key. Other methods never declare these hooks.
-import { createHash } from 'node:crypto';
+// The Idempotency-Key stage of POST routes (SPEC part 8, DECISIONS B.12). A creation of the write engine
+// claims its key in its own transaction (`readKey`, then `createOnce`): one commit per write. Other POSTs
+// claim it in preValidation (`claim`: or replay / refuse). A write stores its response inside its own
+// transaction (`finisher`); onSend stores any other response (a 422) or releases the key. Other methods
+// never declare these hooks.
+import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, errors } from '../errors/app-error.ts';
-import type { IdempotencyStore } from '../infra/idempotency-store.ts';
+import { type IdempotencyStore, type KeyClaim, KeyRecordedError } from '../infra/idempotency-store.ts';
 import type { Row } from '../infra/db/row.ts';
 import type { Db } from '../infra/db/database.ts';
 import type { Placeholder } from '../infra/db/deferred-statements.ts';
@@ -14,10 +16,17 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAY_HEADER = 'idempotent-replay';
 export const MAX_KEY_LENGTH = 255;
 
-interface Claim {
-  apiKeyId: string;
-  key: string;
-  token: string;
+type Claim = KeyClaim;
+
+/** A key read from the request, to be claimed by the write's own transaction. */
+interface PendingClaim extends KeyClaim {
+  signature: string;
+}
+
+/** What a creation runs in its transaction for its key: the claim first, the stored response last. */
+export interface KeyInWrite {
+  claim?: (trx: Db) => Promise<void>;
+  finisher?: StoreResponse;
 }
 
 /** Hash of method, path (without query) and canonical body. */
@@ -41,6 +50,21 @@ const releases = (status: number) => status >= 500 || status === 409 || status =
 
 export interface IdempotencyHooks {
   claim(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+  /** preValidation of a creation that claims its key in its own transaction (`createOnce`): reads the key only. */
+  readKey(request: FastifyRequest): Promise<void>;
+  /**
+   * Runs `create` with its key claimed in its transaction. When the key is already recorded, or the creation
+   * is refused (a 4xx a replay must repeat), the key is settled on its own (`claim`): a replay is sent
+   * (undefined is returned), a conflict thrown, or the key taken: the creation then runs again under it, or
+   * its refusal is thrown and stored by onSend.
+   */
+  createOnce<T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    respond: (record: Row) => string,
+    create: (key: KeyInWrite) => Promise<T>,
+  ): Promise<T | undefined>;
   record(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown>;
   /**
    * For the write engine: stores the response `respond` builds for the written record, inside the write's
@@ -62,39 +86,40 @@ export type ReplayHeaders = (status: number, body: string) => Record<string, str
 
 export function createIdempotencyHooks(store: IdempotencyStore, replayHeaders?: ReplayHeaders): IdempotencyHooks {
   const claims = new WeakMap<FastifyRequest, Claim>();
+  /** Keys read by `readKey`, claimed by the creation's transaction. */
+  const pending = new WeakMap<FastifyRequest, PendingClaim>();
   /** Requests whose response was stored with their write: onSend leaves a success alone. */
   const storedWithWrite = new WeakSet<FastifyRequest>();
 
   return {
     async claim(request, reply) {
-      const header = request.headers[IDEMPOTENCY_HEADER];
-      if (header === undefined) return;
-      const key = Array.isArray(header) ? header.join(', ') : header;
-      if (key.length < 1 || key.length > MAX_KEY_LENGTH) throw badKey();
-      const apiKeyId = request.auth?.keyId;
-      if (!apiKeyId) return;
-      const path = request.url.split('?', 1)[0] as string;
-      const result = await store.claim(apiKeyId, key, requestSignature(request.method, path, request.body));
-      switch (result.kind) {
-        case 'claimed':
-          claims.set(request, { apiKeyId, key, token: result.token });
-          return;
-        case 'in_progress':
-          throw inProgress();
-        case 'mismatch':
-          throw mismatch();
-        case 'replay': {
-          const contentType =
-            result.contentType ?? (result.status >= 400 ? 'application/problem+json; charset=utf-8' : 'application/json; charset=utf-8');
-          // Answered here: the handler never runs, the stored body goes out unchanged. A replay
-          // is the original response, so it carries the original request id in the header too
-          // (the body's `request_id` must equal `X-Request-Id`, and it names the request that did the work).
-          const originalId = storedRequestId(result.body);
-          if (originalId) reply.header('x-request-id', originalId);
-          const extra = replayHeaders?.(result.status, result.body);
-          if (extra) reply.headers(extra);
-          return reply.code(result.status).header(REPLAY_HEADER, 'true').header('content-type', contentType).send(result.body);
-        }
+      const read = keyOf(request);
+      // A replay is answered here: the handler never runs.
+      if (read && (await settle(request, reply, read.apiKeyId, read.key, read.signature))) return reply;
+    },
+
+    async readKey(request) {
+      const read = keyOf(request);
+      if (!read) return;
+      pending.set(request, { ...read, token: randomUUID() });
+      await store.purgeIfDue();
+    },
+
+    async createOnce(request, reply, status, respond, create) {
+      const claim = pending.get(request);
+      if (!claim) return create({ finisher: this.finisher(request, status, respond) });
+      pending.delete(request);
+      try {
+        return await create({
+          claim: (trx) => store.claimInTransaction(trx, claim, claim.signature),
+          finisher: storeResponse(request, claim, status, respond),
+        });
+      } catch (err) {
+        const recorded = err instanceof KeyRecordedError;
+        if (!recorded && !(err instanceof AppError && !releases(err.status))) throw err;
+        if (await settle(request, reply, claim.apiKeyId, claim.key, claim.signature)) return undefined;
+        if (!recorded) throw err;
+        return create({ finisher: this.finisher(request, status, respond) });
       }
     },
 
@@ -126,15 +151,57 @@ export function createIdempotencyHooks(store: IdempotencyStore, replayHeaders?: 
 
     finisher(request, status, respond) {
       const claim = claims.get(request);
-      if (!claim) return undefined;
-      return async (trx, written) => {
-        const body = respond(written.record);
-        // Taken over while this request stalled: the other attempt owns the key, this one must not write.
-        await store.completeInTransaction(trx, claim, { status, body, contentType: JSON_CONTENT_TYPE }, written.placeholders, inProgress);
-        storedWithWrite.add(request);
-      };
+      return claim ? storeResponse(request, claim, status, respond) : undefined;
     },
   };
+
+  function storeResponse(request: FastifyRequest, claim: Claim, status: number, respond: (record: Row) => string): StoreResponse {
+    return async (trx, written) => {
+      const body = respond(written.record);
+      // Taken over while this request stalled: the other attempt owns the key, this one must not write.
+      await store.completeInTransaction(trx, claim, { status, body, contentType: JSON_CONTENT_TYPE }, written.placeholders, inProgress);
+      storedWithWrite.add(request);
+    };
+  }
+
+  /** Claims the key on its own: true when a replay was sent; a conflict is thrown; a claim taken is kept for the request. */
+  async function settle(request: FastifyRequest, reply: FastifyReply, apiKeyId: string, key: string, signature: string): Promise<boolean> {
+    const result = await store.claim(apiKeyId, key, signature);
+    switch (result.kind) {
+      case 'claimed':
+        claims.set(request, { apiKeyId, key, token: result.token });
+        return false;
+      case 'in_progress':
+        throw inProgress();
+      case 'mismatch':
+        throw mismatch();
+      case 'replay': {
+        const contentType =
+          result.contentType ?? (result.status >= 400 ? 'application/problem+json; charset=utf-8' : 'application/json; charset=utf-8');
+        // The stored body goes out unchanged. A replay
+        // is the original response, so it carries the original request id in the header too
+        // (the body's `request_id` must equal `X-Request-Id`, and it names the request that did the work).
+        const originalId = storedRequestId(result.body);
+        if (originalId) reply.header('x-request-id', originalId);
+        const extra = replayHeaders?.(result.status, result.body);
+        if (extra) reply.headers(extra);
+        reply.code(result.status).header(REPLAY_HEADER, 'true').header('content-type', contentType).send(result.body);
+        return true;
+      }
+    }
+  }
+}
+
+/** The request's Idempotency-Key, its caller and its signature; undefined without a key; 422 for a key of the wrong size. */
+function keyOf(request: FastifyRequest): { apiKeyId: string; key: string; signature: string } | undefined {
+  const header = request.headers[IDEMPOTENCY_HEADER];
+  if (header === undefined) return undefined;
+  const key = Array.isArray(header) ? header.join(', ') : header;
+  if (key.length < 1 || key.length > MAX_KEY_LENGTH) throw badKey();
+  const apiKeyId = request.auth?.keyId;
+  if (!apiKeyId) return undefined;
+  const path = request.url.split('?', 1)[0] as string;
+  return { apiKeyId, key, signature: requestSignature(request.method, path, request.body) };
 }
 
 /** The request id inside a stored envelope (`meta.request_id`) or problem (`request_id`). */

@@ -1,16 +1,32 @@
 // Durable Idempotency-Key records (SPEC part 8, DECISIONS B.12) in the `idempotency_keys` table,
 // so every instance sees them. A key is claimed atomically (one INSERT … ON CONFLICT), completed
 // with the response, or released when the request failed; expired records count as absent.
+// A creation of the write engine claims its key in its own transaction (`claimInTransaction`): the claim,
+// the write and the stored response commit together, one commit per write. Other POSTs claim first (`claim`).
 // Crash safety: a write's response is stored in the write's own transaction (`completeInTransaction`),
-// so a committed write always replays. A claim is a lease: if its request never commits (the process
-// died), a retry takes the key over after `staleSeconds` (5 s).
+// so a committed write always replays. A claim made on its own is a lease: if its request never commits
+// (the process died), a retry takes the key over after `staleSeconds` (5 s).
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from './db/database.ts';
 import { executeDeferred, type Placeholder, settledText } from './db/deferred-statements.ts';
 
-/** SQLSTATE 22012, which only the claim check of `completeInTransaction` can raise in its statement. */
+/** SQLSTATE 22012, which only the claim checks (`claimInTransaction`, `completeInTransaction`) raise in their statements. */
 const isDivisionByZero = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === '22012';
+
+/** The key is already recorded (or was, by a transaction that committed while this claim waited for it). */
+export class KeyRecordedError extends Error {
+  constructor() {
+    super('the Idempotency-Key is already recorded');
+  }
+}
+
+/** A key and the token that will hold it. */
+export interface KeyClaim {
+  apiKeyId: string;
+  key: string;
+  token: string;
+}
 
 export type ClaimResult =
   | { kind: 'claimed'; token: string }
@@ -97,6 +113,25 @@ export class IdempotencyStore {
   }
 
   /**
+   * Claims a new key as a statement of the write's own transaction, sent without waiting (it travels with the
+   * write's first statements). A record of the key, or one a concurrent transaction holds (the insert waits
+   * for it to end), fails the statement, and with it the transaction, with `KeyRecordedError`: the caller then
+   * rolls back and settles the key with `claim` (a replay, a conflict, or a stale record taken over).
+   */
+  async claimInTransaction(trx: Db, claim: KeyClaim, signature: string): Promise<void> {
+    const query = sql`
+      WITH claimed AS (
+        INSERT INTO idempotency_keys
+          (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at)
+        VALUES (${claim.apiKeyId}, ${claim.key}, ${signature}, 'in_progress', ${claim.token}, false, now(), now() + make_interval(secs => ${this.ttlSeconds}))
+        ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
+        RETURNING 1
+      )
+      SELECT 1 / (SELECT count(*) FROM claimed) AS claimed`.compile(trx);
+    await executeDeferred(trx, query, (err) => (isDivisionByZero(err) ? new KeyRecordedError() : err));
+  }
+
+  /**
    * Called inside the write's transaction: from its commit on, the claim can no longer be taken
    * over. Returns false when it already was (this request then must not write).
    */
@@ -116,7 +151,7 @@ export class IdempotencyStore {
    */
   async completeInTransaction(
     trx: Db,
-    claim: { apiKeyId: string; key: string; token: string },
+    claim: KeyClaim,
     response: { status: number; body: string; contentType: string },
     placeholders: readonly Placeholder[] | undefined,
     takenOver: () => Error,
@@ -155,7 +190,8 @@ export class IdempotencyStore {
     return Number(result.numAffectedRows ?? 0);
   }
 
-  private async purgeIfDue(): Promise<void> {
+  /** Deletes the expired records when the last purge is `purgeEverySeconds` old. */
+  async purgeIfDue(): Promise<void> {
     const now = Date.now();
     if (now < this.nextPurge) return;
     this.nextPurge = now + this.purgeEverySeconds * 1000;

@@ -80,7 +80,7 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
     {
       ...common,
       config: { operationId: `${d.name}.create`, ...guard },
-      preValidation: hooks.claim,
+      preValidation: hooks.readKey,
       onSend: hooks.record,
       schema: {
         operationId: `${d.name}.create`,
@@ -96,15 +96,18 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
       // stored response is byte for byte the one sent, and commits with the write.
       reply.code(201);
       const respond = memoize((record: Row) => reply.serialize(itemEnvelope(request, record)) as string);
-      const finisher = hooks.finisher(request, 201, respond);
       const batch = batchOperationOf(request);
-      const data = await createRecord(batch?.trx ?? db, d, request.tenant, request.body, {
-        schemaErrors: schemaErrors(request),
-        now: deps.now,
-        inTransaction: Boolean(batch?.trx),
-        onWritten: onWrittenFor(deps, request, 201),
-        finishers: finisher ? [finisher] : [],
-      });
+      const data = await hooks.createOnce(request, reply, 201, respond, (key) =>
+        createRecord(batch?.trx ?? db, d, request.tenant, request.body, {
+          schemaErrors: schemaErrors(request),
+          now: deps.now,
+          inTransaction: Boolean(batch?.trx),
+          onWritten: onWrittenFor(deps, request, 201),
+          claim: key.claim,
+          finishers: key.finisher ? [key.finisher] : [],
+        }),
+      );
+      if (data === undefined) return reply; // a replay, already sent
       // Already serialized (a held Idempotency-Key stores these very bytes): sent as text, past the typed serializer.
       // A new record has not changed yet: its version is its id (updated_at is still null).
       const untyped: FastifyReply = reply;
