@@ -617,145 +617,158 @@ function oneOffExpensesOf(
 
 type Line = ItemAmountsInput & { catalog_type: 'product' | 'service'; catalog_item_id: string; notes: string | null };
 
-/** Sales and orders with their items and status history, and quotes; numbered in creation order. */
-function salesOf(
-  ctx: DemoContext,
-  { customers, services, products }: { customers: DemoRecord[]; services: DemoRecord[]; products: DemoRecord[] },
-): { sales: DemoRecord[]; quotes: DemoRecord[] } {
-  const { prng, id, at, dateOf, later, users } = ctx;
-  const activeCustomers = customers.filter((c) => c.is_active);
-  /** The item records of a transaction: its lines with the amounts computed for them. */
-  const itemRecords = (lines: Line[], amounts: ReturnType<typeof saleAmounts>) =>
-    lines.map((line, n) => {
-      const a = amounts.items[n] as (typeof amounts.items)[number];
-      return {
-        catalog_type: line.catalog_type,
-        catalog_item_id: line.catalog_item_id,
-        quantity: toJsonNumber(a.quantity),
-        unit_price: toJsonNumber(a.unit_price),
-        discount_amount: a.discount_amount ? toJsonNumber(a.discount_amount) : null,
-        discount_percentage: a.discount_percentage ? toJsonNumber(a.discount_percentage) : null,
-        subtotal: toJsonNumber(a.subtotal),
-        total_amount: toJsonNumber(a.total_amount),
-        notes: line.notes,
-      };
-    });
-  const pickLines = (): Line[] => {
-    const lines: Line[] = [];
-    const count = prng.weighted([
-      [1, 4],
-      [2, 4],
-      [3, 2],
-      [4, 1],
-    ] as const);
-    for (let n = 0; n < count; n++) {
-      const discount = prng.chance(0.12);
-      if (prng.chance(0.55)) {
-        const k = prng.int(0, DEMO_SERVICES.length - 1);
-        const s = DEMO_SERVICES[k] as (typeof DEMO_SERVICES)[number];
-        lines.push({
-          catalog_type: 'service',
-          catalog_item_id: (services[k] as DemoRecord).id as string,
-          quantity: 1,
-          unit_price: s.price,
-          discount_percentage: discount ? 10 : null,
-          discount_amount: null,
-          notes: null,
-        });
-      } else {
-        const k = prng.int(0, DEMO_PRODUCTS.length - 1);
-        const p = DEMO_PRODUCTS[k] as (typeof DEMO_PRODUCTS)[number];
-        lines.push({
-          catalog_type: 'product',
-          catalog_item_id: (products[k] as DemoRecord).id as string,
-          quantity: p.unit === 'kg' ? prng.pick([0.5, 1.25, 2, 3.75]) : prng.int(1, 3),
-          unit_price: p.price,
-          discount_percentage: null,
-          discount_amount: discount ? 5 : null,
-          notes: p.unit === 'kg' ? 'Pesado na balança da loja' : null,
-        });
-      }
-    }
-    return lines;
-  };
+/** The item records of a transaction: its lines with the amounts computed for them. */
+function itemRecords(lines: Line[], amounts: ReturnType<typeof saleAmounts>) {
+  return lines.map((line, n) => {
+    const a = amounts.items[n] as (typeof amounts.items)[number];
+    return {
+      catalog_type: line.catalog_type,
+      catalog_item_id: line.catalog_item_id,
+      quantity: toJsonNumber(a.quantity),
+      unit_price: toJsonNumber(a.unit_price),
+      discount_amount: a.discount_amount ? toJsonNumber(a.discount_amount) : null,
+      discount_percentage: a.discount_percentage ? toJsonNumber(a.discount_percentage) : null,
+      subtotal: toJsonNumber(a.subtotal),
+      total_amount: toJsonNumber(a.total_amount),
+      notes: line.notes,
+    };
+  });
+}
 
-  interface Draft {
-    record: DemoRecord;
-    createdAt: string;
-  }
-  const drafts: Draft[] = [];
-  for (let i = 0; i < DEMO_COUNTS.sales; i++) {
-    const daysAgo = prng.int(1, 120);
-    const createdAt = at(daysAgo, prng.int(9, 19), prng.int(0, 59));
-    const isOrder = prng.chance(0.2);
-    const lines = pickLines();
-    const fee = isOrder ? prng.pick([9.9, 12, 15, 19.9]) : null;
-    const amounts = saleAmounts(lines, fee);
-    const status =
-      daysAgo <= 3
-        ? prng.weighted([
-            ['pending', 3],
-            ['completed', 2],
-          ] as const)
-        : prng.weighted([
-            ['completed', 18],
-            ['cancelled', 1],
-            ['pending', 1],
-          ] as const);
-    const history: DemoRecord[] = [
-      { old_status: null, new_status: 'pending', change_reason: null, created_by: null, created_at: createdAt },
-    ];
-    if (status !== 'pending') {
-      history.push({
-        old_status: 'pending',
-        new_status: status,
-        change_reason:
-          status === 'cancelled' ? prng.pick(['Cliente desistiu da compra', 'Produto sem estoque', 'Pagamento não aprovado']) : null,
-        created_by: prng.pick(users),
-        created_at: later(createdAt, isOrder ? prng.int(60, 60 * 48) : prng.int(1, 30)),
+interface Catalog {
+  customers: DemoRecord[];
+  services: DemoRecord[];
+  products: DemoRecord[];
+}
+
+/** One to four lines of services and products, some discounted. */
+function pickLines({ prng }: DemoContext, { services, products }: Catalog): Line[] {
+  const lines: Line[] = [];
+  const count = prng.weighted([
+    [1, 4],
+    [2, 4],
+    [3, 2],
+    [4, 1],
+  ] as const);
+  for (let n = 0; n < count; n++) {
+    const discount = prng.chance(0.12);
+    if (prng.chance(0.55)) {
+      const k = prng.int(0, DEMO_SERVICES.length - 1);
+      const s = DEMO_SERVICES[k] as (typeof DEMO_SERVICES)[number];
+      lines.push({
+        catalog_type: 'service',
+        catalog_item_id: (services[k] as DemoRecord).id as string,
+        quantity: 1,
+        unit_price: s.price,
+        discount_percentage: discount ? 10 : null,
+        discount_amount: null,
+        notes: null,
+      });
+    } else {
+      const k = prng.int(0, DEMO_PRODUCTS.length - 1);
+      const p = DEMO_PRODUCTS[k] as (typeof DEMO_PRODUCTS)[number];
+      lines.push({
+        catalog_type: 'product',
+        catalog_item_id: (products[k] as DemoRecord).id as string,
+        quantity: p.unit === 'kg' ? prng.pick([0.5, 1.25, 2, 3.75]) : prng.int(1, 3),
+        unit_price: p.price,
+        discount_percentage: null,
+        discount_amount: discount ? 5 : null,
+        notes: p.unit === 'kg' ? 'Pesado na balança da loja' : null,
       });
     }
-    const lastChange = history[history.length - 1] as DemoRecord;
-    const method = prng.weighted([
-      ['pix', 45],
-      ['credit_card', 25],
-      ['debit_card', 15],
-      ['cash', 15],
-    ] as const);
-    drafts.push({
-      createdAt,
-      record: {
-        id: id(`sale:${i}`),
-        customer_id: prng.chance(0.9) ? (prng.pick(customers) as DemoRecord).id : null,
-        transaction_type: isOrder ? 'order' : 'sale',
-        status,
-        sale_date: createdAt,
-        delivery_date: isOrder ? dateOf(daysAgo - prng.int(1, 3)) : null,
-        subtotal: toJsonNumber(amounts.subtotal),
-        discount_amount: toJsonNumber(amounts.discount_amount),
-        discount_percentage: null,
-        tax_amount: null,
-        total_amount: toJsonNumber(amounts.total_amount),
-        notes: isOrder ? 'Entrega pelo motoboy parceiro' : prng.chance(0.1) ? 'Cliente pediu nota fiscal' : null,
-        payment_method: method,
-        payment_status: status === 'completed' ? 'paid' : status === 'cancelled' ? 'refunded' : 'pending',
-        delivery_fee: amounts.delivery_fee ? toJsonNumber(amounts.delivery_fee) : null,
-        order_code: isOrder ? `PED-${1000 + i}` : null,
-        is_active: true,
-        created_by: prng.pick(users),
-        created_at: createdAt,
-        updated_at: lastChange.created_at === createdAt ? null : lastChange.created_at,
-        items: itemRecords(lines, amounts),
-        status_history: history,
-      },
+  }
+  return lines;
+}
+
+/** A transaction and when it was created (the numbering follows that order). */
+interface Draft {
+  record: DemoRecord;
+  createdAt: string;
+}
+
+/** The status history of a sale created at `createdAt`: pending, then its final status. */
+function saleHistory({ prng, later, users }: DemoContext, createdAt: string, status: string, isOrder: boolean): DemoRecord[] {
+  const history: DemoRecord[] = [{ old_status: null, new_status: 'pending', change_reason: null, created_by: null, created_at: createdAt }];
+  if (status !== 'pending') {
+    history.push({
+      old_status: 'pending',
+      new_status: status,
+      change_reason:
+        status === 'cancelled' ? prng.pick(['Cliente desistiu da compra', 'Produto sem estoque', 'Pagamento não aprovado']) : null,
+      created_by: prng.pick(users),
+      created_at: later(createdAt, isOrder ? prng.int(60, 60 * 48) : prng.int(1, 30)),
     });
   }
-  const quotes: DemoRecord[] = [];
-  for (let i = 0; i < DEMO_COUNTS.quotes; i++) {
-    const createdAt = at(prng.int(3, 40), prng.int(9, 18));
-    const lines = pickLines();
-    const amounts = saleAmounts(lines, null);
-    const record = {
+  return history;
+}
+
+/** The `i`-th sale or order (one in five is an order, delivered). */
+function saleDraft(ctx: DemoContext, catalog: Catalog, i: number): Draft {
+  const { prng, id, at, dateOf, users } = ctx;
+  const daysAgo = prng.int(1, 120);
+  const createdAt = at(daysAgo, prng.int(9, 19), prng.int(0, 59));
+  const isOrder = prng.chance(0.2);
+  const lines = pickLines(ctx, catalog);
+  const fee = isOrder ? prng.pick([9.9, 12, 15, 19.9]) : null;
+  const amounts = saleAmounts(lines, fee);
+  const status =
+    daysAgo <= 3
+      ? prng.weighted([
+          ['pending', 3],
+          ['completed', 2],
+        ] as const)
+      : prng.weighted([
+          ['completed', 18],
+          ['cancelled', 1],
+          ['pending', 1],
+        ] as const);
+  const history = saleHistory(ctx, createdAt, status, isOrder);
+  const lastChange = history[history.length - 1] as DemoRecord;
+  const method = prng.weighted([
+    ['pix', 45],
+    ['credit_card', 25],
+    ['debit_card', 15],
+    ['cash', 15],
+  ] as const);
+  return {
+    createdAt,
+    record: {
+      id: id(`sale:${i}`),
+      customer_id: prng.chance(0.9) ? (prng.pick(catalog.customers) as DemoRecord).id : null,
+      transaction_type: isOrder ? 'order' : 'sale',
+      status,
+      sale_date: createdAt,
+      delivery_date: isOrder ? dateOf(daysAgo - prng.int(1, 3)) : null,
+      subtotal: toJsonNumber(amounts.subtotal),
+      discount_amount: toJsonNumber(amounts.discount_amount),
+      discount_percentage: null,
+      tax_amount: null,
+      total_amount: toJsonNumber(amounts.total_amount),
+      notes: isOrder ? 'Entrega pelo motoboy parceiro' : prng.chance(0.1) ? 'Cliente pediu nota fiscal' : null,
+      payment_method: method,
+      payment_status: status === 'completed' ? 'paid' : status === 'cancelled' ? 'refunded' : 'pending',
+      delivery_fee: amounts.delivery_fee ? toJsonNumber(amounts.delivery_fee) : null,
+      order_code: isOrder ? `PED-${1000 + i}` : null,
+      is_active: true,
+      created_by: prng.pick(users),
+      created_at: createdAt,
+      updated_at: lastChange.created_at === createdAt ? null : lastChange.created_at,
+      items: itemRecords(lines, amounts),
+      status_history: history,
+    },
+  };
+}
+
+/** The `i`-th quote, sent to an active customer. */
+function quoteDraft(ctx: DemoContext, catalog: Catalog, activeCustomers: DemoRecord[], i: number): Draft {
+  const { prng, id, at } = ctx;
+  const createdAt = at(prng.int(3, 40), prng.int(9, 18));
+  const lines = pickLines(ctx, catalog);
+  const amounts = saleAmounts(lines, null);
+  return {
+    createdAt,
+    record: {
       id: id(`quote:${i}`),
       customer_id: (prng.pick(activeCustomers) as DemoRecord).id,
       transaction_type: 'quote',
@@ -770,9 +783,20 @@ function salesOf(
       created_at: createdAt,
       items: itemRecords(lines, amounts),
       status_history: [{ old_status: null, new_status: 'sent', created_at: createdAt }],
-    };
-    quotes.push(record);
-    drafts.push({ createdAt, record });
+    },
+  };
+}
+
+/** Sales and orders with their items and status history, and quotes; numbered in creation order. */
+function salesOf(ctx: DemoContext, catalog: Catalog): { sales: DemoRecord[]; quotes: DemoRecord[] } {
+  const activeCustomers = catalog.customers.filter((c) => c.is_active);
+  const drafts: Draft[] = [];
+  for (let i = 0; i < DEMO_COUNTS.sales; i++) drafts.push(saleDraft(ctx, catalog, i));
+  const quotes: DemoRecord[] = [];
+  for (let i = 0; i < DEMO_COUNTS.quotes; i++) {
+    const draft = quoteDraft(ctx, catalog, activeCustomers, i);
+    quotes.push(draft.record);
+    drafts.push(draft);
   }
   // Transaction numbers 1..N in the order the transactions were created (the counter follows).
   drafts.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || String(a.record.id).localeCompare(String(b.record.id)));

@@ -42,6 +42,12 @@ export function addLifecycle(app: FastifyInstance): Lifecycle {
     if (lifecycle.stopping) reply.header('connection', 'close');
     done(null, payload);
   });
+  // However the app is closed (app.close() too), the requests still in flight close their connections after
+  // the response: a kept-alive one would otherwise hold the close for the whole keep-alive timeout.
+  app.addHook('preClose', (done) => {
+    lifecycle.stopping = true;
+    done();
+  });
   return lifecycle;
 }
 

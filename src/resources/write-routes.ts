@@ -8,7 +8,7 @@ import type { FieldError } from '../errors/app-error.ts';
 import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
 import { batchOperationOf } from '../http/batch-context.ts';
-import { createIdempotencyHooks, IDEMPOTENCY_HEADER, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
+import { createIdempotencyHooks, IDEMPOTENCY_HEADER, type IdempotencyHooks, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { idParamsSchema } from '../query/schemas.ts';
@@ -36,8 +36,9 @@ export interface WriteRouteDeps {
 
 const IDEMPOTENCY_DOC =
   'Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with ' +
-  '`Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`, as does a ' +
-  'key whose first request is still running (with `Retry-After: 1`).';
+  '`Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`. A request ' +
+  'sent while the first with its key is still writing waits for that write and replays it; one that meets a key still held ' +
+  'otherwise gets 409 `idempotency_conflict` with `Retry-After: 1`.';
 
 const CONDITIONAL_DOC =
   'Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at ' +
@@ -67,14 +68,36 @@ function schemaErrors(request: FastifyRequest): FieldError[] {
   return toFieldErrors(failure.validation as Parameters<typeof toFieldErrors>[0]);
 }
 
-function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType<typeof createIdempotencyHooks>, d: ResourceDescriptor) {
+/** What the three write routes of one resource share. */
+interface ResourceRoutes {
+  app: TypedApp;
+  deps: WriteRouteDeps;
+  d: ResourceDescriptor;
+  w: WriteDescriptor;
+  db: Db;
+  tags: string[];
+  guard: {
+    resource: ResourceDescriptor['name'];
+    access: 'write';
+    module: ResourceDescriptor['module'];
+    deprecated: ResourceDescriptor['deprecated'];
+  };
+}
+
+function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: IdempotencyHooks, d: ResourceDescriptor) {
   const w = d.write;
   if (!w) return;
-  const { db } = deps.database;
-  const tags = [resourceTag(d)];
   const guard = { resource: d.name, access: 'write', module: d.module, deprecated: d.deprecated } as const;
-  const common = { attachValidation: true } as const;
+  const routes: ResourceRoutes = { app, deps, d, w, db: deps.database.db, tags: [resourceTag(d)], guard };
+  registerCreate(routes, hooks);
+  registerUpdate(routes);
+  registerDelete(routes);
+}
 
+/** Bodies are validated by the write engine, which merges Ajv's refusals with its own into one 422. */
+const common = { attachValidation: true } as const;
+
+function registerCreate({ app, deps, d, w, db, tags, guard }: ResourceRoutes, hooks: IdempotencyHooks) {
   app.post(
     `/v1/${d.name}`,
     {
@@ -114,7 +137,9 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
       return untyped.header('etag', etagOf(data.id, null)).type(JSON_CONTENT_TYPE).send(respond(data));
     },
   );
+}
 
+function registerUpdate({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
   app.patch(
     `/v1/${d.name}/:id`,
     {
@@ -144,7 +169,9 @@ function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: ReturnType
       return itemEnvelope(request, data);
     },
   );
+}
 
+function registerDelete({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
   app.delete(
     `/v1/${d.name}/:id`,
     {

@@ -22,6 +22,7 @@ import {
 import type { ReservedSql, Sql } from 'postgres';
 import { currentCommitScope, lsnToNumber } from './commit-lsn.ts';
 import { type DeferredStatement, deferredStatements } from './deferred-statements.ts';
+import { within } from '../deadline.ts';
 
 /**
  * Above this many parameters a query is a bulk load (import), whose text varies with its row
@@ -54,29 +55,6 @@ export class AcquireTimeoutError extends Error {
   constructor(what: string, ms: number) {
     super(`no ${what} within ${ms} ms`);
   }
-}
-
-/** `pending`, or a rejection after `ms`; a result that comes too late is handed to `late`. */
-function within<T>(pending: Promise<T>, ms: number, what: string, late: (value: T) => void = () => {}): Promise<T> {
-  if (!(ms > 0)) return pending;
-  return new Promise<T>((resolve, reject) => {
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      reject(new AcquireTimeoutError(what, ms));
-    }, ms);
-    pending.then(
-      (value) => {
-        clearTimeout(timer);
-        if (timedOut) late(value);
-        else resolve(value);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        if (!timedOut) reject(err);
-      },
-    );
-  });
 }
 
 /** A transaction-pooling PgBouncer in front of the server (BALCAO_DB_PREPARE=false), or none. */
@@ -117,9 +95,14 @@ class PostgresJsConnection implements DatabaseConnection {
     private readonly pooler: TransactionPooler | undefined,
   ) {}
 
+  private readonly answerDeadline = { error: () => new AcquireTimeoutError('query answer', this.bounds.queryMs) };
+
   async reserve(): Promise<void> {
     // A connection that arrives after its caller gave up goes straight back to the pool.
-    this.reserved ??= await within(this.sql.reserve(), this.bounds.acquireMs, 'database connection', (late) => late.release());
+    this.reserved ??= await within(this.sql.reserve(), this.bounds.acquireMs, {
+      error: () => new AcquireTimeoutError('database connection', this.bounds.acquireMs),
+      late: (connection) => connection.release(),
+    });
   }
 
   release(): void {
@@ -182,7 +165,7 @@ class PostgresJsConnection implements DatabaseConnection {
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const parameters = [...query.parameters] as never[];
     if (!this.reserved && this.pooler)
-      return resultOf(await within(this.alone(query.sql, parameters), this.bounds.queryMs, 'query answer'));
+      return resultOf(await within(this.alone(query.sql, parameters), this.bounds.queryMs, this.answerDeadline));
     const running = (this.reserved ?? this.sql).unsafe(query.sql, parameters, {
       prepare: parameters.length <= MAX_PREPARED_PARAMETERS,
     });
@@ -195,7 +178,7 @@ class PostgresJsConnection implements DatabaseConnection {
     // Inside a transaction the server's statement timeout bounds each query; a lone query also waits in the queue.
     const result = this.reserved
       ? await this.afterInFlight(running)
-      : await within(Promise.resolve(running), this.bounds.queryMs, 'query answer');
+      : await within(Promise.resolve(running), this.bounds.queryMs, this.answerDeadline);
     return resultOf(result);
   }
 

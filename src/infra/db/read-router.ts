@@ -15,7 +15,7 @@ import { sql } from 'kysely';
 import { AppError } from '../../errors/app-error.ts';
 import { lsnToNumber } from './commit-lsn.ts';
 import type { Kysely } from 'kysely';
-import { answerWithin } from '../redis/answer-within.ts';
+import { within } from '../deadline.ts';
 
 /** How long a Redis command of the router may take, by default, before Redis counts as failed (reads then go to the primary). */
 const REDIS_COMMAND_TIMEOUT_MS = 250;
@@ -100,13 +100,7 @@ export function replicaName(url: string): string {
   }
 }
 
-function within<T>(pending: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([pending, late]).finally(() => clearTimeout(timer));
-}
+const pollDeadline = { error: () => new Error(`no answer within ${POLL_TIMEOUT_MS} ms`) };
 
 export class ReadRouter {
   readonly maxLagMs: number;
@@ -128,6 +122,7 @@ export class ReadRouter {
   private closed = false;
   private log: Log = () => {};
   private readonly redisTimeoutMs: number;
+  private readonly redisDeadline = { error: () => new Error(`Redis did not answer within ${this.redisTimeoutMs} ms`) };
   primaryReads = 0;
   /** Settles after the first poll: before it every read goes to the primary. */
   readonly firstPoll: Promise<void>;
@@ -203,7 +198,7 @@ export class ReadRouter {
     if (usable.length === 0) return null;
     const local = keyId === undefined ? 0 : this.localLsn(keyId, now);
     if (keyId === undefined || !this.redis) return this.choose(usable, local);
-    return answerWithin(this.redis.get(REDIS_PREFIX + keyId), this.redisTimeoutMs).then(
+    return within(this.redis.get(REDIS_PREFIX + keyId), this.redisTimeoutMs, this.redisDeadline).then(
       (stored) => this.choose(usable, Math.max(local, stored ? Number(stored) : 0)),
       (err: unknown) => {
         this.redisFailed(err);
@@ -221,7 +216,11 @@ export class ReadRouter {
       this.noted.set(keyId, { lsn: Math.max(lsn, current?.lsn ?? 0), until: now + ttl });
     if (!this.redis) return;
     try {
-      await answerWithin(this.redis.eval(NOTE_SCRIPT, 1, REDIS_PREFIX + keyId, String(lsn), String(ttl)), this.redisTimeoutMs);
+      await within(
+        this.redis.eval(NOTE_SCRIPT, 1, REDIS_PREFIX + keyId, String(lsn), String(ttl)),
+        this.redisTimeoutMs,
+        this.redisDeadline,
+      );
     } catch (err) {
       this.redisFailed(err);
     }
@@ -289,7 +288,11 @@ export class ReadRouter {
   private async poll(): Promise<void> {
     const sentAt = this.now();
     try {
-      const { rows } = await within(sql<{ lsn: string }>`select pg_current_wal_lsn()::text as lsn`.execute(this.primary), POLL_TIMEOUT_MS);
+      const { rows } = await within(
+        sql<{ lsn: string }>`select pg_current_wal_lsn()::text as lsn`.execute(this.primary),
+        POLL_TIMEOUT_MS,
+        pollDeadline,
+      );
       const lsn = lsnToNumber(rows[0]?.lsn);
       if (lsn !== null) this.samples.push({ at: sentAt, lsn });
     } catch {
@@ -308,6 +311,7 @@ export class ReadRouter {
           replica.db,
         ),
         POLL_TIMEOUT_MS,
+        pollDeadline,
       );
       const row = rows[0];
       if (!row?.standby) {

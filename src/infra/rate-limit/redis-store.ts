@@ -25,7 +25,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { counterKey, decide, decideAmounts, type Decision, type Layer } from './layers.ts';
 import { MemoryRateLimitStore } from './memory-store.ts';
 import type { RateLimitStore } from './store.ts';
-import { answerWithin } from '../redis/answer-within.ts';
+import { within } from '../deadline.ts';
 
 /** The client library, loaded when a Redis store is made: a server without REDIS_URL never loads it
  *  (it is as heavy to load as Fastify, on every start). */
@@ -98,6 +98,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly now: () => number;
   private readonly probeEveryMs: number;
   private readonly commandTimeoutMs: number;
+  private readonly deadline = { error: () => new Error(`Redis did not answer within ${this.commandTimeoutMs} ms`) };
   private probing = false;
   private state: State = 'starting';
   private lastError = 'not connected yet';
@@ -185,9 +186,10 @@ export class RedisRateLimitStore implements RateLimitStore {
         const keys = layers.map((layer) => counterKey(this.prefix, subject, layer, now));
         const ttls = layers.map((layer) => layer.windowMs - (now % layer.windowMs) + EXPIRY_SLACK_MS);
         const command = (this.client as unknown as Record<string, ChargeCommand>)[COMMAND_IF_FITS] as ChargeCommand;
-        const answer = await answerWithin(
+        const answer = await within(
           command.call(this.client, keys.length, ...keys, ...ttls, ...amounts, ...layers.map((layer) => layer.limit)),
           this.commandTimeoutMs,
+          this.deadline,
         );
         return decideAmounts(layers, answer.slice(0, layers.length), amounts, now);
       } catch (err) {
@@ -202,7 +204,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (this.state === 'up') {
       try {
         const keys = layers.map((layer) => counterKey(this.prefix, subject, layer, now));
-        const values = await answerWithin(this.client.mget(...keys), this.commandTimeoutMs);
+        const values = await within(this.client.mget(...keys), this.commandTimeoutMs, this.deadline);
         return values.map((v) => (v === null ? 0 : Number(v)));
       } catch (err) {
         this.markDown(err instanceof Error ? err.message : String(err));
@@ -227,7 +229,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     const keys = layers.map((layer) => counterKey(this.prefix, subject, layer, now));
     const ttls = layers.map((layer) => layer.windowMs - (now % layer.windowMs) + EXPIRY_SLACK_MS);
     const command = (this.client as unknown as Record<string, ChargeCommand>)[COMMAND] as ChargeCommand;
-    return answerWithin(command.call(this.client, keys.length, ...keys, ...ttls), this.commandTimeoutMs);
+    return within(command.call(this.client, keys.length, ...keys, ...ttls), this.commandTimeoutMs, this.deadline);
   }
 
   private markUp(): void {
