@@ -13,7 +13,7 @@ import type { ResourceDescriptor } from '../src/resources/descriptor.ts';
 import { expenses } from '../src/resources/expenses.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { sales } from '../src/resources/sales.ts';
-import { statementCache } from '../src/query/statement-cache.ts';
+import { statementCache } from '../src/infra/db/statement-cache.ts';
 import { constantSql, insertStatement } from '../src/resources/insert-statement.ts';
 import { numberingStatement } from '../src/resources/writes/transaction-number.ts';
 

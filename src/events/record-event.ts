@@ -3,7 +3,7 @@
 // long polls and delivery workers once (and only if) the transaction commits.
 import { sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
-import { executeDeferred, settledText } from '../infra/db/deferred-statements.ts';
+import { sendAhead, settledText } from '../infra/db/send-ahead.ts';
 import { accountColumnSql, columnsScopedSql, conditionScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { descriptorMeta } from '../query/row-meta.ts';
@@ -70,7 +70,7 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
            CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN pg_notify(${DELIVERIES_CHANNEL}, '') END,
            (SELECT count(*) FROM event) AS recorded`.compile(trx);
   // Nothing reads its answer: it goes out with the commit (a failure still fails the write).
-  await executeDeferred(trx, statement);
+  await sendAhead(trx, statement);
 }
 
 /** The write engine's in-transaction extension for one request. */

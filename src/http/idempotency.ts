@@ -9,7 +9,7 @@ import { AppError, errors } from '../errors/app-error.ts';
 import { type IdempotencyStore, type KeyClaim, KeyRecordedError } from '../infra/idempotency-store.ts';
 import type { Row } from '../infra/db/row.ts';
 import type { Db } from '../infra/db/database.ts';
-import type { Placeholder } from '../infra/db/deferred-statements.ts';
+import type { Placeholder } from '../infra/db/send-ahead.ts';
 import { canonicalJson } from '../schemas/canonical-json.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';

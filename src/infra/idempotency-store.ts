@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from './db/database.ts';
-import { executeDeferred, type Placeholder, settledText } from './db/deferred-statements.ts';
+import { sendAhead, type Placeholder, settledText } from './db/send-ahead.ts';
 
 /** SQLSTATE 22012, which only the claim checks (`claimInTransaction`, `completeInTransaction`) raise in their statements. */
 const isDivisionByZero = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === '22012';
@@ -128,7 +128,7 @@ export class IdempotencyStore {
         RETURNING 1
       )
       SELECT 1 / (SELECT count(*) FROM claimed) AS claimed`.compile(trx);
-    await executeDeferred(trx, query, (err) => (isDivisionByZero(err) ? new KeyRecordedError() : err));
+    await sendAhead(trx, query, (err) => (isDivisionByZero(err) ? new KeyRecordedError() : err));
   }
 
   /**
@@ -146,8 +146,8 @@ export class IdempotencyStore {
    * Called inside the write's transaction as its last step: stores the response (its placeholders
    * replaced by their settled values), which then commits with the write or not at all. When the
    * claim was taken over meanwhile, the statement fails (the division by the count of rows it
-   * stored), so the write cannot commit, and `takenOver()` is the failure thrown: it is a deferred
-   * statement (sent with the commit), whose result nobody reads in time.
+   * stored), so the write cannot commit, and `takenOver()` is the failure thrown: the statement is sent
+   * ahead (with the commit), and nobody reads its result in time.
    */
   async completeInTransaction(
     trx: Db,
@@ -166,7 +166,7 @@ export class IdempotencyStore {
         RETURNING 1
       )
       SELECT 1 / (SELECT count(*) FROM stored) AS held`.compile(trx);
-    await executeDeferred(trx, query, (err) => (isDivisionByZero(err) ? takenOver() : err));
+    await sendAhead(trx, query, (err) => (isDivisionByZero(err) ? takenOver() : err));
   }
 
   /** Stores the response of the claiming request for replays. */

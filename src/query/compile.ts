@@ -12,7 +12,7 @@ import type { IncludeDescriptor, QueryableResource } from './contract.ts';
 import type { FieldKind } from '../schemas/common.ts';
 import type { FilterPlan, ListPlan, Scalar } from './plan.ts';
 import { rowMeta } from './row-meta.ts';
-import { statementCache } from './statement-cache.ts';
+import { statementCache } from '../infra/db/statement-cache.ts';
 import { VERSION_KEY, versionSql } from './version.ts';
 import { SQL_TYPE } from './values.ts';
 
@@ -141,7 +141,7 @@ export function compileInclude(db: Db, inc: IncludeDescriptor, parent: Record<st
 }
 
 // The statements as the engines run them: through the statement cache, so a shape is built by the
-// functions above once and its text reused (src/query/statement-cache.ts). Each takes the values that
+// functions above once and its text reused (src/infra/db/statement-cache.ts). Each takes the values that
 // vary within a shape in one fixed order, and the same function puts them back into a plan.
 
 /** The plan and scope with every value that varies within a shape passed through `next`, in order:

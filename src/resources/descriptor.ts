@@ -107,7 +107,7 @@ export interface WriteRules {
    * return the stored rows (all columns, in the include's order) of `createIncludes` it wrote, by include
    * name: the answer is then made from them and the inserted row, with no read back. `row` holds the
    * values sent, with the new id: the insert is still in flight, so follow-ups that need no answer
-   * (executeDeferred) travel with it, and the first statement awaited reports its failure.
+   * (sendAhead) travel with it, and the first statement awaited reports its failure.
    */
   afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<IncludedRows | undefined>;
   /**

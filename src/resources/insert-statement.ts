@@ -1,11 +1,11 @@
-// The inserts of the write engine, compiled once per shape like reads (src/query/statement-cache.ts):
+// The inserts of the write engine, compiled once per shape like reads (src/infra/db/statement-cache.ts):
 // a shape is the table, the columns of each row and the SQL fragments among the values. Building a sale's
 // inserts with Kysely on every request (ten item rows of fourteen values) was the largest share of
 // Kysely in the profile of `POST /v1/sales` (docs/performance.md).
 import type { CompiledQuery, RawBuilder } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
 import { insertScoped, type TenantScope } from '../infra/db/tenancy.ts';
-import { sharedStatementCache } from '../query/statement-cache.ts';
+import { sharedStatementCache } from '../infra/db/statement-cache.ts';
 import type { Row } from '../infra/db/row.ts';
 
 /** A SQL fragment (sql`now()`) given as a column value: written as SQL, never as JSON. */

@@ -1,6 +1,6 @@
 // The write log (issue 28): GET /v1/requests lists the writes a key made that committed, over the last
 // 24 hours, so a client that lost a response learns whether its write happened and which record it made.
-// An entry is one deferred INSERT in the write's own transaction (no extra round trip; the write and its
+// An entry is one INSERT sent ahead in the write's own transaction (no extra round trip; the write and its
 // entry commit or vanish together); the list goes through the list engine like any resource, with the
 // key and the retention added to the plan as conditions the client cannot name or lift.
 import { Type } from '@sinclair/typebox';
@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import type { AuthContext } from '../domain/tenant.ts';
 import { listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
-import { executeDeferred } from '../infra/db/deferred-statements.ts';
+import { sendAhead } from '../infra/db/send-ahead.ts';
 import { columnsScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import type { QueryableResource } from '../query/contract.ts';
 import type { FilterPlan } from '../query/plan.ts';
@@ -65,14 +65,14 @@ export interface WriteRequest {
   idempotencyKey: string | null;
 }
 
-/** Records the entry of a write in its transaction; sent deferred, with the write's last statements. */
+/** Records the entry of a write in its transaction; sent ahead, with the write's last statements. */
 export async function logWrite(trx: Db, written: WrittenRecord, request: WriteRequest): Promise<void> {
   const { tenant } = written;
   const statement = sql`
     INSERT INTO request_log (${columnsScopedSql(['id', 'api_key_id', 'request_id', 'method', 'path', 'status', 'idempotency_key', 'resource', 'resource_id'])})
     VALUES (${valuesScopedSql(tenant)}, gen_random_uuid(), ${request.apiKeyId}, ${request.requestId}, ${request.method},
       ${request.path}, ${request.status}, ${request.idempotencyKey}, ${written.descriptor.name}, ${written.id})`.compile(trx);
-  await executeDeferred(trx, statement);
+  await sendAhead(trx, statement);
 }
 
 let nextPurge = 0;

@@ -9,7 +9,7 @@ import { errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
 import type { Db } from '../infra/db/database.ts';
-import { executeDeferred, flushDeferred, type Placeholder, placeholder } from '../infra/db/deferred-statements.ts';
+import { type Placeholder, placeholder, sendAhead } from '../infra/db/send-ahead.ts';
 import { lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
@@ -67,7 +67,7 @@ export interface WrittenRecord {
   /** The record as a read of it answers after the write (without includes), so extensions need not read it again. */
   object: Row;
   /** On creation: fields of `object` (and the answered record) still holding a placeholder token, settled
-   *  by a deferred statement; a stored copy replaces them in SQL (settledText). */
+   *  by a statement sent ahead; a stored copy replaces them in SQL (settledText). */
   placeholders?: readonly Placeholder[];
 }
 
@@ -168,22 +168,20 @@ export async function createRecord(
     let included: IncludedRows | undefined;
     if (w.rules?.afterInsert) {
       // The insert and its follow-ups travel in one round trip: the insert is sent without waiting.
-      const inserted = await executeDeferred(trx, insert);
+      const inserted = await sendAhead(trx, insert);
       included = (await w.rules.afterInsert(ctx, values, body)) ?? undefined;
       [row] = (await inserted.rows) as Row[];
-      // A failed insert answers no rows: its failure surfaces with the next statement.
-      if (!row) await flushDeferred(trx);
     } else [row] = (await trx.executeQuery(insert)).rows as Row[];
     if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
     const record = answerOf(d, w, row, included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
-    // From here on, statements go out deferred where they can, with the commit: the settling statement
+    // From here on, statements go out ahead of their answers where they can, with the commit: the settling statement
     // locks rows until commit (the tenant's number counter, then its event counter). The record carries
     // placeholders for the fields it settles; what stores a copy of the record replaces them in SQL.
     const settling = w.rules?.settledLast?.(ctx, row);
     const placeholders: Placeholder[] = [];
     let settled: Promise<unknown[]> | undefined;
     if (settling) {
-      settled = (await executeDeferred(trx, settling.statement)).rows;
+      settled = (await sendAhead(trx, settling.statement)).rows;
       for (const [field, value] of Object.entries(settling.fields)) {
         const p = placeholder(value);
         record[field] = p.token;
@@ -199,9 +197,7 @@ export async function createRecord(
     return { record, settled };
   });
   if (!created.settled) return created.record;
-  // In a caller's transaction no commit of ours sends the deferred statement.
-  if (options.inTransaction) await flushDeferred(db);
-  // Answered before the commit was: the fields as stored.
+  // Answered before the commit was (or, in a caller's transaction, on its own): the fields as stored.
   const [values] = (await created.settled) as (Row | undefined)[];
   if (!values) throw errors.internal(new Error(`${d.name}: the settling statement answered no row`));
   return { ...created.record, ...values };

@@ -2,7 +2,7 @@
 // statement (parsed and planned once per connection, then only bound and executed), and a
 // connection is taken from the pool for the whole of a transaction only; a lone query uses
 // the pool directly instead of reserving a connection around it. Inside a transaction, BEGIN and
-// deferred statements (deferred-statements.ts) go out without waiting: they travel with the next one.
+// statements sent ahead (send-ahead.ts) go out without waiting: they travel with the next one.
 // Every wait is bounded (docs/operations.md): postgres.js `reserve()` queues without a deadline and can
 // wait for ever after a server-side disconnect, and a lone query waits in the pool's queue without one;
 // past `acquireMs` / `queryMs` they fail with a timeout the HTTP layer answers as 503.
@@ -21,7 +21,7 @@ import {
 } from 'kysely';
 import type { ReservedSql, Sql } from 'postgres';
 import { currentCommitScope, lsnToNumber } from './commit-lsn.ts';
-import { type DeferredStatement, deferredStatements } from './deferred-statements.ts';
+import { type DeferredStatement, deferredStatements } from './send-ahead.ts';
 import { within } from '../deadline.ts';
 
 /**
@@ -86,7 +86,7 @@ export class PostgresJsDialect implements Dialect {
 
 class PostgresJsConnection implements DatabaseConnection {
   private reserved: ReservedSql | undefined;
-  /** Statements of the transaction sent but not yet awaited (its BEGIN, deferred statements): their
+  /** Statements of the transaction sent but not yet awaited (its BEGIN, statements sent ahead): their
    *  answers are awaited with the next statement, whose result waits for theirs. */
   private inFlight: Promise<unknown>[] = [];
   constructor(

@@ -9,7 +9,7 @@ import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money
 import { type SaleAmounts, saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, IncludedRows, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
-import { executeDeferred } from '../../infra/db/deferred-statements.ts';
+import { sendAhead } from '../../infra/db/send-ahead.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
 import { constantSql, insertStatement } from '../insert-statement.ts';
 import { numberingStatement, numberOf } from './transaction-number.ts';
@@ -183,7 +183,7 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<In
     };
   });
   // Sent with the sale's insert; the history entry's answer, awaited, comes after theirs.
-  const items = await executeDeferred(ctx.trx, insertStatement(ctx.trx, 'transaction_items', ctx.tenant, rows, true));
+  const items = await sendAhead(ctx.trx, insertStatement(ctx.trx, 'transaction_items', ctx.tenant, rows, true));
   // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
   await appendHistory(ctx, sale.id, null, sale.status);
   const stored = (await items.rows) as Row[];
@@ -216,7 +216,7 @@ async function toUpdate(ctx: WriteContext, body: Body, current: Row): Promise<Ro
 async function afterChange(ctx: WriteContext, before: Row, after: Row): Promise<void> {
   // Nothing reads the entry back: it goes out with the commit (a failure still fails the change).
   if (after.status !== before.status && after.status != null)
-    await executeDeferred(ctx.trx, historyEntry(ctx, after.id, before.status, after.status));
+    await sendAhead(ctx.trx, historyEntry(ctx, after.id, before.status, after.status));
 }
 
 export const saleWrite: WriteDescriptor = {

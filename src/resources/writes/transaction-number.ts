@@ -5,11 +5,11 @@ import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/database.ts';
 import { sameAccountSql, selectScoped, TENANT_COLUMNS, tenantValuesAs, updateScoped } from '../../infra/db/tenancy.ts';
-import { sharedStatementCache } from '../../query/statement-cache.ts';
+import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
 
 /**
  * One statement that numbers a sale inserted without a number, whatever the counter's state, so it can
- * go out with the commit (deferred): the counter moves on and the sale takes its value. The counter row
+ * go out with the commit (sent ahead): the counter moves on and the sale takes its value. The counter row
  * stays locked until the transaction ends, so concurrent creations get consecutive numbers and a
  * rolled-back sale gives its number back. Two rare cases are settled in the same statement:
  * - a number an import stored after the counter was created is skipped: the counter jumps past the
@@ -24,7 +24,7 @@ import { sharedStatementCache } from '../../query/statement-cache.ts';
  * Its one row is `transaction_number`.
  */
 export function numberingStatement(trx: Db, tenant: Tenant, saleId: string): CompiledQuery {
-  // One shape: built once, then only bound (src/query/statement-cache.ts).
+  // One shape: built once, then only bound (src/infra/db/statement-cache.ts).
   return sharedStatementCache(trx).statement(NUMBERING, '', 0, [tenant.accountId, tenant.mode, saleId], ([accountId, mode, id]) => [
     buildNumbering(trx, { accountId, mode } as Tenant, id as string),
   ])!;

@@ -1,0 +1,81 @@
+// Statements of a transaction sent ahead of their answer (a sale's items, its number, its stored response,
+// its event): on PostgreSQL they are sent at once and their answers awaited with the next statement or the
+// commit, so the steps of a write reach the server together, in as few round trips as the write allows. Rows they lock (a
+// tenant's counters) are then held while the server runs them, not across round trips through a busy
+// event loop. On PGlite, which has no round trip to save, they run at once like any statement.
+import { randomUUID } from 'node:crypto';
+import { type CompiledQuery, type Expression, type RawBuilder, sql } from 'kysely';
+
+/** Turns a failure of a statement sent ahead into the error its caller means (or returns it unchanged). */
+export type FailureMeaning = (err: unknown) => unknown;
+
+/** What the driver needs to send a statement ahead, and to hand its answer back later. */
+export interface DeferredStatement {
+  meaning: FailureMeaning;
+  /** Set by a driver that sent the statement without waiting (its executeQuery answered no rows). */
+  sent: boolean;
+  answered(rows: unknown[]): void;
+  failed(err: unknown): void;
+}
+
+/** The statements sent ahead and in flight, by the very object Kysely hands the driver (postgres-dialect.ts). */
+export const deferredStatements = new WeakMap<CompiledQuery, DeferredStatement>();
+
+/** A transaction (any Kysely handle); structural, so the driver can import this module. */
+interface Transaction {
+  executeQuery(query: CompiledQuery): Promise<{ rows: unknown[] }>;
+}
+
+/** A statement sent ahead of its answer. */
+export interface SentAhead {
+  /** Its rows once answered, or its failure (through its `meaning`). Awaiting it is optional: a failure also
+   *  fails the transaction's next statement or its commit. */
+  rows: Promise<unknown[]>;
+}
+
+/**
+ * Runs `query` in the transaction `trx` without waiting for its answer where the driver can (PostgreSQL):
+ * it travels with the next statement. Its failure, passed through `meaning`, fails the transaction's next
+ * statement or its commit, so a statement whose failure must stop the write has to fail in SQL, not in a
+ * check of its result. On PGlite, which has no round trip to save, it runs at once and a failure is thrown.
+ */
+export async function sendAhead(trx: Transaction, query: CompiledQuery, meaning: FailureMeaning = (err) => err): Promise<SentAhead> {
+  let answered!: (rows: unknown[]) => void;
+  let failed!: (err: unknown) => void;
+  const rows = new Promise<unknown[]>((resolve, reject) => {
+    answered = resolve;
+    failed = reject;
+  });
+  rows.catch(() => {}); // reported by the next statement when nobody awaits it
+  const statement: DeferredStatement = { meaning, sent: false, answered, failed: (err) => failed(meaning(err)) };
+  deferredStatements.set(query, statement);
+  try {
+    const result = await trx.executeQuery(query);
+    if (!statement.sent) answered(result.rows);
+  } catch (err) {
+    const meant = meaning(err);
+    failed(meant);
+    throw meant;
+  }
+  return { rows };
+}
+
+/** A value of a written record known only once a statement sent ahead has run (the sale's number):
+ *  the record carries `token` in its place until then, and stored copies of it are corrected in SQL. */
+export interface Placeholder {
+  token: string;
+  /** The value as SQL can read it in a later statement of the same transaction. */
+  value: Expression<string>;
+}
+
+export function placeholder(value: Expression<string>): Placeholder {
+  return { token: `balcao-pending-${randomUUID()}`, value };
+}
+
+/** `text` (a serialized record) with each placeholder's token replaced by its value, as SQL text. */
+export function settledText(text: string, placeholders: readonly Placeholder[] = []): RawBuilder<string> {
+  return placeholders.reduce<RawBuilder<string>>(
+    (settled, p) => sql<string>`replace(${settled}, ${p.token}, ${p.value})`,
+    sql<string>`cast(${text} as text)`,
+  );
+}
