@@ -141,7 +141,7 @@ export interface paths {
     put?: never;
     /**
      * Create a record of customers
-     * @description Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with `Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`, as does a key whose first request is still running (with `Retry-After: 1`).
+     * @description Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with `Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`. A request sent while the first with its key is still writing waits for that write and replays it; one that meets a key still held otherwise gets 409 `idempotency_conflict` with `Retry-After: 1`.
      *
      *     Requires the scope `customers:write` and the module `clientes` on the contract.
      */
@@ -201,7 +201,7 @@ export interface paths {
     put?: never;
     /**
      * Create a record of sales
-     * @description Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with `Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`, as does a key whose first request is still running (with `Retry-After: 1`).
+     * @description Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with `Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`. A request sent while the first with its key is still writing waits for that write and replays it; one that meets a key still held otherwise gets 409 `idempotency_conflict` with `Retry-After: 1`.
      *
      *     Requires the scope `sales:write` and the module `vendas` on the contract.
      */
@@ -261,7 +261,7 @@ export interface paths {
     put?: never;
     /**
      * Create a record of suppliers
-     * @description Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with `Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`, as does a key whose first request is still running (with `Retry-After: 1`).
+     * @description Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with `Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`. A request sent while the first with its key is still writing waits for that write and replays it; one that meets a key still held otherwise gets 409 `idempotency_conflict` with `Retry-After: 1`.
      *
      *     Requires the scope `suppliers:write` and the module `fornecedores` on the contract.
      */
@@ -321,7 +321,7 @@ export interface paths {
     put?: never;
     /**
      * Create a record of expenses
-     * @description Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with `Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`, as does a key whose first request is still running (with `Retry-After: 1`).
+     * @description Optional `Idempotency-Key` header (1..255 characters): the first response is kept 24 hours per API key and replayed, with `Idempotent-Replay: true`, for the same method, path and body; another body gives 409 `idempotency_conflict`. A request sent while the first with its key is still writing waits for that write and replays it; one that meets a key still held otherwise gets 409 `idempotency_conflict` with `Retry-After: 1`.
      *
      *     Requires the scope `expenses:write` and the module `despesas` on the contract.
      */
