@@ -21,7 +21,7 @@ const db = new Kysely<any>({
     createQueryCompiler: () => new PostgresQueryCompiler(),
   },
 });
-const scope = { accountId: 'team', mode: 'live' };
+const scope = { accountId: 'team', mode: 'live' } as const;
 const ID = '0f8fad5b-d9cb-469f-a165-70867728950e';
 
 function compiled(d: ResourceDescriptor, query: Record<string, string>) {

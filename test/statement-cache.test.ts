@@ -28,7 +28,7 @@ const ID_B = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
 const tenants = [
   { accountId: '11111111-1111-4111-8111-111111111111', mode: 'live' },
   { accountId: '22222222-2222-4222-8222-222222222222', mode: 'test' },
-];
+] as const;
 
 const plain = (c: { sql: string; parameters: readonly unknown[] }) => ({ sql: c.sql, parameters: [...c.parameters] });
 

@@ -1,10 +1,11 @@
 // Reads every record of one account (live or test data) in pages, table by table, with the
 // import's field names: what `balcao export` writes and `balcao import` reads back. Timestamps
 // keep their microseconds, so a round trip keeps every order the API shows.
+import type { Tenant } from '../domain/tenant.ts';
 import { sql } from 'kysely';
 import type { KeyMode } from '../domain/api-keys.ts';
 import type { Db } from '../infra/db/database.ts';
-import { selectScoped, TENANT_COLUMNS, type TenantScope } from '../infra/db/tenancy.ts';
+import { selectScoped, TENANT_COLUMNS } from '../infra/db/tenancy.ts';
 import { loadTableSpecs, type TableSpec } from '../import/column-spec.ts';
 import {
   IMPORT_RESOURCE_NAMES,
@@ -35,7 +36,7 @@ export class AccountReader {
   private constructor(
     private readonly db: Db,
     private readonly specs: ReadonlyMap<string, TableSpec>,
-    private readonly tenant: TenantScope,
+    private readonly tenant: Tenant,
     private readonly includeInternal: boolean,
   ) {}
 

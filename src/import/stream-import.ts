@@ -5,6 +5,7 @@
 // Sale items and status history given on their own (`sale_items` records) go through a temporary
 // staging table first, so they may come before their sale (a mixed NDJSON file) and their sale is
 // checked to be in the account; nested in their sale, they are copied right after it.
+import type { Tenant } from '../domain/tenant.ts';
 import type { KeyMode } from '../domain/api-keys.ts';
 import { TRANSACTION_COUNTER } from '../domain/numbering.ts';
 import type { Database } from '../infra/db/database.ts';
@@ -16,7 +17,6 @@ import {
   insertScopedText,
   selectAccountOwned,
   TENANT_COLUMNS,
-  type TenantScope,
 } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { type BulkSession, inBulkTransaction, quoteIdentifier } from './bulk-session.ts';
@@ -170,7 +170,7 @@ class ImportRun {
   private readonly maxErrors: number;
   private readonly batches = new Map<string, Batch>();
   private readonly groups = new Map<string, CopyGroup>();
-  private readonly tenant: TenantScope;
+  private readonly tenant: Tenant;
   /** The tenant columns every COPY line starts with. */
   private readonly tenantPrefix: string;
   private readonly startMs = Date.now();

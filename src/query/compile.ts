@@ -5,9 +5,11 @@
 // A nullable sort column is two index ranges in PostgreSQL's order (ASC: values then NULLs;
 // DESC: NULLs then values). A row comparison never matches NULL, so a cursor continues with up to
 // two *segments*, each one plain index range; the engine reads them in turn until the page is full.
+import type { KeyMode } from '../domain/api-keys.ts';
+import type { Tenant } from '../domain/tenant.ts';
 import { type CompiledQuery, type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
-import { selectScoped, type TenantScope } from '../infra/db/tenancy.ts';
+import { selectScoped } from '../infra/db/tenancy.ts';
 import type { IncludeDescriptor, QueryableResource } from './contract.ts';
 import type { FieldKind } from '../schemas/common.ts';
 import type { FilterPlan, ListPlan, Scalar } from './plan.ts';
@@ -90,7 +92,7 @@ function selectColumns(q: Query, fields: readonly string[], extra: readonly stri
 }
 
 /** The queries of one list page, in reading order; the engine adds the limit to each. */
-export function compileList(db: Db, d: QueryableResource, plan: ListPlan, scope: TenantScope): Query[] {
+export function compileList(db: Db, d: QueryableResource, plan: ListPlan, scope: Tenant): Query[] {
   const { sort, after } = plan;
   const dir = sort.desc ? 'desc' : 'asc';
   let q = selectColumns(selectScoped(db, d.table, scope, d.where), plan.fields, [sort.field]);
@@ -124,7 +126,7 @@ export function compileGet(
   d: QueryableResource,
   fields: readonly string[],
   id: string,
-  scope: TenantScope,
+  scope: Tenant,
   extra: readonly string[],
 ): Query {
   return selectColumns(selectScoped(db, d.table, scope, d.where), fields, extra)
@@ -133,7 +135,7 @@ export function compileGet(
 }
 
 /** The related rows of an include: children of the parent in order, or the one referenced row. */
-export function compileInclude(db: Db, inc: IncludeDescriptor, parent: Record<string, unknown>, scope: TenantScope): Query {
+export function compileInclude(db: Db, inc: IncludeDescriptor, parent: Record<string, unknown>, scope: Tenant): Query {
   const q = selectColumns(selectScoped(db, inc.table, scope), rowMeta(inc.item).fields);
   if (inc.cardinality === 'one') return q.where('id', '=', parent[inc.foreignKey]).limit(sql.lit(1));
   const ordered = inc.orderBy ? q.orderBy(inc.orderBy, 'asc') : q;
@@ -146,8 +148,8 @@ export function compileInclude(db: Db, inc: IncludeDescriptor, parent: Record<st
 
 /** The plan and scope with every value that varies within a shape passed through `next`, in order:
  *  the tenant, the filter values, the cursor's position. */
-function mapListValues(plan: ListPlan, scope: TenantScope, next: (value: unknown) => unknown): [ListPlan, TenantScope] {
-  const tenant = { accountId: next(scope.accountId) as string, mode: next(scope.mode) as string };
+function mapListValues(plan: ListPlan, scope: Tenant, next: (value: unknown) => unknown): [ListPlan, Tenant] {
+  const tenant = { accountId: next(scope.accountId) as string, mode: next(scope.mode) as KeyMode };
   const filters = plan.filters.map((f): FilterPlan => {
     switch (f.op) {
       case 'is_null':
@@ -192,7 +194,7 @@ export function listStatement(
   db: Db,
   d: QueryableResource,
   plan: ListPlan,
-  scope: TenantScope,
+  scope: Tenant,
   segment: number,
   limit: number,
 ): CompiledQuery | undefined {
@@ -214,19 +216,19 @@ export function getStatement(
   d: QueryableResource,
   fields: readonly string[],
   id: string,
-  scope: TenantScope,
+  scope: Tenant,
   extra: readonly string[],
 ): CompiledQuery {
   const shape = `${fields.join(',')}|${extra.join(',')}`;
   return statementCache(db).statement(d, shape, 0, [scope.accountId, scope.mode, id], ([accountId, mode, key]) => [
-    compileGet(db, d, fields, key as string, { accountId: accountId as string, mode: mode as string }, extra),
+    compileGet(db, d, fields, key as string, { accountId: accountId as string, mode: mode as KeyMode }, extra),
   ])!;
 }
 
 /** The related rows of an include (see compileInclude). */
-export function includeStatement(db: Db, inc: IncludeDescriptor, parent: Record<string, unknown>, scope: TenantScope): CompiledQuery {
+export function includeStatement(db: Db, inc: IncludeDescriptor, parent: Record<string, unknown>, scope: Tenant): CompiledQuery {
   const link = inc.cardinality === 'one' ? inc.foreignKey : 'id';
   return statementCache(db).statement(inc, '', 0, [scope.accountId, scope.mode, parent[link]], ([accountId, mode, key]) => [
-    compileInclude(db, inc, { [link]: key }, { accountId: accountId as string, mode: mode as string }),
+    compileInclude(db, inc, { [link]: key }, { accountId: accountId as string, mode: mode as KeyMode }),
   ])!;
 }

@@ -2,9 +2,11 @@
 // a shape is the table, the columns of each row and the SQL fragments among the values. Building a sale's
 // inserts with Kysely on every request (ten item rows of fourteen values) was the largest share of
 // Kysely in the profile of `POST /v1/sales` (docs/performance.md).
+import type { KeyMode } from '../domain/api-keys.ts';
+import type { Tenant } from '../domain/tenant.ts';
 import type { CompiledQuery, RawBuilder } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
-import { insertScoped, type TenantScope } from '../infra/db/tenancy.ts';
+import { insertScoped } from '../infra/db/tenancy.ts';
 import { sharedStatementCache } from '../infra/db/statement-cache.ts';
 import type { Row } from '../infra/db/row.ts';
 
@@ -35,7 +37,7 @@ const ownerOf = (table: string): object => {
 };
 
 /** The INSERT of `rows` into the tenant's `table` (with `RETURNING *` when asked), bound from a cached text when it can. */
-export function insertStatement(trx: Db, table: string, tenant: TenantScope, rows: readonly Row[], returning: boolean): CompiledQuery {
+export function insertStatement(trx: Db, table: string, tenant: Tenant, rows: readonly Row[], returning: boolean): CompiledQuery {
   const values: unknown[] = [tenant.accountId, tenant.mode];
   let key: string | null = returning ? 'returning' : '';
   for (const row of rows) {
@@ -69,11 +71,11 @@ export function insertStatement(trx: Db, table: string, tenant: TenantScope, row
       }
       return out;
     });
-    return [buildInsert(trx, table, { accountId: bound[0] as string, mode: bound[1] as string }, rebuilt, returning)];
+    return [buildInsert(trx, table, { accountId: bound[0] as string, mode: bound[1] as KeyMode }, rebuilt, returning)];
   })!;
 }
 
-function buildInsert(trx: Db, table: string, tenant: TenantScope, rows: readonly Row[], returning: boolean) {
+function buildInsert(trx: Db, table: string, tenant: Tenant, rows: readonly Row[], returning: boolean) {
   const insert = insertScoped(trx, table, tenant, rows);
   return returning ? insert.returningAll() : insert;
 }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { Config } from '../config.ts';
+import type { KeyMode } from '../domain/api-keys.ts';
 import { eventRow } from '../events/event-schema.ts';
 import { RETENTION_DAYS } from '../events/list-events.ts';
 import { DELIVERIES_CHANNEL } from '../events/record-event.ts';
@@ -47,7 +48,7 @@ interface Claimed {
   attempt_count: number;
   endpoint_id: string;
   accountId: string;
-  mode: string;
+  mode: KeyMode;
   url: string;
   secret: string;
   previous_secret: string | null;
@@ -181,7 +182,7 @@ export class DeliveryWorker {
       attempt_count: Number(r.attempt_count),
       endpoint_id: String(r.endpoint_id),
       accountId: String(r.account_id),
-      mode: String(r.mode),
+      mode: r.mode as KeyMode, // the column's CHECK allows live and test only
       url: String(r.url),
       secret: String(r.secret),
       previous_secret: (r.previous_secret as string | null) ?? null,

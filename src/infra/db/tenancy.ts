@@ -14,13 +14,8 @@ import {
   type UpdateQueryBuilder,
 } from 'kysely';
 import { errors } from '../../errors/app-error.ts';
+import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from './database.ts';
-
-/** The two tenant columns (a Tenant with any mode string: tests compile with plain literals). */
-export interface TenantScope {
-  accountId: string;
-  mode: string;
-}
 
 /** The account's column on every account-owned table (Citus' distribution column). */
 export const ACCOUNT_COLUMN = 'team_id';
@@ -35,20 +30,20 @@ export const columnsScopedText = (columns: readonly string[] = []): string => [.
 export const accountConditionText = (alias: string, param: number): string => `${alias}.${ACCOUNT_COLUMN} = $${param}::uuid`;
 
 /** A COPY into an account-owned table: the tenant's columns first, then `columns`; each line starts with `linePrefix`. */
-export function copyScoped(scope: TenantScope, columns: readonly string[]): { columns: string[]; linePrefix: string } {
+export function copyScoped(scope: Tenant, columns: readonly string[]): { columns: string[]; linePrefix: string } {
   // A UUID and a mode word need no escaping in COPY's text format.
   return { columns: [...TENANT_COLUMNS, ...columns], linePrefix: `${scope.accountId}\t${scope.mode}` };
 }
 
 /** Raw SQL (the bulk import's session): the tenant condition on `alias`, its values bound from `$first`. */
-export function conditionScoped(scope: TenantScope, alias: string, first: number): { text: string; params: [string, string] } {
+export function conditionScoped(scope: Tenant, alias: string, first: number): { text: string; params: [string, string] } {
   return { text: `${accountConditionText(alias, first)} AND ${alias}.mode = $${first + 1}`, params: [scope.accountId, scope.mode] };
 }
 
 /** Raw SQL: an INSERT of one row of the tenant, `values` bound after the tenant's, and its ON CONFLICT clause. */
 export function insertScopedText(
   table: string,
-  scope: TenantScope,
+  scope: Tenant,
   values: Readonly<Record<string, { value: unknown; cast?: string }>>,
   onConflict = '',
 ): { text: string; params: unknown[] } {
@@ -67,10 +62,10 @@ export const columnsScopedSql = (columns: readonly string[] = []): RawBuilder<un
 export const accountColumnSql = (alias?: string): RawBuilder<unknown> => sql.raw(alias ? `${alias}.${ACCOUNT_COLUMN}` : ACCOUNT_COLUMN);
 
 /** A `sql`-tagged statement: the tenant's values, bound in the order of `columnsScopedSql`. */
-export const valuesScopedSql = (scope: TenantScope): RawBuilder<unknown> => sql`${scope.accountId}, ${scope.mode}`;
+export const valuesScopedSql = (scope: Tenant): RawBuilder<unknown> => sql`${scope.accountId}, ${scope.mode}`;
 
 /** A `sql`-tagged statement: the tenant condition on `alias`, its values bound. */
-export const conditionScopedSql = (scope: TenantScope, alias: string): RawBuilder<SqlBool> =>
+export const conditionScopedSql = (scope: Tenant, alias: string): RawBuilder<SqlBool> =>
   sql<SqlBool>`${accountColumnSql(alias)} = ${scope.accountId} AND ${sql.raw(`${alias}.mode`)} = ${scope.mode}`;
 
 /** A `sql`-tagged condition: rows of `left` and `right` belong to the same account (a join or a correlation,
@@ -79,7 +74,7 @@ export const sameAccountSql = (left: string, right: string): RawBuilder<SqlBool>
   sql<SqlBool>`${sql.raw(`${left}.team_id`)} = ${sql.raw(`${right}.team_id`)}`;
 
 /** The tenant's values as selected columns named after `TENANT_COLUMNS`, for an INSERT … SELECT. */
-export const tenantValuesAs = (scope: TenantScope) =>
+export const tenantValuesAs = (scope: Tenant) =>
   [sql`cast(${scope.accountId} as uuid)`.as(ACCOUNT_COLUMN), sql`cast(${scope.mode} as text)`.as('mode')] as const;
 
 /** The key of a row of a queue that serves every tenant (webhook deliveries): its account and its id. */
@@ -114,7 +109,7 @@ export type ScopedSelect = SelectQueryBuilder<any, any, any>;
 type Values = Record<string, unknown>;
 
 /** The tenant a route acts for; a route without one reached an engine through a missing guard config. */
-export function requireTenant<T extends TenantScope>(tenant: T | null, action: 'read' | 'write'): T {
+export function requireTenant<T extends Tenant>(tenant: T | null, action: 'read' | 'write'): T {
   if (!tenant) throw errors.internal(new Error(`${action} without a tenant: route is missing its guard config`));
   return tenant;
 }
@@ -122,7 +117,7 @@ export function requireTenant<T extends TenantScope>(tenant: T | null, action: '
 /** Tenant first, then the fixed conditions as literals: a partial index predicate
  *  (`transaction_type IN ('sale', 'order')`, `deleted_at IS NULL`) is only usable when the
  *  planner sees constants, even under a generic prepared plan. */
-export function selectScoped(db: Db | QueryCreator<any>, table: string, scope: TenantScope, where?: FixedConditions): ScopedSelect {
+export function selectScoped(db: Db | QueryCreator<any>, table: string, scope: Tenant, where?: FixedConditions): ScopedSelect {
   let q: ScopedSelect = db.selectFrom(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
   for (const [column, allowed] of Object.entries(where ?? {})) {
     q =
@@ -134,29 +129,24 @@ export function selectScoped(db: Db | QueryCreator<any>, table: string, scope: T
 }
 
 /** One row by id, locked until the transaction ends. */
-export function lockScoped(trx: Db, table: string, scope: TenantScope, id: string, where?: FixedConditions): ScopedSelect {
+export function lockScoped(trx: Db, table: string, scope: Tenant, id: string, where?: FixedConditions): ScopedSelect {
   return selectScoped(trx, table, scope, where).selectAll().where('id', '=', id).forUpdate();
 }
 
 /** New rows of the tenant: the tenant columns are set here, whatever the values carry. */
-export function insertScoped(
-  db: Db,
-  table: string,
-  scope: TenantScope,
-  rows: Values | readonly Values[],
-): InsertQueryBuilder<any, any, any> {
+export function insertScoped(db: Db, table: string, scope: Tenant, rows: Values | readonly Values[]): InsertQueryBuilder<any, any, any> {
   const owned = (row: Values) => ({ ...row, [ACCOUNT_COLUMN]: scope.accountId, mode: scope.mode });
   return db.insertInto(table).values(Array.isArray(rows) ? rows.map(owned) : owned(rows as Values));
 }
 
 /** An UPDATE that can only reach rows of the tenant; the caller adds `set` and its own conditions.
  *  `db` may carry common table expressions (`db.with(…)`), each scoped the same way. */
-export function updateScoped(db: Db | QueryCreator<any>, table: string, scope: TenantScope): UpdateQueryBuilder<any, any, any, any> {
+export function updateScoped(db: Db | QueryCreator<any>, table: string, scope: Tenant): UpdateQueryBuilder<any, any, any, any> {
   return db.updateTable(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
 }
 
 /** A DELETE that can only reach rows of the tenant (resources soft-delete; this is for records
  *  that are really removed, such as webhook endpoints). */
-export function deleteScoped(db: Db, table: string, scope: TenantScope): DeleteQueryBuilder<any, any, any> {
+export function deleteScoped(db: Db, table: string, scope: Tenant): DeleteQueryBuilder<any, any, any> {
   return db.deleteFrom(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
 }
