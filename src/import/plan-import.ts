@@ -44,6 +44,15 @@ export interface RecordOptions {
   parent?: { child: ChildTable; id: string };
 }
 
+/** What every field of one record is checked against. */
+interface RecordScope {
+  ctx: TableContext;
+  rules: Readonly<Record<string, ValueRule>>;
+  mode: KeyMode;
+  options: RecordOptions;
+  parentKey: string | undefined;
+}
+
 export function planRecord(
   issues: Issues,
   ctx: TableContext,
@@ -58,50 +67,55 @@ export function planRecord(
   }
   const before = issues.total;
   const row: Row = {};
-  const rules = ctx.rules ?? COLUMN_RULES[ctx.table] ?? {};
-  const parentKey = options.parent?.child.parentKey;
+  const scope: RecordScope = {
+    ctx,
+    rules: ctx.rules ?? COLUMN_RULES[ctx.table] ?? {},
+    mode,
+    options,
+    parentKey: options.parent?.child.parentKey,
+  };
   // Per field, the hot path of a large import: no path string is built unless a field is refused.
   for (const field in record) {
     const value = record[field];
     // `undefined` (never in a JSON file, possible in data built in code) means absent.
-    if (value === undefined || options.nested?.includes(field)) continue;
     // DECISIONS C: the account is the one named by --account; an account column in the file is ignored.
-    if (field === ACCOUNT_COLUMN) continue;
-    if (field === 'mode') {
-      if (value !== mode)
-        issues.add(
-          `${path}.${field}`,
-          `the import targets ${mode} data (${mode === 'live' ? 'add --test for test-mode data' : 'drop --test for live data'})`,
-        );
-      continue;
-    }
-    if (field === parentKey) {
-      if (value !== options.parent?.id) issues.add(`${path}.${field}`, 'must be the id of the record it is nested in');
-      continue;
-    }
-    const column = ctx.spec.get(field);
-    if (!column || (TENANT_COLUMNS as readonly string[]).includes(field)) {
-      issues.add(`${path}.${field}`, 'unknown field');
-      continue;
-    }
-    if (value === null) {
-      // A NOT NULL column with a default takes the default; one without is required.
-      if (!column.notNull) row[field] = null;
-      else if (!column.hasDefault && !options.defaults?.[field]) issues.add(`${path}.${field}`, 'is required and must not be null');
-      continue;
-    }
-    const checked = checkValue(column, value);
-    if (!checked.ok) {
-      issues.add(`${path}.${field}`, checked.reason);
-      continue;
-    }
-    const reason = rules[field]?.(value);
-    if (reason) {
-      issues.add(`${path}.${field}`, reason);
-      continue;
-    }
-    row[field] = checked.value;
+    if (value === undefined || options.nested?.includes(field) || field === ACCOUNT_COLUMN) continue;
+    const refusal = planField(scope, row, field, value);
+    if (refusal) issues.add(`${path}.${field}`, refusal);
   }
+  fillRequired(issues, scope, record, row, path);
+  if (issues.total > before || !settleId(issues, ctx, row, path)) return undefined;
+  if (scope.parentKey && options.parent) row[scope.parentKey] = options.parent.id;
+  ctx.rows.push(row);
+  return row;
+}
+
+/** Puts `field`'s checked value into `row`; or says why it is refused. */
+function planField(scope: RecordScope, row: Row, field: string, value: unknown): string | undefined {
+  const { mode, options, parentKey } = scope;
+  if (field === 'mode')
+    return value === mode
+      ? undefined
+      : `the import targets ${mode} data (${mode === 'live' ? 'add --test for test-mode data' : 'drop --test for live data'})`;
+  if (field === parentKey) return value === options.parent?.id ? undefined : 'must be the id of the record it is nested in';
+  const column = scope.ctx.spec.get(field);
+  if (!column || (TENANT_COLUMNS as readonly string[]).includes(field)) return 'unknown field';
+  if (value === null) {
+    // A NOT NULL column with a default takes the default; one without is required.
+    if (!column.notNull) row[field] = null;
+    else if (!column.hasDefault && !options.defaults?.[field]) return 'is required and must not be null';
+    return undefined;
+  }
+  const checked = checkValue(column, value);
+  if (!checked.ok) return checked.reason;
+  const reason = scope.rules[field]?.(value);
+  if (reason) return reason;
+  row[field] = checked.value;
+  return undefined;
+}
+
+/** Required columns the record left out: filled by their default maker, or refused. */
+function fillRequired(issues: Issues, { ctx, options, parentKey }: RecordScope, record: Record<string, unknown>, row: Row, path: string) {
   for (const column of ctx.spec.values()) {
     if (row[column.name] !== undefined || !column.notNull || column.hasDefault) continue;
     if (column.name === 'id' || column.name === parentKey || (TENANT_COLUMNS as readonly string[]).includes(column.name)) continue;
@@ -109,22 +123,23 @@ export function planRecord(
     if (fill) row[column.name] = fill();
     else if (record[column.name] === undefined) issues.add(`${path}.${column.name}`, 'is required');
   }
-  if (issues.total > before) return undefined;
+}
 
-  if (row.id === undefined) row.id = randomUUID();
-  else {
-    const id = (row.id as string).toLowerCase();
-    row.id = id;
-    const first = ctx.ids?.get(id);
-    if (first) {
-      issues.add(`${path}.id`, `duplicate id (already used by ${first})`);
-      return undefined;
-    }
-    ctx.ids?.set(id, path);
+/** A new id for a record without one; a given id in lower case, refused when the file used it already. */
+function settleId(issues: Issues, ctx: TableContext, row: Row, path: string): boolean {
+  if (row.id === undefined) {
+    row.id = randomUUID();
+    return true;
   }
-  if (parentKey && options.parent) row[parentKey] = options.parent.id;
-  ctx.rows.push(row);
-  return row;
+  const id = (row.id as string).toLowerCase();
+  row.id = id;
+  const first = ctx.ids?.get(id);
+  if (first) {
+    issues.add(`${path}.id`, `duplicate id (already used by ${first})`);
+    return false;
+  }
+  ctx.ids?.set(id, path);
+  return true;
 }
 
 /** The larger of `current` and `value` when `value` is a number the counter continues after. */
