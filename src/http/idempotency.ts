@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, errors } from '../errors/app-error.ts';
-import { type IdempotencyStore, type KeyClaim, KeyRecordedError } from '../infra/idempotency-store.ts';
+import { type ClaimResult, type IdempotencyStore, type KeyClaim, KeyRecordedError } from '../infra/idempotency-store.ts';
 import type { Row } from '../infra/db/row.ts';
 import type { Db } from '../infra/db/database.ts';
 import type { Placeholder } from '../infra/db/send-ahead.ts';
@@ -84,112 +84,142 @@ export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 /** Headers a replay carries besides the stored body (a created record's ETag), from the stored status and body. */
 export type ReplayHeaders = (status: number, body: string) => Record<string, string> | undefined;
 
-export function createIdempotencyHooks(store: IdempotencyStore, replayHeaders?: ReplayHeaders): IdempotencyHooks {
-  const claims = new WeakMap<FastifyRequest, Claim>();
+/** What the hooks of one route family share: the store, and the keys of the requests in flight. */
+interface HookState {
+  store: IdempotencyStore;
+  replayHeaders: ReplayHeaders | undefined;
+  /** Keys claimed on their own, by request. */
+  claims: WeakMap<FastifyRequest, Claim>;
   /** Keys read by `readKey`, claimed by the creation's transaction. */
-  const pending = new WeakMap<FastifyRequest, PendingClaim>();
+  pending: WeakMap<FastifyRequest, PendingClaim>;
   /** Requests whose response was stored with their write: onSend leaves a success alone. */
-  const storedWithWrite = new WeakSet<FastifyRequest>();
+  storedWithWrite: WeakSet<FastifyRequest>;
+}
 
+export function createIdempotencyHooks(store: IdempotencyStore, replayHeaders?: ReplayHeaders): IdempotencyHooks {
+  const state: HookState = { store, replayHeaders, claims: new WeakMap(), pending: new WeakMap(), storedWithWrite: new WeakSet() };
+  const finisher = (request: FastifyRequest, status: number, respond: (record: Row) => string) => {
+    const claim = state.claims.get(request);
+    return claim ? storeResponse(state, request, claim, status, respond) : undefined;
+  };
   return {
     async claim(request, reply) {
       const read = keyOf(request);
       // A replay is answered here: the handler never runs.
-      if (read && (await settle(request, reply, read.apiKeyId, read.key, read.signature))) return reply;
+      if (read && (await settle(state, request, reply, read))) return reply;
     },
-
     async readKey(request) {
       const read = keyOf(request);
       if (!read) return;
-      pending.set(request, { ...read, token: randomUUID() });
+      state.pending.set(request, { ...read, token: randomUUID() });
       await store.purgeIfDue();
     },
-
-    async createOnce(request, reply, status, respond, create) {
-      const claim = pending.get(request);
-      if (!claim) return create({ finisher: this.finisher(request, status, respond) });
-      pending.delete(request);
-      try {
-        return await create({
-          claim: (trx) => store.claimInTransaction(trx, claim, claim.signature),
-          finisher: storeResponse(request, claim, status, respond),
-        });
-      } catch (err) {
-        const recorded = err instanceof KeyRecordedError;
-        if (!recorded && !(err instanceof AppError && !releases(err.status))) throw err;
-        if (await settle(request, reply, claim.apiKeyId, claim.key, claim.signature)) return undefined;
-        if (!recorded) throw err;
-        return create({ finisher: this.finisher(request, status, respond) });
-      }
-    },
-
-    async record(request, reply, payload) {
-      const claim = claims.get(request);
-      if (!claim) return payload;
-      claims.delete(request);
-      const status = reply.statusCode;
-      if (storedWithWrite.has(request) && !releases(status)) return payload;
-      const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
-      try {
-        if (releases(status) || body === null) await store.release(claim.apiKeyId, claim.key, claim.token);
-        else await store.complete(claim.apiKeyId, claim.key, claim.token, status, body, stringHeader(reply.getHeader('content-type')));
-      } catch (err) {
-        // The response is already decided; a claim left in progress is taken over once stale.
-        request.log.error({ err }, 'idempotency record failed');
-      }
-      return payload;
-    },
-
+    createOnce: (request, reply, status, respond, create) => createOnce(state, finisher, request, reply, status, respond, create),
+    record: (request, reply, payload) => record(state, request, reply, payload),
     beforeCommit(request) {
-      const claim = claims.get(request);
+      const claim = state.claims.get(request);
       if (!claim) return undefined;
       return async (trx: Db) => {
         // Taken over while this request stalled: the other attempt owns the key, this one must not write.
         if (!(await store.markCommitted(trx, claim.apiKeyId, claim.key, claim.token))) throw inProgress();
       };
     },
-
-    finisher(request, status, respond) {
-      const claim = claims.get(request);
-      return claim ? storeResponse(request, claim, status, respond) : undefined;
-    },
+    finisher,
   };
+}
 
-  function storeResponse(request: FastifyRequest, claim: Claim, status: number, respond: (record: Row) => string): StoreResponse {
-    return async (trx, written) => {
-      const body = respond(written.record);
-      // Taken over while this request stalled: the other attempt owns the key, this one must not write.
-      await store.completeInTransaction(trx, claim, { status, body, contentType: JSON_CONTENT_TYPE }, written.placeholders, inProgress);
-      storedWithWrite.add(request);
-    };
+/** See `IdempotencyHooks.createOnce`. */
+async function createOnce<T>(
+  state: HookState,
+  finisher: IdempotencyHooks['finisher'],
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  respond: (record: Row) => string,
+  create: (key: KeyInWrite) => Promise<T>,
+): Promise<T | undefined> {
+  const claim = state.pending.get(request);
+  if (!claim) return create({ finisher: finisher(request, status, respond) });
+  state.pending.delete(request);
+  try {
+    return await create({
+      claim: (trx) => state.store.claimInTransaction(trx, claim, claim.signature),
+      finisher: storeResponse(state, request, claim, status, respond),
+    });
+  } catch (err) {
+    const recorded = err instanceof KeyRecordedError;
+    if (!recorded && !(err instanceof AppError && !releases(err.status))) throw err;
+    if (await settle(state, request, reply, claim)) return undefined;
+    if (!recorded) throw err;
+    return create({ finisher: finisher(request, status, respond) });
   }
+}
 
-  /** Claims the key on its own: true when a replay was sent; a conflict is thrown; a claim taken is kept for the request. */
-  async function settle(request: FastifyRequest, reply: FastifyReply, apiKeyId: string, key: string, signature: string): Promise<boolean> {
-    const result = await store.claim(apiKeyId, key, signature);
-    switch (result.kind) {
-      case 'claimed':
-        claims.set(request, { apiKeyId, key, token: result.token });
-        return false;
-      case 'in_progress':
-        throw inProgress();
-      case 'mismatch':
-        throw mismatch();
-      case 'replay': {
-        const contentType =
-          result.contentType ?? (result.status >= 400 ? 'application/problem+json; charset=utf-8' : 'application/json; charset=utf-8');
-        // The stored body goes out unchanged. A replay
-        // is the original response, so it carries the original request id in the header too
-        // (the body's `request_id` must equal `X-Request-Id`, and it names the request that did the work).
-        const originalId = storedRequestId(result.body);
-        if (originalId) reply.header('x-request-id', originalId);
-        const extra = replayHeaders?.(result.status, result.body);
-        if (extra) reply.headers(extra);
-        reply.code(result.status).header(REPLAY_HEADER, 'true').header('content-type', contentType).send(result.body);
-        return true;
-      }
-    }
+/** onSend: stores the response of a request holding a claim of its own, or frees the key when it failed. */
+async function record(state: HookState, request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  const claim = state.claims.get(request);
+  if (!claim) return payload;
+  state.claims.delete(request);
+  const status = reply.statusCode;
+  if (state.storedWithWrite.has(request) && !releases(status)) return payload;
+  const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
+  try {
+    if (releases(status) || body === null) await state.store.release(claim.apiKeyId, claim.key, claim.token);
+    else await state.store.complete(claim.apiKeyId, claim.key, claim.token, status, body, stringHeader(reply.getHeader('content-type')));
+  } catch (err) {
+    // The response is already decided; a claim left in progress is taken over once stale.
+    request.log.error({ err }, 'idempotency record failed');
   }
+  return payload;
+}
+
+function storeResponse(
+  state: HookState,
+  request: FastifyRequest,
+  claim: Claim,
+  status: number,
+  respond: (record: Row) => string,
+): StoreResponse {
+  return async (trx, written) => {
+    const body = respond(written.record);
+    // Taken over while this request stalled: the other attempt owns the key, this one must not write.
+    await state.store.completeInTransaction(trx, claim, { status, body, contentType: JSON_CONTENT_TYPE }, written.placeholders, inProgress);
+    state.storedWithWrite.add(request);
+  };
+}
+
+/** Claims the key on its own: true when a replay was sent; a conflict is thrown; a claim taken is kept for the request. */
+async function settle(
+  state: HookState,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  { apiKeyId, key, signature }: { apiKeyId: string; key: string; signature: string },
+): Promise<boolean> {
+  const result = await state.store.claim(apiKeyId, key, signature);
+  switch (result.kind) {
+    case 'claimed':
+      state.claims.set(request, { apiKeyId, key, token: result.token });
+      return false;
+    case 'in_progress':
+      throw inProgress();
+    case 'mismatch':
+      throw mismatch();
+    case 'replay':
+      sendReplay(state, reply, result);
+      return true;
+  }
+}
+
+/** The stored response, unchanged. A replay is the original response, so it carries the original request id in the
+ *  header too (the body's `request_id` must equal `X-Request-Id`, and it names the request that did the work). */
+function sendReplay(state: HookState, reply: FastifyReply, stored: Extract<ClaimResult, { kind: 'replay' }>): void {
+  const contentType =
+    stored.contentType ?? (stored.status >= 400 ? 'application/problem+json; charset=utf-8' : 'application/json; charset=utf-8');
+  const originalId = storedRequestId(stored.body);
+  if (originalId) reply.header('x-request-id', originalId);
+  const extra = state.replayHeaders?.(stored.status, stored.body);
+  if (extra) reply.headers(extra);
+  reply.code(stored.status).header(REPLAY_HEADER, 'true').header('content-type', contentType).send(stored.body);
 }
 
 /** The request's Idempotency-Key, its caller and its signature; undefined without a key; 422 for a key of the wrong size. */
