@@ -165,17 +165,13 @@ export interface BatchDeps {
 /** Thrown inside an atomic batch's transaction to roll it back once an operation failed. */
 class Aborted extends Error {}
 
-export function registerBatchRoute(app: FastifyInstance, deps: BatchDeps): void {
-  const { db } = deps.database;
-  const writable = new Set(deps.resources.filter((d) => d.write).map((d) => d.name as string));
-  const hooks = createIdempotencyHooks(new IdempotencyStore(db, deps.idempotency));
+/** Runs one operation of a batch as the single request, through the app. */
+type RunOperation = (request: FastifyRequest, op: Operation, context: OperationContext) => Promise<Result>;
+type OperationContext = { auth: AuthContext; trx?: Db; idempotencyKey: string | null };
 
-  /** One operation, as the single request, through the app. */
-  async function run(
-    request: FastifyRequest,
-    op: Operation,
-    context: { auth: AuthContext; trx?: Db; idempotencyKey: string | null },
-  ): Promise<Result> {
+/** One operation, as the single request, through the app. */
+function operationRunner(app: FastifyInstance): RunOperation {
+  return async (request, op, context) => {
     const token = enterOperation(context);
     try {
       const headers: Record<string, string> = { [BATCH_OPERATION_HEADER]: token, 'x-request-id': request.id };
@@ -195,20 +191,68 @@ export function registerBatchRoute(app: FastifyInstance, deps: BatchDeps): void 
     } finally {
       leaveOperation(token);
     }
-  }
+  };
+}
 
-  function aborted(request: FastifyRequest, op: Operation): Result {
-    const error = errors.batchAborted();
-    const body = {
-      type: `${deps.config.errorsUrl}/${error.code}`,
-      title: ERROR_CATALOGUE[error.code].title,
-      status: error.status,
-      detail: error.detail,
-      instance: op.path,
-      request_id: request.id,
-    };
-    return { status: error.status, body: JSON.stringify(body), etag: null };
+/** The result of an operation that succeeded in an atomic batch that did not commit. */
+function aborted(deps: BatchDeps, request: FastifyRequest, op: Operation): Result {
+  const error = errors.batchAborted();
+  const body = {
+    type: `${deps.config.errorsUrl}/${error.code}`,
+    title: ERROR_CATALOGUE[error.code].title,
+    status: error.status,
+    detail: error.detail,
+    instance: op.path,
+    request_id: request.id,
+  };
+  return { status: error.status, body: JSON.stringify(body), etag: null };
+}
+
+/** Every operation in one transaction, each under a savepoint: all commit, or none and the others answer 424. */
+async function runAtomic(
+  deps: BatchDeps,
+  run: RunOperation,
+  request: FastifyRequest,
+  operations: readonly Operation[],
+  context: OperationContext,
+  beforeCommit: ((trx: Db) => Promise<void>) | undefined,
+): Promise<Result[]> {
+  const ran: Result[] = [];
+  try {
+    await deps.database.db.transaction().execute(async (trx) => {
+      for (const [i, op] of operations.entries()) {
+        const savepoint = sql.raw(`batch_op_${i}`);
+        await sql`savepoint ${savepoint}`.execute(trx);
+        const result = await run(request, op, { ...context, trx });
+        ran.push(result);
+        // A failed operation leaves nothing behind, and the transaction usable for the next ones.
+        if (result.status >= 400) await sql`rollback to savepoint ${savepoint}`.execute(trx);
+        else await sql`release savepoint ${savepoint}`.execute(trx);
+      }
+      if (ran.some((r) => r.status >= 400)) throw new Aborted();
+      await beforeCommit?.(trx);
+    });
+    return ran;
+  } catch (err) {
+    if (!(err instanceof Aborted)) throw err;
+    return ran.map((r, i) => (r.status >= 400 ? r : aborted(deps, request, operations[i] as Operation)));
   }
+}
+
+const BATCH_DOC =
+  'Each operation (`POST /v1/<resource>`, `PATCH` or `DELETE /v1/<resource>/<id>`) is checked and answered exactly as the single ' +
+  'request would be: scopes, modules, plan, validation, the tenant wall, `If-Match` (from `if_match`), events. The answer is 200 ' +
+  'with one result per operation, in order: `{status, body, etag}`. With `atomic: false` each operation stands alone; with ' +
+  '`atomic: true` all commit together or none does: the failed ones carry their error and the others 424 `batch_aborted`. ' +
+  'Each operation counts as one write in the minute and day layers, the batch once in the burst layer; a batch that would ' +
+  'exceed a layer is refused whole with 429 before anything runs. An `Idempotency-Key` makes the whole batch idempotent (same ' +
+  'key and body replays, another body is a 409). A malformed batch (more than 100 operations, an unknown method, a path that ' +
+  'is not a write route) is a 422 for the whole request, with `errors[].field` such as `operations[3].path`.';
+
+export function registerBatchRoute(app: FastifyInstance, deps: BatchDeps): void {
+  const writable = new Set(deps.resources.filter((d) => d.write).map((d) => d.name as string));
+  const hooks = createIdempotencyHooks(new IdempotencyStore(deps.database.db, deps.idempotency));
+  const run = operationRunner(app);
 
   app.post(
     '/v1/batch',
@@ -220,15 +264,7 @@ export function registerBatchRoute(app: FastifyInstance, deps: BatchDeps): void 
       schema: {
         operationId: 'batch.create',
         summary: 'Send up to 100 writes in one request',
-        description:
-          'Each operation (`POST /v1/<resource>`, `PATCH` or `DELETE /v1/<resource>/<id>`) is checked and answered exactly as the single ' +
-          'request would be: scopes, modules, plan, validation, the tenant wall, `If-Match` (from `if_match`), events. The answer is 200 ' +
-          'with one result per operation, in order: `{status, body, etag}`. With `atomic: false` each operation stands alone; with ' +
-          '`atomic: true` all commit together or none does: the failed ones carry their error and the others 424 `batch_aborted`. ' +
-          'Each operation counts as one write in the minute and day layers, the batch once in the burst layer; a batch that would ' +
-          'exceed a layer is refused whole with 429 before anything runs. An `Idempotency-Key` makes the whole batch idempotent (same ' +
-          'key and body replays, another body is a 409). A malformed batch (more than 100 operations, an unknown method, a path that ' +
-          'is not a write route) is a 422 for the whole request, with `errors[].field` such as `operations[3].path`.',
+        description: BATCH_DOC,
         tags: ['Batch'],
         body: BatchBodySchema,
         response: { 200: BatchResponseSchema },
@@ -241,33 +277,10 @@ export function registerBatchRoute(app: FastifyInstance, deps: BatchDeps): void 
       const more = operations.length - 1;
       if (more > 0) await deps.rateLimiter.chargeMore(auth, 'write', [0, more, more], reply);
       const header = request.headers[IDEMPOTENCY_HEADER];
-      const idempotencyKey = typeof header === 'string' ? header : null;
-      let results: Result[];
-      if (!atomic) {
-        results = [];
-        for (const op of operations) results.push(await run(request, op, { auth, idempotencyKey }));
-      } else {
-        const ran: Result[] = [];
-        try {
-          await db.transaction().execute(async (trx) => {
-            for (const [i, op] of operations.entries()) {
-              const savepoint = sql.raw(`batch_op_${i}`);
-              await sql`savepoint ${savepoint}`.execute(trx);
-              const result = await run(request, op, { auth, trx, idempotencyKey });
-              ran.push(result);
-              // A failed operation leaves nothing behind, and the transaction usable for the next ones.
-              if (result.status >= 400) await sql`rollback to savepoint ${savepoint}`.execute(trx);
-              else await sql`release savepoint ${savepoint}`.execute(trx);
-            }
-            if (ran.some((r) => r.status >= 400)) throw new Aborted();
-            await hooks.beforeCommit(request)?.(trx);
-          });
-          results = ran;
-        } catch (err) {
-          if (!(err instanceof Aborted)) throw err;
-          results = ran.map((r, i) => (r.status >= 400 ? r : aborted(request, operations[i] as Operation)));
-        }
-      }
+      const context = { auth, idempotencyKey: typeof header === 'string' ? header : null };
+      let results: Result[] = [];
+      if (atomic) results = await runAtomic(deps, run, request, operations, context, hooks.beforeCommit(request));
+      else for (const op of operations) results.push(await run(request, op, context));
       const data = results.map(
         (r) => `{"status":${r.status},"body":${r.body ?? 'null'},"etag":${r.etag === null ? 'null' : JSON.stringify(r.etag)}}`,
       );
