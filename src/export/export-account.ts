@@ -53,64 +53,91 @@ export async function exportAccount(db: Db, options: ExportOptions): Promise<Exp
     .execute(async (tx) => {
       const reader = await AccountReader.open(tx, accountId, mode, !!options.includeInternal);
       const sections = reader.sections();
-      const nestedSections = format === 'json' ? sections.filter((s) => s.parentKey) : [];
-      const main = format === 'json' ? sections.filter((s) => !s.parentKey) : sections;
       let total = 0;
       for (const section of sections) total += await reader.count(section.table);
-      const result: ExportResult = { account_id: accountId, mode, format, files: [], counts: {}, nested: {} };
-      let rows = 0;
-      const progress = (n: number) => {
-        rows += n;
-        options.onProgress?.({ rows, total });
-      };
-      const tally = (section: ExportSection, n: number) => {
-        if (section.parentKey) result.nested[nestedName(section.name)] = (result.nested[nestedName(section.name)] ?? 0) + n;
-        else result.counts[section.name as ImportResourceName] = (result.counts[section.name as ImportResourceName] ?? 0) + n;
-      };
-      for (const section of nestedSections) result.nested[nestedName(section.name)] = 0;
-
-      if (singleFile) {
-        const file = await openOut(out);
-        result.files.push(out);
-        if (format === 'json') await write(file, '{');
-        for (const [i, section] of main.entries()) {
-          tally(section, 0);
-          if (format === 'json') await write(file, `${i === 0 ? '' : ','}\n${JSON.stringify(section.name)}: [`);
-          let first = true;
-          for await (const page of reader.pages(section)) {
-            if (format === 'json' && section.name === 'sales') await nestChildren(reader, page, result);
-            let text = '';
-            for (const record of page) {
-              if (format === 'json') text += `${first ? '' : ','}\n${JSON.stringify(record)}`;
-              else text += `${JSON.stringify({ resource: section.name, ...record })}\n`;
-              first = false;
-            }
-            await write(file, text);
-            tally(section, page.length);
-            progress(page.length);
-          }
-          if (format === 'json') await write(file, first ? ']' : '\n]');
-        }
-        if (format === 'json') await write(file, '\n}\n');
-        await close(file);
-        return result;
-      }
-
-      for (const section of main) {
-        const name = path.join(out, `${section.name}.${format}`);
-        const file = await openOut(name);
-        result.files.push(name);
-        tally(section, 0);
-        if (format === 'csv') await write(file, stringify([section.fields]));
-        for await (const page of reader.pages(section)) {
-          await write(file, format === 'csv' ? csvRows(section, page) : page.map((r) => `${JSON.stringify(r)}\n`).join(''));
-          tally(section, page.length);
-          progress(page.length);
-        }
-        await close(file);
-      }
-      return result;
+      const tally = new ExportTally({ account_id: accountId, mode, format, files: [], counts: {}, nested: {} }, total, options.onProgress);
+      if (format === 'json') for (const section of sections.filter((s) => s.parentKey)) tally.result.nested[nestedName(section.name)] = 0;
+      const main = format === 'json' ? sections.filter((s) => !s.parentKey) : sections;
+      if (singleFile) await writeOneFile(reader, main, format, out, tally);
+      else await writeFilePerSection(reader, main, format, out, tally);
+      return tally.result;
     });
+}
+
+/** What an export has written so far: its result's counts, and its progress. */
+class ExportTally {
+  private rows = 0;
+  constructor(
+    readonly result: ExportResult,
+    private readonly total: number,
+    private readonly onProgress: ExportOptions['onProgress'],
+  ) {}
+
+  /** A section whose file (or part of one) is started: it counts even when empty. */
+  start(section: ExportSection): void {
+    this.count(section, 0);
+  }
+
+  /** `n` more records of `section` written. */
+  add(section: ExportSection, n: number): void {
+    this.count(section, n);
+    this.rows += n;
+    this.onProgress?.({ rows: this.rows, total: this.total });
+  }
+
+  private count(section: ExportSection, n: number): void {
+    const { counts, nested } = this.result;
+    if (section.parentKey) nested[nestedName(section.name)] = (nested[nestedName(section.name)] ?? 0) + n;
+    else counts[section.name as ImportResourceName] = (counts[section.name as ImportResourceName] ?? 0) + n;
+  }
+}
+
+/** One file: the JSON object of the import (sales with their children nested), or NDJSON lines naming their resource. */
+async function writeOneFile(reader: AccountReader, sections: ExportSection[], format: ExportFormat, out: string, tally: ExportTally) {
+  const file = await openOut(out);
+  tally.result.files.push(out);
+  if (format === 'json') await write(file, '{');
+  for (const [i, section] of sections.entries()) {
+    tally.start(section);
+    if (format === 'json') await write(file, `${i === 0 ? '' : ','}\n${JSON.stringify(section.name)}: [`);
+    let first = true;
+    for await (const page of reader.pages(section)) {
+      if (format === 'json' && section.name === 'sales') await nestChildren(reader, page, tally.result);
+      let text = '';
+      for (const record of page) {
+        if (format === 'json') text += `${first ? '' : ','}\n${JSON.stringify(record)}`;
+        else text += `${JSON.stringify({ resource: section.name, ...record })}\n`;
+        first = false;
+      }
+      await write(file, text);
+      tally.add(section, page.length);
+    }
+    if (format === 'json') await write(file, first ? ']' : '\n]');
+  }
+  if (format === 'json') await write(file, '\n}\n');
+  await close(file);
+}
+
+/** A directory of `<resource>.<format>` files. */
+async function writeFilePerSection(
+  reader: AccountReader,
+  sections: ExportSection[],
+  format: ExportFormat,
+  out: string,
+  tally: ExportTally,
+) {
+  for (const section of sections) {
+    const name = path.join(out, `${section.name}.${format}`);
+    const file = await openOut(name);
+    tally.result.files.push(name);
+    tally.start(section);
+    if (format === 'csv') await write(file, stringify([section.fields]));
+    for await (const page of reader.pages(section)) {
+      await write(file, format === 'csv' ? csvRows(section, page) : page.map((r) => `${JSON.stringify(r)}\n`).join(''));
+      tally.add(section, page.length);
+    }
+    await close(file);
+  }
 }
 
 /** JSON format: each sale carries its items and status history, as DECISIONS C describes. */
