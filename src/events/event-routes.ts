@@ -2,7 +2,8 @@
 // sees only the events of resources it may read, in its own account and mode.
 import { requireTenant } from '../infra/db/tenancy.ts';
 import { type TObject, type TSchema, Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { typedRoutes } from '../http/typed-routes.ts';
 import { errors } from '../errors/app-error.ts';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { ReadRunner } from '../infra/db/read-router.ts';
@@ -60,8 +61,11 @@ function eventsQuerySchema(): TObject {
 
 export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus: EventBus): void {
   const list = { whole: listEnvelopeSchema(eventRow), sparse: listEnvelopeSchema(sparseSchema(eventRow)) };
+  const routes = typedRoutes(app);
+  // Typed as any schema: the handler answers the record as read (a Row), which the serializer checks.
+  const eventItem: TSchema = itemEnvelopeSchema(eventRow);
 
-  app.get(
+  routes.get(
     '/v1/events',
     {
       config: { operationId: 'events.list', ...guard },
@@ -77,45 +81,15 @@ export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus:
       },
     },
     async (request, reply) => {
-      const { auth, tenant, resources } = callerOf(request);
-      const wait = parseWait(request.query);
-      const channel = tenantChannelKey(tenant.accountId, tenant.mode);
-      // Listening starts before the first look (in memory, no query): an event committed after the look
-      // but before the wait still wakes the poll, instead of being missed until the deadline.
-      const subscription = wait > 0 ? bus.subscribe(channel) : undefined;
-      try {
-        let page: EventPage = await read(auth.keyId, (db) => listEvents(db, tenant, resources, request.query));
-        // A replica may not have replayed an event committed just before: a long poll must not wait for the next one.
-        if (wait > 0 && page.forward && page.data.length === 0 && read.stalenessMs > 0 && bus.eventWithin(channel, read.stalenessMs))
-          page = await read(PRIMARY, (db) => listEvents(db, tenant, resources, request.query));
-        if (subscription && page.forward && page.data.length === 0) await longPollHooks.afterFirstLook?.(auth.keyId);
-        if (subscription && page.forward && page.data.length === 0 && bus.hold(auth.keyId)) {
-          const abort = new AbortController();
-          const onClose = () => abort.abort();
-          reply.raw.once('close', onClose);
-          try {
-            longPollHooks.held?.(auth.keyId);
-            const deadline = Date.now() + wait * 1000;
-            // An event of another resource wakes us too: then look again until the time is up.
-            while (page.data.length === 0 && (await subscription.next(deadline - Date.now(), abort.signal)))
-              // Woken by a commit on the primary that a replica may not have replayed yet: look there.
-              page = await read(PRIMARY, (db) => listEvents(db, tenant, resources, request.query));
-          } finally {
-            reply.raw.off('close', onClose);
-            bus.release(auth.keyId);
-          }
-        }
-        reply
-          .serializer(reply.compileSerializationSchema(page.sparse ? list.sparse : list.whole, '200'))
-          .type('application/json; charset=utf-8');
-        return listEnvelope(request, page.data, page.pagination);
-      } finally {
-        subscription?.close();
-      }
+      const page = await eventPage(read, bus, request, reply);
+      reply
+        .serializer(reply.compileSerializationSchema(page.sparse ? list.sparse : list.whole, '200'))
+        .type('application/json; charset=utf-8');
+      return listEnvelope(request, page.data, page.pagination);
     },
   );
 
-  app.get(
+  routes.get(
     '/v1/events/:id',
     {
       config: { operationId: 'events.get', ...guard },
@@ -124,13 +98,49 @@ export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus:
         summary: 'Get one event',
         tags,
         params: idParamsSchema,
-        response: { 200: itemEnvelopeSchema(eventRow) },
+        response: { 200: eventItem },
       },
     },
     async (request) => {
       const { tenant, resources } = callerOf(request);
-      const { id } = request.params as { id: string };
-      return itemEnvelope(request, await read(request.auth?.keyId, (db) => getEvent(db, tenant, resources, id)));
+      return itemEnvelope(request, await read(request.auth?.keyId, (db) => getEvent(db, tenant, resources, request.params.id)));
     },
   );
+}
+
+/** The page a list of events answers; with `wait`, a page that would be empty waits for an event first. */
+async function eventPage(read: ReadRunner, bus: EventBus, request: FastifyRequest, reply: FastifyReply): Promise<EventPage> {
+  const { auth, tenant, resources } = callerOf(request);
+  const wait = parseWait(request.query);
+  const channel = tenantChannelKey(tenant.accountId, tenant.mode);
+  const look = (keyId: string | null) => read(keyId, (db) => listEvents(db, tenant, resources, request.query));
+  // Listening starts before the first look (in memory, no query): an event committed after the look
+  // but before the wait still wakes the poll, instead of being missed until the deadline.
+  const subscription = wait > 0 ? bus.subscribe(channel) : undefined;
+  try {
+    let page = await look(auth.keyId);
+    // A replica may not have replayed an event committed just before: a long poll must not wait for the next one.
+    if (wait > 0 && page.forward && page.data.length === 0 && read.stalenessMs > 0 && bus.eventWithin(channel, read.stalenessMs))
+      page = await look(PRIMARY);
+    if (!subscription || !page.forward || page.data.length > 0) return page;
+    await longPollHooks.afterFirstLook?.(auth.keyId);
+    if (!bus.hold(auth.keyId)) return page;
+    const abort = new AbortController();
+    const onClose = () => abort.abort();
+    reply.raw.once('close', onClose);
+    try {
+      longPollHooks.held?.(auth.keyId);
+      const deadline = Date.now() + wait * 1000;
+      // An event of another resource wakes us too: then look again until the time is up.
+      while (page.data.length === 0 && (await subscription.next(deadline - Date.now(), abort.signal)))
+        // Woken by a commit on the primary that a replica may not have replayed yet: look there.
+        page = await look(PRIMARY);
+      return page;
+    } finally {
+      reply.raw.off('close', onClose);
+      bus.release(auth.keyId);
+    }
+  } finally {
+    subscription?.close();
+  }
 }
