@@ -16,12 +16,15 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAY_HEADER = 'idempotent-replay';
 export const MAX_KEY_LENGTH = 255;
 
-type Claim = KeyClaim;
-
-/** A key read from the request, to be claimed by the write's own transaction. */
-interface PendingClaim extends KeyClaim {
+/** A request's Idempotency-Key, its caller and the signature of what it asks. */
+interface KeyRead {
+  apiKeyId: string;
+  key: string;
   signature: string;
 }
+
+/** A key read from the request, to be claimed by the write's own transaction. */
+type PendingClaim = KeyRead & KeyClaim;
 
 /** What a creation runs in its transaction for its key: the claim first, the stored response last. */
 export interface KeyInWrite {
@@ -89,7 +92,7 @@ interface HookState {
   store: IdempotencyStore;
   replayHeaders: ReplayHeaders | undefined;
   /** Keys claimed on their own, by request. */
-  claims: WeakMap<FastifyRequest, Claim>;
+  claims: WeakMap<FastifyRequest, KeyClaim>;
   /** Keys read by `readKey`, claimed by the creation's transaction. */
   pending: WeakMap<FastifyRequest, PendingClaim>;
   /** Requests whose response was stored with their write: onSend leaves a success alone. */
@@ -98,10 +101,6 @@ interface HookState {
 
 export function createIdempotencyHooks(store: IdempotencyStore, replayHeaders?: ReplayHeaders): IdempotencyHooks {
   const state: HookState = { store, replayHeaders, claims: new WeakMap(), pending: new WeakMap(), storedWithWrite: new WeakSet() };
-  const finisher = (request: FastifyRequest, status: number, respond: (record: Row) => string) => {
-    const claim = state.claims.get(request);
-    return claim ? storeResponse(state, request, claim, status, respond) : undefined;
-  };
   return {
     async claim(request, reply) {
       const read = keyOf(request);
@@ -114,7 +113,7 @@ export function createIdempotencyHooks(store: IdempotencyStore, replayHeaders?: 
       state.pending.set(request, { ...read, token: randomUUID() });
       await store.purgeIfDue();
     },
-    createOnce: (request, reply, status, respond, create) => createOnce(state, finisher, request, reply, status, respond, create),
+    createOnce: (request, reply, status, respond, create) => createOnce(state, request, reply, status, respond, create),
     record: (request, reply, payload) => record(state, request, reply, payload),
     beforeCommit(request) {
       const claim = state.claims.get(request);
@@ -124,14 +123,19 @@ export function createIdempotencyHooks(store: IdempotencyStore, replayHeaders?: 
         if (!(await store.markCommitted(trx, claim.apiKeyId, claim.key, claim.token))) throw inProgress();
       };
     },
-    finisher,
+    finisher: (request, status, respond) => heldKeyFinisher(state, request, status, respond),
   };
+}
+
+/** Stores the response of a request holding a claim of its own; undefined without one. */
+function heldKeyFinisher(state: HookState, request: FastifyRequest, status: number, respond: (record: Row) => string) {
+  const claim = state.claims.get(request);
+  return claim ? storeResponse(state, request, claim, status, respond) : undefined;
 }
 
 /** See `IdempotencyHooks.createOnce`. */
 async function createOnce<T>(
   state: HookState,
-  finisher: IdempotencyHooks['finisher'],
   request: FastifyRequest,
   reply: FastifyReply,
   status: number,
@@ -139,7 +143,7 @@ async function createOnce<T>(
   create: (key: KeyInWrite) => Promise<T>,
 ): Promise<T | undefined> {
   const claim = state.pending.get(request);
-  if (!claim) return create({ finisher: finisher(request, status, respond) });
+  if (!claim) return create({ finisher: heldKeyFinisher(state, request, status, respond) });
   state.pending.delete(request);
   try {
     return await create({
@@ -151,7 +155,7 @@ async function createOnce<T>(
     if (!recorded && !(err instanceof AppError && !releases(err.status))) throw err;
     if (await settle(state, request, reply, claim)) return undefined;
     if (!recorded) throw err;
-    return create({ finisher: finisher(request, status, respond) });
+    return create({ finisher: heldKeyFinisher(state, request, status, respond) });
   }
 }
 
@@ -176,7 +180,7 @@ async function record(state: HookState, request: FastifyRequest, reply: FastifyR
 function storeResponse(
   state: HookState,
   request: FastifyRequest,
-  claim: Claim,
+  claim: KeyClaim,
   status: number,
   respond: (record: Row) => string,
 ): StoreResponse {
@@ -193,7 +197,7 @@ async function settle(
   state: HookState,
   request: FastifyRequest,
   reply: FastifyReply,
-  { apiKeyId, key, signature }: { apiKeyId: string; key: string; signature: string },
+  { apiKeyId, key, signature }: KeyRead,
 ): Promise<boolean> {
   const result = await state.store.claim(apiKeyId, key, signature);
   switch (result.kind) {
@@ -223,7 +227,7 @@ function sendReplay(state: HookState, reply: FastifyReply, stored: Extract<Claim
 }
 
 /** The request's Idempotency-Key, its caller and its signature; undefined without a key; 422 for a key of the wrong size. */
-function keyOf(request: FastifyRequest): { apiKeyId: string; key: string; signature: string } | undefined {
+function keyOf(request: FastifyRequest): KeyRead | undefined {
   const header = request.headers[IDEMPOTENCY_HEADER];
   if (header === undefined) return undefined;
   const key = Array.isArray(header) ? header.join(', ') : header;

@@ -11,6 +11,11 @@ export interface Deadline<T> {
   late?: (value: T) => void;
 }
 
+/** A deadline whose failure says who did not answer in time, with nothing to do for a late answer. */
+export const noAnswerWithin = (who: string, ms: number): Deadline<unknown> => ({
+  error: () => new Error(`${who} did not answer within ${ms} ms`),
+});
+
 /** `pending`, or `deadline.error()` when it has not settled `ms` after the call; no deadline when `ms` ≤ 0. */
 export function within<T>(pending: Promise<T>, ms: number, deadline: Deadline<T>): Promise<T> {
   if (!(ms > 0)) return pending;

@@ -15,7 +15,7 @@ import { sql } from 'kysely';
 import { AppError } from '../../errors/app-error.ts';
 import { lsnToNumber } from './commit-lsn.ts';
 import type { Kysely } from 'kysely';
-import { within } from '../deadline.ts';
+import { type Deadline, noAnswerWithin, within } from '../deadline.ts';
 
 /** How long a Redis command of the router may take, by default, before Redis counts as failed (reads then go to the primary). */
 const REDIS_COMMAND_TIMEOUT_MS = 250;
@@ -100,7 +100,7 @@ export function replicaName(url: string): string {
   }
 }
 
-const pollDeadline = { error: () => new Error(`no answer within ${POLL_TIMEOUT_MS} ms`) };
+const pollDeadline = noAnswerWithin('the database', POLL_TIMEOUT_MS);
 
 export class ReadRouter {
   readonly maxLagMs: number;
@@ -122,7 +122,7 @@ export class ReadRouter {
   private closed = false;
   private log: Log = () => {};
   private readonly redisTimeoutMs: number;
-  private readonly redisDeadline = { error: () => new Error(`Redis did not answer within ${this.redisTimeoutMs} ms`) };
+  private readonly redisDeadline: Deadline<unknown>;
   primaryReads = 0;
   /** Settles after the first poll: before it every read goes to the primary. */
   readonly firstPoll: Promise<void>;
@@ -144,6 +144,7 @@ export class ReadRouter {
       fallbacks: 0,
     }));
     this.redisTimeoutMs = options.redisCommandTimeoutMs ?? REDIS_COMMAND_TIMEOUT_MS;
+    this.redisDeadline = noAnswerWithin('Redis', this.redisTimeoutMs);
     if (options.redisUrl) {
       this.redis = new (loadRedisClient())(options.redisUrl, {
         lazyConnect: false,

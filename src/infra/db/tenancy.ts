@@ -71,7 +71,7 @@ export const conditionScopedSql = (scope: Tenant, alias: string): RawBuilder<Sql
 /** A `sql`-tagged condition: rows of `left` and `right` belong to the same account (a join or a correlation,
  *  on the distribution column, so the two rows sit on one Citus node). */
 export const sameAccountSql = (left: string, right: string): RawBuilder<SqlBool> =>
-  sql<SqlBool>`${sql.raw(`${left}.team_id`)} = ${sql.raw(`${right}.team_id`)}`;
+  sql<SqlBool>`${accountColumnSql(left)} = ${accountColumnSql(right)}`;
 
 /** The tenant's values as selected columns named after `TENANT_COLUMNS`, for an INSERT … SELECT. */
 export const tenantValuesAs = (scope: Tenant) =>

@@ -25,7 +25,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { counterKey, decide, decideAmounts, type Decision, type Layer } from './layers.ts';
 import { MemoryRateLimitStore } from './memory-store.ts';
 import type { RateLimitStore } from './store.ts';
-import { within } from '../deadline.ts';
+import { type Deadline, noAnswerWithin, within } from '../deadline.ts';
 
 /** The client library, loaded when a Redis store is made: a server without REDIS_URL never loads it
  *  (it is as heavy to load as Fastify, on every start). */
@@ -98,7 +98,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly now: () => number;
   private readonly probeEveryMs: number;
   private readonly commandTimeoutMs: number;
-  private readonly deadline = { error: () => new Error(`Redis did not answer within ${this.commandTimeoutMs} ms`) };
+  private readonly deadline: Deadline<unknown>;
   private probing = false;
   private state: State = 'starting';
   private lastError = 'not connected yet';
@@ -115,6 +115,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.now = options.now ?? Date.now;
     this.probeEveryMs = options.probeEveryMs ?? 1_000;
     this.commandTimeoutMs = options.commandTimeoutMs ?? 250;
+    this.deadline = noAnswerWithin('Redis', this.commandTimeoutMs);
     this.fallback = new MemoryRateLimitStore();
     const connectTimeout = options.connectTimeoutMs ?? 1_000;
     const maxReconnectDelay = options.maxReconnectDelayMs ?? 1_000;
