@@ -10,6 +10,7 @@ import { migrate } from '../src/infra/db/migrate.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { type OwnPostgres, startOwnPostgres } from './helpers/postgres-server.ts';
 import { until } from './helpers/poll.ts';
+import { TcpProxy } from './helpers/tcp-proxy.ts';
 
 /** Added to every bound: the suite shares two cores with other suites. */
 const LOAD_MARGIN_MS = 1_500;
@@ -141,6 +142,57 @@ describe('database faults', () => {
       await admin.end();
     }
     assert.equal((await timed(`${s.url}/v1/customers?limit=1`, keys[0])).status, 200);
+  });
+});
+
+describe('a connection lost right after its start-up', () => {
+  let pg: OwnPostgres;
+  let direct: Database;
+  let key: string;
+  before(async () => {
+    pg = await startOwnPostgres();
+    direct = await openDatabase({ databaseUrl: pg.url, dataDir: '' });
+    await migrate(direct.db);
+    const s = await startTestServer({ database: direct });
+    key = (await s.createAccountWithKey()).key;
+    await s.close();
+  });
+  after(async () => {
+    await direct?.close();
+    await pg?.destroy();
+  });
+
+  // postgres.js's own first query on a new connection (it reads the array types) once lost its failure
+  // as an unhandled rejection, which ends a Node process (porsager/postgres#1192): balcao opens its
+  // connections without that query (docs/decisions.md, "The PostgreSQL driver").
+  it('costs at most the requests it carried, never the process, and service goes on', async () => {
+    const unhandled: unknown[] = [];
+    const noteUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', noteUnhandled);
+    const proxy = await TcpProxy.start('127.0.0.1', pg.port);
+    const viaProxy = new URL(pg.url);
+    viaProxy.port = String(proxy.port);
+    const database = await openDatabase({ databaseUrl: viaProxy.href, dataDir: '', dbPoolSize: 4 });
+    let s: TestServer | undefined;
+    try {
+      s = await startTestServer({ database });
+      const url = `${s.url}/v1/customers?limit=1`;
+      proxy.terminateAtFirstQuery(3);
+      const statuses: number[] = [];
+      // Rounds of more requests than the pool has connections, so that it opens new ones, until three are ended.
+      await until('every planned cut happened and a whole round is served', async () => {
+        const round = await Promise.all(Array.from({ length: 8 }, () => timed(url, key)));
+        statuses.push(...round.map((x) => x.status));
+        return proxy.terminated === 3 && round.every((x) => x.status === 200);
+      });
+      for (const status of statuses) assert.ok(status === 200 || status === 503, `answered ${status}`);
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', noteUnhandled);
+      await s?.close();
+      await database.close();
+      await proxy.stop();
+    }
   });
 });
 

@@ -1,15 +1,27 @@
 // A TCP relay in front of a server, to make it vanish (stop), come back (resume) or hang (freeze) in tests.
 import net from 'node:net';
 
+/** The ErrorResponse a backend sends when pg_terminate_backend ends it. */
+const TERMINATED_BY_ADMINISTRATOR = (() => {
+  const fields = Buffer.from('SFATAL\0VFATAL\0C57P01\0Mterminating connection due to administrator command\0\0');
+  const header = Buffer.alloc(5);
+  header.write('E', 0);
+  header.writeUInt32BE(fields.length + 4, 1);
+  return Buffer.concat([header, fields]);
+})();
+
 export class TcpProxy {
   private server: net.Server | undefined;
   private readonly sockets = new Set<net.Socket>();
   private readonly held: Array<() => void> = [];
   private frozen = false;
   private refusing = false;
+  private queriesToCut = 0;
   port = 0;
   /** Connections cut at once while refusing: how many times a client has tried and failed. */
   refused = 0;
+  /** Connections ended at their first query (terminateAtFirstQuery). */
+  terminated = 0;
 
   private constructor(
     private readonly targetHost: string,
@@ -49,6 +61,12 @@ export class TcpProxy {
     await this.listen(this.port);
   }
 
+  /** Ends each of the next `count` connections when its client sends its first query (a PostgreSQL Parse or
+   *  Query message) as `pg_terminate_backend` would: a FATAL 57P01 answer, then the cut. */
+  terminateAtFirstQuery(count: number): void {
+    this.queriesToCut = count;
+  }
+
   /** Keeps connections open but forwards nothing, as a hung server would. */
   freeze(): void {
     this.frozen = true;
@@ -79,6 +97,16 @@ export class TcpProxy {
       const upstream = net.connect(this.targetPort, this.targetHost);
       this.sockets.add(client);
       this.sockets.add(upstream);
+      if (this.queriesToCut > 0) {
+        this.queriesToCut -= 1;
+        const cutAtFirstQuery = (chunk: Buffer) => {
+          if (chunk[0] !== 0x50 && chunk[0] !== 0x51) return; // 'P' (Parse) or 'Q' (Query)
+          this.terminated += 1;
+          upstream.destroy();
+          client.end(TERMINATED_BY_ADMINISTRATOR);
+        };
+        client.prependListener('data', cutAtFirstQuery);
+      }
       this.forward(client, upstream);
       this.forward(upstream, client);
       const close = () => {
