@@ -305,10 +305,10 @@ describe('Idempotency-Key', () => {
       api_key_id: keyId,
       idempotency_key: idem,
       signature: 'x',
-      state: 'done',
+      state: 'done' as const,
       response_status: 201,
       response_body: '{}',
-      expires_at: sql`now() + cast(${expires} as interval)`,
+      expires_at: sql<string>`now() + cast(${expires} as interval)`,
     });
     await s.db
       .insertInto('idempotency_keys')

@@ -20,7 +20,7 @@ import { TRANSACTION_COUNTER } from '../src/domain/numbering.ts';
 import { dealStages } from '../src/resources/deals.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { fieldKind } from '../src/schemas/common.ts';
-import { type TestServer, startTestServer } from './helpers/harness.ts';
+import { byTableName, type TestServer, startTestServer } from './helpers/harness.ts';
 
 const TABLES = [
   'customers',
@@ -240,7 +240,7 @@ function fullFile() {
 async function tenantCounts(s: TestServer, accountId: string, mode = 'live'): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const table of TABLES) {
-    const row = await s.db
+    const row = await byTableName(s.db)
       .selectFrom(table)
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .where('team_id', '=', accountId)
@@ -357,7 +357,7 @@ describe('balcao import: importObject', () => {
       'bank_accounts',
       'deals',
     ]) {
-      const rows = await s.db
+      const rows = await byTableName(s.db)
         .selectFrom(table)
         .select(['contract_id', 'created_by', 'internal_notes'])
         .where('team_id', '=', account.id)
@@ -373,8 +373,9 @@ describe('balcao import: importObject', () => {
     assert.equal(sale.sale_date, '2025-03-01T15:00:00.000Z', 'the offset of the file is honoured');
     assert.equal(sale.total_amount, 69.97);
     const supplier = await s.db.selectFrom('suppliers').selectAll().where('id', '=', ids.supplier).executeTakeFirstOrThrow();
-    assert.equal(supplier.pix_keys.length, 2);
-    assert.deepEqual(supplier.pix_keys[0], { type: 'cnpj', key: '11222333000181' });
+    const pixKeys = supplier.pix_keys as unknown[];
+    assert.equal(pixKeys.length, 2);
+    assert.deepEqual(pixKeys[0], { type: 'cnpj', key: '11222333000181' });
     assert.equal(typeof supplier.created_at, 'string', 'created_at generated when absent');
     const expense = await s.db.selectFrom('expenses').selectAll().where('id', '=', ids.expense).executeTakeFirstOrThrow();
     assert.deepEqual(expense.tags, ['fixa', 'aluguel']);

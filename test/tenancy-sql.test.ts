@@ -15,7 +15,7 @@ import { type BulkSession, inBulkTransaction } from '../src/import/bulk-session.
 import { importObjectInSession, loadImportSpecs } from '../src/import/stream-import.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { listEndpoints } from '../src/webhooks/endpoint-repository.ts';
-import { openTestDatabase, type TestServer, startTestServer } from './helpers/harness.ts';
+import { byTableName, openTestDatabase, type TestServer, startTestServer } from './helpers/harness.ts';
 import { insertRow, UNLIMITED } from './helpers/read-data.ts';
 
 /** Keeps the operation nodes of the statements sent while `on`. */
@@ -125,7 +125,7 @@ function tenancyFault(
 
 /** Account-owned tables: those with both tenant columns. */
 async function ownedTables(): Promise<Set<string>> {
-  const rows = await s.db
+  const rows = await byTableName(s.db)
     .selectFrom('information_schema.columns')
     .select('table_name')
     .where('table_schema', '=', 'public')
@@ -210,7 +210,7 @@ describe('tenancy of every statement the engines send', () => {
   test('every operation: each statement on an account-owned table carries (team_id, mode) of the caller', async () => {
     const owned = new Set(
       (
-        await s.db
+        await byTableName(s.db)
           .selectFrom('information_schema.columns')
           .select('table_name')
           .where('table_schema', '=', 'public')

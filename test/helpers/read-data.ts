@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../../src/infra/db/database.ts';
+import { byTableName } from './harness.ts';
 
 export interface Tenant {
   accountId: string;
@@ -64,7 +65,7 @@ export async function insertRows(db: Db, table: string, tenant: Tenant, rows: Ro
   const out: Row[] = [];
   for (let i = 0; i < values.length; i += 500) {
     out.push(
-      ...((await db
+      ...((await byTableName(db)
         .insertInto(table)
         .values(values.slice(i, i + 500))
         .returningAll()

@@ -14,10 +14,11 @@ import { noDelaySocket } from './no-delay-socket.ts';
 import { compileEngine } from './pglite-engine.ts';
 import { PostgresJsDialect } from './postgres-dialect.ts';
 import type { ReadRouter } from './read-router.ts';
+import type { DB } from './tables.ts';
 import { isoTimestamp } from './timestamp-text.ts';
 
-/** Rows of account-owned tables are dynamic (the resource engine is descriptor driven). */
-export type Db = Kysely<any>;
+/** A connection or transaction, with every table typed (tables.ts, generated from the migrations). */
+export type Db = Kysely<DB>;
 
 export interface Database {
   readonly db: Db;
@@ -133,7 +134,7 @@ async function openPostgres(
   };
   const sql = postgres(url, { ...options, max: poolSize, prepare: pooling.prepare });
   const pooler = pooling.prepare ? undefined : { afterBegin: setLocal(sessionTimeouts) };
-  const db = new Kysely({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts), pooler) });
+  const db = new Kysely<DB>({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts), pooler) });
   // LISTEN needs a session of its own, which a transaction-pooling PgBouncer does not keep: with
   // BALCAO_LISTEN_DATABASE_URL the listener connects there (straight to PostgreSQL) instead.
   const listenUrl = pooling.listenUrl && pooling.listenUrl !== url ? pooling.listenUrl : undefined;
@@ -259,7 +260,7 @@ async function startPglite(dataDir: string, holder: string, snapshot?: Blob): Pr
     const open = opening.then((opened) => {
       pg = opened;
     });
-    const db = new Kysely({
+    const db = new Kysely<DB>({
       dialect: deferredDialect(
         new PGliteDialect(undefined as unknown as PGlite),
         opening.then((opened) => new PGliteDialect(opened)),

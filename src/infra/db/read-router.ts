@@ -16,12 +16,13 @@ import { AppError } from '../../errors/app-error.ts';
 import { lsnToNumber } from './commit-lsn.ts';
 import type { Kysely } from 'kysely';
 import { type Deadline, noAnswerWithin, within } from '../deadline.ts';
+import type { DB } from './tables.ts';
 
 /** How long a Redis command of the router may take, by default, before Redis counts as failed (reads then go to the primary). */
 const REDIS_COMMAND_TIMEOUT_MS = 250;
 
 /** A Kysely handle on one server (database.ts names it Db; not imported from there, which imports this file). */
-type Db = Kysely<any>;
+type Db = Kysely<DB>;
 
 /** How often the positions are sampled; a key's reads return to a replica at most this long after it caught up. */
 export const POLL_MS = 250;

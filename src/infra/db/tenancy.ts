@@ -6,6 +6,7 @@
 import {
   type DeleteQueryBuilder,
   type InsertQueryBuilder,
+  type Kysely,
   type QueryCreator,
   type RawBuilder,
   type SelectQueryBuilder,
@@ -99,7 +100,7 @@ export const keysScopedSql = (keys: readonly AccountKey[], alias?: string): RawB
 
 /** One row of the account by id, whatever its mode (ids are unique within an account). */
 export function selectAccountOwned(db: Db, table: string, accountId: string, id: string): ScopedSelect {
-  return db.selectFrom(table).where(ACCOUNT_COLUMN, '=', accountId).where('id', '=', id);
+  return untyped(db).selectFrom(table).where(ACCOUNT_COLUMN, '=', accountId).where('id', '=', id);
 }
 
 /** Conditions besides the tenant that bound what a resource may see (column → allowed values, or null for IS NULL). */
@@ -107,6 +108,11 @@ export type FixedConditions = Readonly<Record<string, readonly string[] | null>>
 
 export type ScopedSelect = SelectQueryBuilder<any, any, any>;
 type Values = Record<string, unknown>;
+
+/** The descriptor engine names its tables at run time (`descriptor.table`), which the typed tables cannot
+ *  check: its statements are built on this untyped view of the connection, here and nowhere else. */
+type Untyped = Kysely<any> | QueryCreator<any>;
+const untyped = (db: Db | QueryCreator<any>): Untyped => db as unknown as Untyped;
 
 /** The tenant a route acts for; a route without one reached an engine through a missing guard config. */
 export function requireTenant<T extends Tenant>(tenant: T | null, action: 'read' | 'write'): T {
@@ -118,7 +124,7 @@ export function requireTenant<T extends Tenant>(tenant: T | null, action: 'read'
  *  (`transaction_type IN ('sale', 'order')`, `deleted_at IS NULL`) is only usable when the
  *  planner sees constants, even under a generic prepared plan. */
 export function selectScoped(db: Db | QueryCreator<any>, table: string, scope: Tenant, where?: FixedConditions): ScopedSelect {
-  let q: ScopedSelect = db.selectFrom(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
+  let q: ScopedSelect = untyped(db).selectFrom(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
   for (const [column, allowed] of Object.entries(where ?? {})) {
     q =
       allowed === null
@@ -136,17 +142,19 @@ export function lockScoped(trx: Db, table: string, scope: Tenant, id: string, wh
 /** New rows of the tenant: the tenant columns are set here, whatever the values carry. */
 export function insertScoped(db: Db, table: string, scope: Tenant, rows: Values | readonly Values[]): InsertQueryBuilder<any, any, any> {
   const owned = (row: Values) => ({ ...row, [ACCOUNT_COLUMN]: scope.accountId, mode: scope.mode });
-  return db.insertInto(table).values(Array.isArray(rows) ? rows.map(owned) : owned(rows as Values));
+  return untyped(db)
+    .insertInto(table)
+    .values(Array.isArray(rows) ? rows.map(owned) : owned(rows as Values));
 }
 
 /** An UPDATE that can only reach rows of the tenant; the caller adds `set` and its own conditions.
  *  `db` may carry common table expressions (`db.with(…)`), each scoped the same way. */
 export function updateScoped(db: Db | QueryCreator<any>, table: string, scope: Tenant): UpdateQueryBuilder<any, any, any, any> {
-  return db.updateTable(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
+  return untyped(db).updateTable(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
 }
 
 /** A DELETE that can only reach rows of the tenant (resources soft-delete; this is for records
  *  that are really removed, such as webhook endpoints). */
 export function deleteScoped(db: Db, table: string, scope: Tenant): DeleteQueryBuilder<any, any, any> {
-  return db.deleteFrom(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
+  return untyped(db).deleteFrom(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
 }

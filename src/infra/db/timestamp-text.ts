@@ -2,6 +2,10 @@
 // DECISIONS B.14), cut from the text PostgreSQL sends, instead of a Date the response then turns
 // back into that string. A list page carries two timestamps per row; building and printing those
 // Dates was the largest cost of ours in a list request's profile (docs/performance.md).
+import type { ColumnType } from 'kysely';
+
+/** A timestamptz column as Kysely sees it (tables.ts): read as that string, written as a Date or a string. */
+export type TimestampText = ColumnType<string, Date | string, Date | string>;
 
 /**
  * `2026-11-22 10:11:12.123456+00` (the session's TimeZone is UTC) → `2026-11-22T10:11:12.123Z`.
