@@ -88,17 +88,24 @@ class RequestBodies {
   }
 }
 
+/** What finishing one operation shares with the others: schema names, request bodies, problem responses. */
+interface Finishing {
+  namer: SchemaNamer;
+  resolve: (ref: string) => Json | undefined;
+  requestBodies: RequestBodies;
+  problems: ProblemResponses;
+}
+
 export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>, config: Config): Json {
   doc.webhooks = webhookPayloads();
   stripPrivateKeys(doc);
-  const problems = new ProblemResponses(config.errorsUrl);
   // Schemas swagger already named (those with an `$id`, such as `Me`) keep their names.
   const swaggerSchemas: Json = doc.components?.schemas ?? {};
   const namer = new SchemaNamer(swaggerSchemas);
   for (const schema of Object.values<Json>(swaggerSchemas)) namer.hoist(schema, true);
   const resolve = (ref: string): Json | undefined => namer.get(ref.replace('#/components/schemas/', ''));
+  const finishing: Finishing = { namer, resolve, requestBodies: new RequestBodies(), problems: new ProblemResponses(config.errorsUrl) };
   const tags = new Map<string, RouteFacts[]>();
-  const requestBodies = new RequestBodies();
 
   // Records with versions (issue 28): their item reads answer 304, their PATCH/DELETE take If-Match, their POST tags.
   const versioned = new Set(
@@ -114,46 +121,10 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
       const f = facts.get(op.operationId);
       if (!f) throw new Error(`OpenAPI: no route facts for operation ${op.operationId}`);
       for (const tag of op.tags ?? []) tags.set(tag, [...(tags.get(tag) ?? []), f]);
-
-      op.description = [op.description, guardText(f), f.deprecated && deprecationText(f.deprecated)].filter(Boolean).join('\n\n');
-      if (f.deprecated) op.deprecated = true;
-      if (f.public) op.security = [];
-      op.parameters = [
-        ...(op.parameters ?? []),
-        { $ref: '#/components/parameters/RequestId' },
-        ...(f.method === 'POST' ? [{ $ref: '#/components/parameters/IdempotencyKey' }] : []),
-        ...(tagged && (f.method === 'PATCH' || f.method === 'DELETE') ? [{ $ref: '#/components/parameters/IfMatch' }] : []),
-        ...(tagged && f.method === 'GET' ? [{ $ref: '#/components/parameters/IfNoneMatch' }] : []),
-      ];
-
-      const body = op.requestBody?.content?.['application/json'];
-      if (body?.schema) {
-        if (body.example === undefined) body.example = exampleOf(body.schema, { resolve, mode: 'request' });
-        body.schema = namer.hoist(body.schema, true, true);
-        op.requestBody = requestBodies.ref(op.requestBody);
-      }
-
-      for (const [status, response] of Object.entries<Json>(op.responses ?? {})) {
-        if (response.$ref) continue;
-        if (response.description === 'Default Response') response.description = SUCCESS_DESCRIPTIONS[status] ?? `HTTP ${status}.`;
-        const headers: Json = { 'X-Request-Id': headerUse('X-Request-Id', 'always') };
-        if (!f.public) for (const h of RATE_LIMIT_HEADERS) headers[h] = headerUse(h, 'always');
-        if (f.method === 'POST' && status === '201') headers['Idempotent-Replay'] = { $ref: '#/components/headers/Idempotent-Replay' };
-        if (f.deprecated) Object.assign(headers, DEPRECATION_HEADERS);
-        if (tagged && /^(2|304)/.test(status)) headers.ETag = { $ref: '#/components/headers/ETag' };
-        response.headers = { ...headers, ...response.headers };
-        for (const [type, media] of Object.entries<Json>(response.content ?? {})) {
-          if (!media.schema) continue;
-          if (type.includes('json') && media.example === undefined && media.examples === undefined)
-            media.example = exampleOf(media.schema, { resolve, mode: 'response' });
-          media.schema = namer.hoist(media.schema);
-        }
-      }
-      Object.assign(op.responses, problems.forOperation(problemCodesFor(f), f.public));
-      op.responses = Object.fromEntries(Object.entries(op.responses).sort(([a], [b]) => a.localeCompare(b)));
+      finishOperation(op, f, tagged, finishing);
     }
   }
-  problems.methodNotAllowed();
+  finishing.problems.methodNotAllowed();
   for (const item of Object.values<Json>(doc.webhooks)) {
     const media = item.post.requestBody.content['application/json'];
     media.schema = namer.hoist(media.schema);
@@ -163,7 +134,59 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
   // The API's resources first, in route order; the public documentation endpoints last.
   const ordered = [...tags].sort(([, a], [, b]) => Number(a.every((o) => o.public)) - Number(b.every((o) => o.public)));
   doc.tags = ordered.map(([name, ops]) => ({ name, description: tagDescription(ops) }));
-  doc.components = {
+  doc.components = documentComponents(finishing, config);
+  forEachSchemaRoot(doc, simplifyNullable);
+  describeProblem(doc.components.schemas.Problem, config);
+  return doc;
+}
+
+/** One operation: its prose, shared parameters, request body, response headers and examples, problem responses. */
+function finishOperation(op: Json, f: RouteFacts, tagged: boolean, { namer, resolve, requestBodies, problems }: Finishing): void {
+  op.description = [op.description, guardText(f), f.deprecated && deprecationText(f.deprecated)].filter(Boolean).join('\n\n');
+  if (f.deprecated) op.deprecated = true;
+  if (f.public) op.security = [];
+  op.parameters = [
+    ...(op.parameters ?? []),
+    { $ref: '#/components/parameters/RequestId' },
+    ...(f.method === 'POST' ? [{ $ref: '#/components/parameters/IdempotencyKey' }] : []),
+    ...(tagged && (f.method === 'PATCH' || f.method === 'DELETE') ? [{ $ref: '#/components/parameters/IfMatch' }] : []),
+    ...(tagged && f.method === 'GET' ? [{ $ref: '#/components/parameters/IfNoneMatch' }] : []),
+  ];
+
+  const body = op.requestBody?.content?.['application/json'];
+  if (body?.schema) {
+    if (body.example === undefined) body.example = exampleOf(body.schema, { resolve, mode: 'request' });
+    body.schema = namer.hoist(body.schema, true, true);
+    op.requestBody = requestBodies.ref(op.requestBody);
+  }
+
+  for (const [status, response] of Object.entries<Json>(op.responses ?? {})) {
+    if (response.$ref) continue;
+    if (response.description === 'Default Response') response.description = SUCCESS_DESCRIPTIONS[status] ?? `HTTP ${status}.`;
+    response.headers = { ...responseHeaders(f, status, tagged), ...response.headers };
+    for (const [type, media] of Object.entries<Json>(response.content ?? {})) {
+      if (!media.schema) continue;
+      if (type.includes('json') && media.example === undefined && media.examples === undefined)
+        media.example = exampleOf(media.schema, { resolve, mode: 'response' });
+      media.schema = namer.hoist(media.schema);
+    }
+  }
+  Object.assign(op.responses, problems.forOperation(problemCodesFor(f), f.public));
+  op.responses = Object.fromEntries(Object.entries(op.responses).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+/** The headers a response of the operation carries, besides those its route declares. */
+function responseHeaders(f: RouteFacts, status: string, tagged: boolean): Json {
+  const headers: Json = { 'X-Request-Id': headerUse('X-Request-Id', 'always') };
+  if (!f.public) for (const h of RATE_LIMIT_HEADERS) headers[h] = headerUse(h, 'always');
+  if (f.method === 'POST' && status === '201') headers['Idempotent-Replay'] = { $ref: '#/components/headers/Idempotent-Replay' };
+  if (f.deprecated) Object.assign(headers, DEPRECATION_HEADERS);
+  if (tagged && /^(2|304)/.test(status)) headers.ETag = { $ref: '#/components/headers/ETag' };
+  return headers;
+}
+
+function documentComponents({ namer, requestBodies, problems }: Finishing, config: Config): Json {
+  return {
     securitySchemes: { [SECURITY_SCHEME]: securityScheme(config) },
     schemas: { ...namer.schemas(), Problem: toJson(ProblemSchema), FieldError: toJson(FieldErrorSchema) },
     parameters: REQUEST_PARAMETERS,
@@ -172,13 +195,15 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
     responses: problems.components(),
     examples: problems.examples(),
   };
-  forEachSchemaRoot(doc, simplifyNullable);
-  doc.components.schemas.Problem.properties.errors = {
+}
+
+/** The problem schema's field errors by reference, and the error types it may carry. */
+function describeProblem(problem: Json, config: Config): void {
+  problem.properties.errors = {
     type: 'array',
     items: { $ref: '#/components/schemas/FieldError' },
     description: ProblemSchema.properties.errors.description,
   };
-  doc.components.schemas.Problem.properties.type.examples = [`${config.errorsUrl}/${Object.keys(ERROR_CATALOGUE)[0]}`];
-  doc.components.schemas.Problem.properties.type['x-error-codes'] = Object.keys(ERROR_CATALOGUE);
-  return doc;
+  problem.properties.type.examples = [`${config.errorsUrl}/${Object.keys(ERROR_CATALOGUE)[0]}`];
+  problem.properties.type['x-error-codes'] = Object.keys(ERROR_CATALOGUE);
 }
