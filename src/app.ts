@@ -77,6 +77,33 @@ export type ServerLimits = { readonly [K in keyof typeof SERVER_LIMITS]: number 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, database } = deps;
   const limits: ServerLimits = { ...SERVER_LIMITS, ...deps.serverLimits };
+  const app = createFastify(deps, limits);
+  const rateLimiter = deps.rateLimiter ?? createRateLimiter({ redisUrl: config.redisUrl, now: deps.now, logger: app.log });
+  const lifecycle = addLifecycle(app);
+  app.decorateRequest('auth', null);
+  app.decorateRequest('tenant', null);
+  app.decorate('database', database);
+  registerPipeline(app, deps, limits, rateLimiter);
+
+  // Before every route: @fastify/swagger collects the routes as they register.
+  const resources = deps.resources ?? RESOURCES;
+  registerDeprecation(app, config.publicUrl);
+  await registerOpenApi(app, config, resources);
+  registerDocs(app, config);
+  registerHealthRoutes(app, database, rateLimiter, { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping });
+  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, public: config.metricsPublic, reads: database.reads });
+  registerMeRoute(app, rateLimiter);
+  registerReadRoutes(app, { ...deps, resources });
+  registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });
+  registerRequestLogRoute(app, deps);
+  registerBatchRoute(app, { config, database, rateLimiter, resources });
+  registerEvents(app, deps);
+  return app;
+}
+
+/** Fastify with the spec's limits, our errors for what fails before a route, and one validator and serializer compiler. */
+function createFastify(deps: AppDeps, limits: ServerLimits): FastifyInstance {
+  const { config } = deps;
   const app = Fastify({
     logger: deps.logger ?? { level: config.logLevel },
     genReqId: generateRequestId,
@@ -100,20 +127,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // so that Fastify never loads its default Ajv compiler (and Ajv's JTD modules) at start-up.
     schemaController: { compilersFactory: { buildValidator: bodyValidators, buildSerializer: lazySerializers } },
   });
-
-  const rateLimiter = deps.rateLimiter ?? createRateLimiter({ redisUrl: config.redisUrl, now: deps.now, logger: app.log });
-  const keyCache = new KeyCache(database.db, { now: deps.now, ...deps.keyCache });
-  const lifecycle = addLifecycle(app);
   // One more than the limit is kept, so a request over it is told so rather than losing headers silently.
   app.server.maxHeadersCount = limits.maxHeaderCount + 1;
-
-  app.decorateRequest('auth', null);
-  app.decorateRequest('tenant', null);
-  app.decorate('database', database);
-
   // text/plain is not a write body here: only JSON is parsed, anything else is a 415.
   app.removeContentTypeParser(['text/plain']);
+  return app;
+}
 
+/** What every request passes before its route: request id and header limits, the access log, authentication
+ *  and rate limit, and the errors of requests no route takes. */
+function registerPipeline(app: FastifyInstance, deps: AppDeps, limits: ServerLimits, rateLimiter: RateLimiter): void {
+  const { config, database } = deps;
+  const keyCache = new KeyCache(database.db, { now: deps.now, ...deps.keyCache });
   const routes = trackRoutes(app);
   app.decorate('routeTable', routes);
   app.setNotFoundHandler(routes.notFound);
@@ -142,22 +167,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onReady', async () => {
     await rateLimiter.start(config.redisStartupWaitMs);
   });
-
-  // Before every route: @fastify/swagger collects the routes as they register.
-  const resources = deps.resources ?? RESOURCES;
-  registerDeprecation(app, config.publicUrl);
-  await registerOpenApi(app, config, resources);
-  registerDocs(app, config);
-  registerHealthRoutes(app, database, rateLimiter, { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping });
-  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, public: config.metricsPublic, reads: database.reads });
-  registerMeRoute(app, rateLimiter);
-  registerReadRoutes(app, { ...deps, resources });
-  registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });
-  registerRequestLogRoute(app, deps);
-  registerBatchRoute(app, { config, database, rateLimiter, resources });
-  registerEvents(app, deps);
-
-  return app;
 }
 
 const isEmptyBody = (headers: Record<string, string | string[] | undefined>) =>
