@@ -46,38 +46,52 @@ export async function serveWithWorkers(config: Config, workers: number, json: bo
     const { listenMetrics, workersMetrics } = await import('../http/metrics.ts');
     metrics = await listenMetrics(workersMetrics(), config.metricsHost, config.metricsPort);
   }
+  const pool = new WorkerPool(config.shutdownTimeoutMs + KILL_MARGIN_MS);
+  process.once('SIGINT', () => pool.stopAll('SIGINT', 0));
+  process.once('SIGTERM', () => pool.stopAll('SIGTERM', 0));
+  const first = await pool.start(workers);
+  if (json && first) output(true, { ...first, ...(metrics ? { metrics_url: metrics.url } : {}), workers }, () => '');
+}
 
-  let stopping = false;
-  let ready = false;
-  const restarts: number[] = [];
-  const waiting = new Set<Worker>();
-  let first: Listening | undefined;
-  let resolveReady: () => void = () => {};
-  let rejectReady: (err: Error) => void = () => {};
-  const allListening = new Promise<void>((resolve, reject) => {
-    resolveReady = resolve;
-    rejectReady = reject;
-  });
+/** The primary's workers: forked, each replaced when it dies once all have listened (a crash loop ends the
+ *  primary), stopped together, and killed when they outlive their own shutdown bound. */
+class WorkerPool {
+  private stopping = false;
+  private ready = false;
+  private readonly restarts: number[] = [];
+  private readonly waiting = new Set<Worker>();
+  private first: Listening | undefined;
+  private resolveReady: () => void = () => {};
+  private rejectReady: (err: Error) => void = () => {};
 
-  const fork = () => {
-    const worker = cluster.fork();
-    waiting.add(worker);
-    worker.on('message', (message: ListeningMessage) => {
-      if (message?.type !== 'balcao:listening') return;
-      first ??= message.listening;
-      waiting.delete(worker);
-      if (!ready && waiting.size === 0) resolveReady();
+  constructor(private readonly killAfterMs: number) {}
+
+  /** Forks `count` workers; resolves with what the first one listening said, once all listen. */
+  async start(count: number): Promise<Listening | undefined> {
+    const allListening = new Promise<void>((resolve, reject) => {
+      this.resolveReady = resolve;
+      this.rejectReady = reject;
     });
-  };
+    cluster.on('exit', (worker, code, signal) => this.exited(worker, signal ?? `exit code ${code}`));
+    for (let i = 0; i < count; i++) this.fork();
+    try {
+      await allListening;
+    } catch (err) {
+      this.stopAll('SIGTERM', 1);
+      throw err;
+    }
+    this.ready = true;
+    return this.first;
+  }
 
-  const stopAll = (signal: NodeJS.Signals, code: number) => {
-    if (stopping) return;
-    stopping = true;
+  stopAll(signal: NodeJS.Signals, code: number): void {
+    if (this.stopping) return;
+    this.stopping = true;
     process.stderr.write(`balcao: ${signal}: stopping ${Object.keys(cluster.workers ?? {}).length} workers\n`);
     const timer = setTimeout(() => {
       for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
       process.exit(1);
-    }, config.shutdownTimeoutMs + KILL_MARGIN_MS).unref();
+    }, this.killAfterMs).unref();
     const exitWhenDone = () => {
       if (Object.keys(cluster.workers ?? {}).length === 0) {
         clearTimeout(timer);
@@ -87,36 +101,35 @@ export async function serveWithWorkers(config: Config, workers: number, json: bo
     cluster.on('exit', exitWhenDone);
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
     exitWhenDone();
-  };
+  }
 
-  cluster.on('exit', (worker, code, signal) => {
-    waiting.delete(worker);
-    if (stopping) return;
-    if (!ready) {
-      rejectReady(new CliError(`a worker exited before listening (${signal ?? `exit code ${code}`})`));
+  private fork(): void {
+    const worker = cluster.fork();
+    this.waiting.add(worker);
+    worker.on('message', (message: ListeningMessage) => {
+      if (message?.type !== 'balcao:listening') return;
+      this.first ??= message.listening;
+      this.waiting.delete(worker);
+      if (!this.ready && this.waiting.size === 0) this.resolveReady();
+    });
+  }
+
+  private exited(worker: Worker, how: string): void {
+    this.waiting.delete(worker);
+    if (this.stopping) return;
+    if (!this.ready) {
+      this.rejectReady(new CliError(`a worker exited before listening (${how})`));
       return;
     }
     const now = Date.now();
-    restarts.push(now);
-    while (restarts.length && restarts[0]! < now - 60_000) restarts.shift();
-    if (restarts.length > MAX_RESTARTS_PER_MINUTE) {
+    this.restarts.push(now);
+    while (this.restarts.length && this.restarts[0]! < now - 60_000) this.restarts.shift();
+    if (this.restarts.length > MAX_RESTARTS_PER_MINUTE) {
       process.stderr.write('balcao: workers keep dying; stopping\n');
-      stopAll('SIGTERM', 1);
+      this.stopAll('SIGTERM', 1);
       return;
     }
-    process.stderr.write(`balcao: worker ${worker.process.pid} exited (${signal ?? `exit code ${code}`}); starting another\n`);
-    fork();
-  });
-  process.once('SIGINT', () => stopAll('SIGINT', 0));
-  process.once('SIGTERM', () => stopAll('SIGTERM', 0));
-
-  for (let i = 0; i < workers; i++) fork();
-  try {
-    await allListening;
-  } catch (err) {
-    stopAll('SIGTERM', 1);
-    throw err;
+    process.stderr.write(`balcao: worker ${worker.process.pid} exited (${how}); starting another\n`);
+    this.fork();
   }
-  ready = true;
-  if (json && first) output(true, { ...first, ...(metrics ? { metrics_url: metrics.url } : {}), workers }, () => '');
 }
