@@ -369,83 +369,88 @@ function customersOf(ctx: DemoContext): DemoRecord[] {
 
 /** Companies the shop buys from, then the staff (paid as suppliers). */
 function suppliersOf(ctx: DemoContext): { suppliers: DemoRecord[]; staff: DemoRecord[] } {
+  const suppliers = DEMO_SUPPLIERS.map((s, i) => supplierOf(ctx, s, i));
+  const staff = DEMO_STAFF_ROLES.map((role, i) => staffMemberOf(ctx, role, i));
+  return { suppliers: [...suppliers, ...staff], staff };
+}
+
+function supplierOf(ctx: DemoContext, s: (typeof DEMO_SUPPLIERS)[number], i: number): DemoRecord {
   const { prng, id, at, users, home, accountId, mode } = ctx;
-  const suppliers: DemoRecord[] = DEMO_SUPPLIERS.map((s, i) => {
-    const document = cnpj(prng);
-    const domain = `${emailSlug(s.trade).replace(/\./g, '')}.com.br`;
-    const email = `${s.kind === 'rent' || s.kind === 'service' ? 'financeiro' : 'vendas'}@${domain}`;
-    const pixKeys: { type: string; key: string }[] = [{ type: 'cnpj', key: onlyDigits(document) }];
-    if (prng.chance(0.5)) pixKeys.push({ type: 'email', key: email });
-    if (prng.chance(0.4)) pixKeys.push({ type: 'random', key: derivedUuid(`${accountId}:${mode}:pix:${i}`) });
-    const city = i < 4 ? prng.pick(CITIES) : home;
-    return {
-      id: id(`supplier:${i}`),
-      name: s.trade,
-      legal_name: s.legal,
-      trade_name: s.trade,
-      document_number: document,
-      email,
-      phone: landline(prng, city.ddd),
-      phone1: prng.chance(0.6) ? mobilePhone(prng, city.ddd) : null,
-      phone2: null,
-      phone3: null,
-      rg: null,
-      code: `F${String(i + 1).padStart(3, '0')}`,
-      birth_date: null,
-      is_employee: false,
-      is_active: i !== 3,
-      address_street: prng.pick(STREETS),
-      address_number: String(prng.int(10, 4000)),
-      address_neighborhood: prng.pick(city.neighborhoods),
-      address_city: city.name,
-      address_state: city.state,
-      address_country: 'BR',
-      address_zip_code: cep(prng, city),
-      pix_keys: pixKeys,
-      created_by: users[0],
-      created_at: at(175 - i, 10, i * 3),
-      updated_at: i % 2 === 0 ? at(prng.int(10, 90), 11) : null,
-    };
-  });
-  DEMO_STAFF_ROLES.forEach((role, i) => {
-    const first = prng.pick(role === 'Banhista' ? MALE_NAMES : FEMALE_NAMES);
-    const surname = prng.pick(SURNAMES);
-    const document = cpf(prng);
-    const phone = mobilePhone(prng, home.ddd);
-    suppliers.push({
-      id: id(`staff:${i}`),
-      name: `${first} ${surname}`,
-      legal_name: null,
-      trade_name: null,
-      document_number: document,
-      email: `${emailSlug(first, surname)}@${prng.pick(EMAIL_DOMAINS)}`,
-      phone,
-      phone1: null,
-      phone2: null,
-      phone3: null,
-      rg: `${prng.digits(2).join('')}.${prng.digits(3).join('')}.${prng.digits(3).join('')}-${prng.int(0, 9)}`,
-      code: `COL${String(i + 1).padStart(2, '0')}`,
-      birth_date: `${prng.int(1975, 2002)}-${pad(prng.int(1, 12))}-${pad(prng.int(1, 28))}`,
-      is_employee: true,
-      is_active: true,
-      address_street: prng.pick(STREETS),
-      address_number: String(prng.int(10, 999)),
-      address_neighborhood: prng.pick(home.neighborhoods),
-      address_city: home.name,
-      address_state: home.state,
-      address_country: 'BR',
-      address_zip_code: cep(prng, home),
-      pix_keys: [
-        { type: 'cpf', key: onlyDigits(document) },
-        { type: 'phone', key: `+${onlyDigits(phone)}` },
-      ],
-      internal_notes: `${role}; comissão de 40% sobre serviços`,
-      created_by: users[0],
-      created_at: at(150 - i * 7, 9),
-      updated_at: null,
-    });
-  });
-  return { suppliers, staff: suppliers.slice(DEMO_SUPPLIERS.length) };
+  const document = cnpj(prng);
+  const domain = `${emailSlug(s.trade).replace(/\./g, '')}.com.br`;
+  const email = `${s.kind === 'rent' || s.kind === 'service' ? 'financeiro' : 'vendas'}@${domain}`;
+  const pixKeys: { type: string; key: string }[] = [{ type: 'cnpj', key: onlyDigits(document) }];
+  if (prng.chance(0.5)) pixKeys.push({ type: 'email', key: email });
+  if (prng.chance(0.4)) pixKeys.push({ type: 'random', key: derivedUuid(`${accountId}:${mode}:pix:${i}`) });
+  const city = i < 4 ? prng.pick(CITIES) : home;
+  return {
+    id: id(`supplier:${i}`),
+    name: s.trade,
+    legal_name: s.legal,
+    trade_name: s.trade,
+    document_number: document,
+    email,
+    phone: landline(prng, city.ddd),
+    phone1: prng.chance(0.6) ? mobilePhone(prng, city.ddd) : null,
+    phone2: null,
+    phone3: null,
+    rg: null,
+    code: `F${String(i + 1).padStart(3, '0')}`,
+    birth_date: null,
+    is_employee: false,
+    is_active: i !== 3,
+    address_street: prng.pick(STREETS),
+    address_number: String(prng.int(10, 4000)),
+    address_neighborhood: prng.pick(city.neighborhoods),
+    address_city: city.name,
+    address_state: city.state,
+    address_country: 'BR',
+    address_zip_code: cep(prng, city),
+    pix_keys: pixKeys,
+    created_by: users[0],
+    created_at: at(175 - i, 10, i * 3),
+    updated_at: i % 2 === 0 ? at(prng.int(10, 90), 11) : null,
+  };
+}
+
+function staffMemberOf(ctx: DemoContext, role: (typeof DEMO_STAFF_ROLES)[number], i: number): DemoRecord {
+  const { prng, id, at, users, home } = ctx;
+  const first = prng.pick(role === 'Banhista' ? MALE_NAMES : FEMALE_NAMES);
+  const surname = prng.pick(SURNAMES);
+  const document = cpf(prng);
+  const phone = mobilePhone(prng, home.ddd);
+  return {
+    id: id(`staff:${i}`),
+    name: `${first} ${surname}`,
+    legal_name: null,
+    trade_name: null,
+    document_number: document,
+    email: `${emailSlug(first, surname)}@${prng.pick(EMAIL_DOMAINS)}`,
+    phone,
+    phone1: null,
+    phone2: null,
+    phone3: null,
+    rg: `${prng.digits(2).join('')}.${prng.digits(3).join('')}.${prng.digits(3).join('')}-${prng.int(0, 9)}`,
+    code: `COL${String(i + 1).padStart(2, '0')}`,
+    birth_date: `${prng.int(1975, 2002)}-${pad(prng.int(1, 12))}-${pad(prng.int(1, 28))}`,
+    is_employee: true,
+    is_active: true,
+    address_street: prng.pick(STREETS),
+    address_number: String(prng.int(10, 999)),
+    address_neighborhood: prng.pick(home.neighborhoods),
+    address_city: home.name,
+    address_state: home.state,
+    address_country: 'BR',
+    address_zip_code: cep(prng, home),
+    pix_keys: [
+      { type: 'cpf', key: onlyDigits(document) },
+      { type: 'phone', key: `+${onlyDigits(phone)}` },
+    ],
+    internal_notes: `${role}; comissão de 40% sobre serviços`,
+    created_by: users[0],
+    created_at: at(150 - i * 7, 9),
+    updated_at: null,
+  };
 }
 
 /** The monthly bills (rent, utilities, services) and the expenses they generated so far. */
@@ -526,93 +531,99 @@ function recurringExpensesOf(
 }
 
 /** Purchases, maintenance, marketing and staff commissions, some in installments. */
-function oneOffExpensesOf(
-  ctx: DemoContext,
-  {
-    suppliers,
-    staff,
-    bankAccounts,
-    expenseNumber,
-  }: { suppliers: DemoRecord[]; staff: DemoRecord[]; bankAccounts: DemoRecord[]; expenseNumber: () => string },
-): DemoRecord[] {
-  const { prng, id, at, dateOf, users, expenseCategories, costCenters } = ctx;
+/** The one-off purchases (stock, supplies, maintenance, marketing) an expense may be; the first few are commissions. */
+const ONE_OFF_PURCHASES = [
+  { description: 'Compra de rações', type: 'stock', supplier: 0, min: 800, max: 3_500 },
+  { description: 'Compra de petiscos e acessórios', type: 'stock', supplier: 1, min: 300, max: 1_200 },
+  { description: 'Reposição de cosméticos', type: 'stock', supplier: 2, min: 250, max: 1_800 },
+  { description: 'Compra de descartáveis', type: 'supplies', supplier: 3, min: 90, max: 400 },
+  { description: 'Manutenção do secador', type: 'maintenance', supplier: null, min: 120, max: 450 },
+  { description: 'Anúncios no Instagram', type: 'marketing', supplier: null, min: 150, max: 600 },
+  { description: 'Material de limpeza', type: 'supplies', supplier: 3, min: 60, max: 250 },
+] as const;
+
+interface ExpenseRefs {
+  suppliers: DemoRecord[];
+  staff: DemoRecord[];
+  bankAccounts: DemoRecord[];
+  expenseNumber: () => string;
+}
+
+function oneOffExpensesOf(ctx: DemoContext, refs: ExpenseRefs): DemoRecord[] {
   const expenses: DemoRecord[] = [];
-  const oneOff = [
-    { description: 'Compra de rações', type: 'stock', supplier: 0, min: 800, max: 3_500 },
-    { description: 'Compra de petiscos e acessórios', type: 'stock', supplier: 1, min: 300, max: 1_200 },
-    { description: 'Reposição de cosméticos', type: 'stock', supplier: 2, min: 250, max: 1_800 },
-    { description: 'Compra de descartáveis', type: 'supplies', supplier: 3, min: 90, max: 400 },
-    { description: 'Manutenção do secador', type: 'maintenance', supplier: null, min: 120, max: 450 },
-    { description: 'Anúncios no Instagram', type: 'marketing', supplier: null, min: 150, max: 600 },
-    { description: 'Material de limpeza', type: 'supplies', supplier: 3, min: 60, max: 250 },
-  ] as const;
-  for (let i = 0; i < DEMO_COUNTS.oneOffExpenses; i++) {
-    const kind = i < 5 ? null : prng.pick(oneOff);
-    const worker = kind ? null : (staff[i % staff.length] as DemoRecord);
-    const daysAgo = prng.int(-20, 100);
-    const original = kind ? prng.int(kind.min * 100, kind.max * 100) / 100 : prng.int(1_800, 3_200);
-    const discount = kind && prng.chance(0.2) ? toJsonNumber(money(original * 0.05)) : null;
-    const finalAmount = toJsonNumber(money(original).minus(money(discount ?? 0)));
-    const paid = daysAgo > 0 && prng.chance(0.85);
-    const method = kind
-      ? prng.weighted([
-          ['pix', 4],
-          ['bank_slip', 3],
-          ['credit_card', 2],
-          ['cash', 1],
-        ] as const)
-      : 'pix';
-    const installments = kind && method === 'credit_card' && original > 500 ? 3 : 1;
-    const base = {
-      expense_type: kind ? kind.type : 'payroll',
-      description: kind ? kind.description : `Comissão - ${worker?.name}`,
-      category_id: kind
-        ? kind.type === 'stock' || kind.type === 'supplies'
-          ? expenseCategories.stock
-          : kind.type === 'marketing'
-            ? expenseCategories.marketing
-            : expenseCategories.maintenance
-        : expenseCategories.staff,
-      subcategory_id: null,
-      cost_center_id: prng.pick(costCenters),
-      supplier_id: kind ? (kind.supplier === null ? null : (suppliers[kind.supplier] as DemoRecord).id) : worker?.id,
-      bank_account_id: (bankAccounts[prng.int(0, 1)] as DemoRecord).id,
-      credit_card_id: method === 'credit_card' ? id('credit-card:0') : null,
-      payment_method: method,
-      check_number: null,
-      installments,
-      notes: prng.chance(0.2) ? 'Nota fiscal arquivada na pasta do mês' : null,
-      tags: kind ? [kind.type === 'stock' ? 'estoque' : kind.type === 'marketing' ? 'marketing' : 'operacional'] : ['equipe'],
-      is_recurring: false,
-      is_active: !(i % 17 === 16),
-      recurring_expense_id: null,
-      created_by: prng.pick(users),
-      internal_notes: i % 9 === 0 ? 'Conferir valor com o fornecedor' : null,
-    };
-    for (let n = 1; n <= installments; n++) {
-      const due = daysAgo - (n - 1) * 30;
-      const installmentPaid = paid && due > 0;
-      const share = installments === 1 ? finalAmount : toJsonNumber(money(finalAmount / installments));
-      expenses.push({
-        ...base,
-        id: id(`expense:${i}:${n}`),
-        expense_number: expenseNumber(),
-        description: installments === 1 ? base.description : `${base.description} (${n}/${installments})`,
-        original_amount: installments === 1 ? toJsonNumber(money(original)) : share,
-        discount_amount: installments === 1 ? discount : null,
-        final_amount: share,
-        status: installmentPaid ? 'paid' : 'pending',
-        payment_date: installmentPaid ? dateOf(due) : null,
-        due_date: dateOf(due),
-        payment_reference: installmentPaid && method === 'pix' ? `E${prng.digits(20).join('')}` : null,
-        installment_number: installments === 1 ? null : n,
-        total_installments: installments === 1 ? null : installments,
-        created_at: at(Math.max(daysAgo, 0) + 3, prng.int(9, 17), prng.int(0, 59)),
-        updated_at: installmentPaid ? at(due, 11) : null,
-      });
-    }
-  }
+  for (let i = 0; i < DEMO_COUNTS.oneOffExpenses; i++) expenses.push(...oneOffExpenseOf(ctx, refs, i));
   return expenses;
+}
+
+/** One purchase or commission: a record per installment. */
+function oneOffExpenseOf(ctx: DemoContext, { suppliers, staff, bankAccounts, expenseNumber }: ExpenseRefs, i: number): DemoRecord[] {
+  const { prng, id, at, dateOf, users, expenseCategories, costCenters } = ctx;
+  const kind = i < 5 ? null : prng.pick(ONE_OFF_PURCHASES);
+  const worker = kind ? null : (staff[i % staff.length] as DemoRecord);
+  const daysAgo = prng.int(-20, 100);
+  const original = kind ? prng.int(kind.min * 100, kind.max * 100) / 100 : prng.int(1_800, 3_200);
+  const discount = kind && prng.chance(0.2) ? toJsonNumber(money(original * 0.05)) : null;
+  const finalAmount = toJsonNumber(money(original).minus(money(discount ?? 0)));
+  const paid = daysAgo > 0 && prng.chance(0.85);
+  const method = kind
+    ? prng.weighted([
+        ['pix', 4],
+        ['bank_slip', 3],
+        ['credit_card', 2],
+        ['cash', 1],
+      ] as const)
+    : 'pix';
+  const installments = kind && method === 'credit_card' && original > 500 ? 3 : 1;
+  const base = {
+    expense_type: kind ? kind.type : 'payroll',
+    description: kind ? kind.description : `Comissão - ${worker?.name}`,
+    category_id: kind
+      ? kind.type === 'stock' || kind.type === 'supplies'
+        ? expenseCategories.stock
+        : kind.type === 'marketing'
+          ? expenseCategories.marketing
+          : expenseCategories.maintenance
+      : expenseCategories.staff,
+    subcategory_id: null,
+    cost_center_id: prng.pick(costCenters),
+    supplier_id: kind ? (kind.supplier === null ? null : (suppliers[kind.supplier] as DemoRecord).id) : worker?.id,
+    bank_account_id: (bankAccounts[prng.int(0, 1)] as DemoRecord).id,
+    credit_card_id: method === 'credit_card' ? id('credit-card:0') : null,
+    payment_method: method,
+    check_number: null,
+    installments,
+    notes: prng.chance(0.2) ? 'Nota fiscal arquivada na pasta do mês' : null,
+    tags: kind ? [kind.type === 'stock' ? 'estoque' : kind.type === 'marketing' ? 'marketing' : 'operacional'] : ['equipe'],
+    is_recurring: false,
+    is_active: !(i % 17 === 16),
+    recurring_expense_id: null,
+    created_by: prng.pick(users),
+    internal_notes: i % 9 === 0 ? 'Conferir valor com o fornecedor' : null,
+  };
+  const records: DemoRecord[] = [];
+  for (let n = 1; n <= installments; n++) {
+    const due = daysAgo - (n - 1) * 30;
+    const installmentPaid = paid && due > 0;
+    const share = installments === 1 ? finalAmount : toJsonNumber(money(finalAmount / installments));
+    records.push({
+      ...base,
+      id: id(`expense:${i}:${n}`),
+      expense_number: expenseNumber(),
+      description: installments === 1 ? base.description : `${base.description} (${n}/${installments})`,
+      original_amount: installments === 1 ? toJsonNumber(money(original)) : share,
+      discount_amount: installments === 1 ? discount : null,
+      final_amount: share,
+      status: installmentPaid ? 'paid' : 'pending',
+      payment_date: installmentPaid ? dateOf(due) : null,
+      due_date: dateOf(due),
+      payment_reference: installmentPaid && method === 'pix' ? `E${prng.digits(20).join('')}` : null,
+      installment_number: installments === 1 ? null : n,
+      total_installments: installments === 1 ? null : installments,
+      created_at: at(Math.max(daysAgo, 0) + 3, prng.int(9, 17), prng.int(0, 59)),
+      updated_at: installmentPaid ? at(due, 11) : null,
+    });
+  }
+  return records;
 }
 
 type Line = ItemAmountsInput & { catalog_type: 'product' | 'service'; catalog_item_id: string; notes: string | null };
