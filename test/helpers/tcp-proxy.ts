@@ -20,6 +20,8 @@ export class TcpProxy {
   port = 0;
   /** Connections cut at once while refusing: how many times a client has tried and failed. */
   refused = 0;
+  /** Connections relayed so far. */
+  connections = 0;
   /** Connections ended at their first query (terminateAtFirstQuery). */
   terminated = 0;
 
@@ -94,6 +96,7 @@ export class TcpProxy {
         client.destroy();
         return;
       }
+      this.connections += 1;
       const upstream = net.connect(this.targetPort, this.targetHost);
       this.sockets.add(client);
       this.sockets.add(upstream);

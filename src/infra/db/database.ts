@@ -6,7 +6,6 @@
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
 import type postgres from 'postgres';
-import { parse as parseTextArray } from 'postgres-array';
 import { type Config, DEFAULT_DB_POOL_SIZE, DEFAULT_READ_MAX_LAG_MS, type DatabaseTimeouts } from '../../config.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import { deferredDialect } from './deferred-dialect.ts';
@@ -34,15 +33,11 @@ export interface Database {
 
 export type DatabaseDriver = { engine: 'postgres'; sql: postgres.Sql } | { engine: 'pglite'; pg: PGlite };
 
-const OID = { int8: 20, numeric: 1700, date: 1082, time: 1083, timestamptz: 1184, timestamp: 1114, textArray: 1009 } as const;
+const OID = { int8: 20, numeric: 1700, date: 1082, time: 1083, timestamptz: 1184, timestamp: 1114 } as const;
 
 const toNumber = (v: string) => (v === null ? null : Number(v));
 const asIs = (v: string) => v;
 const timestampParameter = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
-const quotedElement = (v: unknown) => (v === null ? 'NULL' : `"${String(v).replace(/[\\"]/g, '\\$&')}"`);
-/** text[] is the one array type balcao's tables have (modules, scopes, tags, enabled_events). */
-const textArrayParameter = (xs: unknown[] | string) => (Array.isArray(xs) ? `{${xs.map(quotedElement).join(',')}}` : xs);
-const textArrayValue = (v: string) => (v === null ? null : parseTextArray(v));
 
 /** What opening needs; read replicas are opened only when `readDatabaseUrls` is given (the server, an export).
  *  An in-memory embedded database may start from a dump (PGlite's dumpDataDir: the tests start every
@@ -118,9 +113,6 @@ async function openPostgres(
     // The driver's default waits up to 20 s between reconnection attempts; after an outage the
     // service must resume within seconds, so attempts are retried at most half a second apart.
     backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 0.5),
-    // The driver's own first query on each connection (the array types) loses its failure as an unhandled
-    // rejection, which ends the process (porsager/postgres#1192); text[] is declared below instead.
-    fetch_types: false,
     // Not in the driver's type declarations, though it reads it (src/connection.js).
     ...({ socket: noDelaySocket } as object),
     types: {
@@ -129,7 +121,6 @@ async function openPostgres(
       date: { to: OID.date, from: [OID.date, OID.time], serialize: String, parse: asIs },
       // Parameters keep the driver's own serializer: a Date or a date string, sent as toISOString().
       timestamptz: { to: OID.timestamptz, from: [OID.timestamptz], serialize: timestampParameter, parse: isoTimestamp },
-      textArray: { to: OID.textArray, from: [OID.textArray], serialize: textArrayParameter, parse: textArrayValue },
     },
   };
   const sql = postgres(url, { ...options, max: poolSize, prepare: pooling.prepare });
