@@ -148,16 +148,17 @@ function recordingSession(session: BulkSession, record: SessionRecord): BulkSess
       record.queries.push({ text, params });
       return session.query(text, params);
     },
-    copyIn: (table, columns, text) => {
-      record.copies.push({
-        table,
-        columns,
-        lines: text
-          .toString('utf8')
-          .split('\n')
-          .filter((l) => l !== ''),
-      });
-      return session.copyIn(table, columns, text);
+    openCopy: (table, columns) => {
+      const copy = session.openCopy(table, columns);
+      const recorded = { table, columns, lines: [] as string[] };
+      record.copies.push(recorded);
+      return {
+        write: (rows) => {
+          for (const line of rows.toString('utf8').split('\n')) if (line !== '') recorded.lines.push(line);
+          return copy.write(rows);
+        },
+        end: () => copy.end(),
+      };
     },
   };
 }

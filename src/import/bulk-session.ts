@@ -1,14 +1,24 @@
 // One transaction on the driver under Kysely, with COPY: the bulk import writes every row in it,
 // so nothing is visible before the commit, and a failure, a crash or a kill -9 leaves nothing.
 // PostgreSQL: `COPY … FROM STDIN` through postgres.js; PGlite: `COPY … FROM '/dev/blob'`.
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import type { DatabaseDriver } from '../infra/db/database.ts';
 
 export interface BulkSession {
   query<T = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<T[]>;
-  /** Loads rows given in COPY's text format as UTF-8 (tab-separated, `\N` for null, one row per line). */
-  copyIn(table: string, columns: readonly string[], text: Buffer): Promise<void>;
+  /** Starts loading rows into `columns` of `table`; no other statement may run until the copy has ended. */
+  openCopy(table: string, columns: readonly string[]): OpenCopy;
+}
+
+/** One COPY, fed in parts. Rows are COPY's text format as UTF-8 (tab-separated, `\N` for null, one per line). */
+export interface OpenCopy {
+  /** Resolves once the driver has taken the rows (PostgreSQL: handed to the socket, while the server still
+   *  loads the parts before); rejects with the server's refusal. */
+  write(rows: Buffer): Promise<void>;
+  /** Resolves once the server has every row; rejects with its refusal. */
+  end(): Promise<void>;
 }
 
 export const quoteIdentifier = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
@@ -34,11 +44,24 @@ export async function inBulkTransaction<T>(driver: DatabaseDriver, fn: (session:
       await tx.unsafe(IMPORT_LOCK, [IMPORT_LOCK_NAME]);
       return fn({
         query: async <R>(text: string, params: readonly unknown[] = []) => (await tx.unsafe(text, params as never[])) as unknown as R[],
-        copyIn: async (table, columns, text) => {
+        openCopy: (table, columns) => {
           const query = tx.unsafe(copyStatement(table, columns, 'STDIN'));
           const refused = settledOnRefusal(query as unknown as { reject: (err: unknown) => void });
-          const writable = await query.writable();
-          await Promise.race([pipeline(Readable.from([text]), writable), refused]);
+          // A refusal destroys the stream with the server's error, reported through `refused`; the listener
+          // keeps that 'error' event from being thrown while no write is waiting.
+          const opened = Promise.race([(query.writable() as Promise<Writable>).then((w) => w.on('error', () => {})), refused]);
+          opened.catch(() => {});
+          return {
+            async write(rows) {
+              const writable = await opened;
+              if (!writable.write(rows)) await Promise.race([once(writable, 'drain'), refused]);
+            },
+            async end() {
+              const writable = await opened;
+              writable.end();
+              await Promise.race([finished(writable), refused]);
+            },
+          };
         },
       });
     })) as T;
@@ -46,8 +69,17 @@ export async function inBulkTransaction<T>(driver: DatabaseDriver, fn: (session:
   return driver.pg.transaction(async (tx) =>
     fn({
       query: async <R>(text: string, params: readonly unknown[] = []) => (await tx.query<R>(text, params as unknown[])).rows,
-      copyIn: async (table, columns, text) => {
-        await tx.query(copyStatement(table, columns, `'/dev/blob'`), [], { blob: new Blob([text as Uint8Array<ArrayBuffer>]) });
+      // PGlite copies from a blob, in one statement at the end: the parts wait in memory (the caller bounds them).
+      openCopy: (table, columns) => {
+        const parts: Uint8Array<ArrayBuffer>[] = [];
+        return {
+          async write(rows) {
+            parts.push(rows as Uint8Array<ArrayBuffer>);
+          },
+          async end() {
+            if (parts.length > 0) await tx.query(copyStatement(table, columns, `'/dev/blob'`), [], { blob: new Blob(parts) });
+          },
+        };
       },
     }),
   );

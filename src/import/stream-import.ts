@@ -19,7 +19,7 @@ import {
   TENANT_COLUMNS,
 } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
-import { type BulkSession, inBulkTransaction, quoteIdentifier } from './bulk-session.ts';
+import { type BulkSession, inBulkTransaction, type OpenCopy, quoteIdentifier } from './bulk-session.ts';
 import { type ColumnSpec, loadTableSpecs, type TableSpec } from './column-spec.ts';
 import { copyValue } from './copy-text.ts';
 import { DataTransferError } from './import-error.ts';
@@ -78,6 +78,21 @@ interface Batch extends TableContext {
   at: string[];
   /** Rows of child files, bound for the staging table. */
   staged: boolean;
+}
+
+/** A COPY is ended and another begun after this much text: the lines' sources (to name a refused row) are
+ *  kept until its end, so this bounds their memory; a COPY's own cost is one round trip. */
+const COPY_STREAM_BYTES = 32 << 20;
+
+/** The COPY being fed, and the source of each of its lines so far. */
+interface StreamedCopy {
+  /** The target table and its columns: rows of another group need a COPY of their own. */
+  key: string;
+  table: string;
+  stream: OpenCopy;
+  at: string[];
+  bytes: number;
+  refused?: boolean;
 }
 
 /** Rows of one table carrying the same columns, as COPY text waiting to be sent. */
@@ -184,6 +199,8 @@ class ImportRun {
   /** Every resource key a record may have: the registry's, and the sale children given on their own. */
   private readonly resourceNames: readonly string[];
   private pending: Promise<void> = Promise.resolve();
+  /** The COPY being fed, kept open from one part to the next while they load the same columns. */
+  private copy: StreamedCopy | undefined;
   private written = 0;
   private bytes = 0;
   private totalBytes = 0;
@@ -243,7 +260,7 @@ class ImportRun {
     const tables = this.registry.tables;
     const rank = (g: CopyGroup) => (g.staged ? tables.length : 0) + tables.indexOf(g.table);
     for (const group of [...this.groups.values()].sort((a, b) => rank(a) - rank(b))) await this.flush(session, group);
-    await this.pending;
+    await this.endCopy();
     if (this.issues.total === 0) await this.moveStagedRows(session);
     if (this.issues.total > 0) throw new DataTransferError(this.issues.list, this.issues.total);
     // Another import may follow in the same transaction (the demo's live and test data).
@@ -408,7 +425,8 @@ class ImportRun {
     await this.flush(session, group);
   }
 
-  /** Sends a group's rows in one COPY while the next rows are read; the previous COPY must be in first. */
+  /** Sends a group's rows while the next rows are read: into the COPY already open when it loads the same
+   *  columns of the same table, else into a new one. The previous part must be taken first. */
   private async flush(session: BulkSession, group: CopyGroup): Promise<void> {
     const text = group.text.subarray(0, group.bytes);
     const at = group.at;
@@ -417,26 +435,45 @@ class ImportRun {
     group.bytes = 0;
     group.at = [];
     if (at.length === 0 || this.issues.total > 0) return;
-    await this.pending;
+    const key = `${group.target} ${group.names.join(',')}`;
+    if (this.copy && (this.copy.key !== key || this.copy.bytes >= COPY_STREAM_BYTES)) await this.endCopy();
+    else await this.pending;
     if (this.issues.total > 0) return;
     if (group.staged && !this.stagingTables.has(group.table)) {
+      await this.endCopy();
       await session.query(
         `CREATE TEMP TABLE ${staging(group.table)} (LIKE ${quoteIdentifier(group.table)} INCLUDING DEFAULTS, import_at text) ON COMMIT DROP`,
       );
       this.stagingTables.add(group.table);
     }
-    this.pending = (async () => {
-      try {
-        await session.copyIn(group.target, group.names, text);
+    const copy = (this.copy ??= { key, table: group.table, stream: session.openCopy(group.target, group.names), at: [], bytes: 0 });
+    for (const where of at) copy.at.push(where);
+    copy.bytes += text.length;
+    this.pending = copy.stream.write(text).then(
+      () => {
         this.written += at.length;
         this.report();
-      } catch (err) {
-        this.refused(err, group.table, at);
-      }
-    })();
+      },
+      (err) => this.copyRefused(copy, err),
+    );
     // Awaited by the next flush or at the end; marked handled meanwhile, so a lost connection
     // during the next read surfaces there rather than as an unhandled rejection.
     this.pending.catch(() => {});
+  }
+
+  /** Ends the open COPY, once its last part is taken: the server then has every row, or has named the one it refused. */
+  private async endCopy(): Promise<void> {
+    const copy = this.copy;
+    this.copy = undefined;
+    await this.pending;
+    if (!copy) return;
+    await copy.stream.end().catch((err) => this.copyRefused(copy, err));
+  }
+
+  private copyRefused(copy: StreamedCopy, err: unknown): void {
+    if (copy.refused) return; // the same refusal, seen by a write and by the end
+    copy.refused = true;
+    this.refused(err, copy.table, copy.at);
   }
 
   /** Names the row behind a database refusal during COPY (its line in the COPY), and the id a unique key found taken. */
