@@ -38,6 +38,41 @@ function customer(i: number): Record<string, unknown> {
   };
 }
 
+const SALE_FIELDS = [
+  'id',
+  'transaction_type',
+  'transaction_number',
+  'status',
+  'sale_date',
+  'subtotal',
+  'total_amount',
+  'payment_method',
+  'created_at',
+];
+const ITEM_FIELDS = [
+  'transaction_id',
+  'catalog_type',
+  'catalog_item_id',
+  'quantity',
+  'unit_price',
+  'subtotal',
+  'total_amount',
+  'created_at',
+];
+const HISTORY_FIELDS = ['transaction_id', 'old_status', 'new_status', 'created_at'];
+
+/** A sale's rows as COPY text, per table: what the import of sale(i) writes, for the raw COPY beside it. */
+function saleCopyLines(i: number): { sale: string; items: string; history: string } {
+  const s = sale(i);
+  const line = (fields: readonly string[], row: Record<string, unknown>) =>
+    `TEAM\tlive\t${fields.map((f) => copyCell(row[f])).join('\t')}\n`;
+  const items = (s.items as Record<string, unknown>[]).map((item) =>
+    line(ITEM_FIELDS, { ...item, transaction_id: s.id, created_at: s.created_at }),
+  );
+  const history = (s.status_history as Record<string, unknown>[]).map((h) => line(HISTORY_FIELDS, { ...h, transaction_id: s.id }));
+  return { sale: line(SALE_FIELDS, s), items: items.join(''), history: history.join('') };
+}
+
 function sale(i: number): Record<string, unknown> {
   const item = (n: number) => ({
     catalog_type: 'product',
@@ -177,10 +212,17 @@ async function importLoad(fresh: Fresh, file: string): Promise<Load> {
   }
 }
 
-async function rawCopyLoad(fresh: Fresh, file: string): Promise<Load> {
+/** One table's rows for the raw COPY: a file already in COPY's text format, its account written `TEAM`. */
+interface CopyFile {
+  table: string;
+  columns: readonly string[];
+  file: string;
+}
+
+async function rawCopyLoad(fresh: Fresh, files: readonly CopyFile[]): Promise<Load> {
   const { target, accountId } = await prepare(fresh, 'copy');
   try {
-    const run = await timed(['--import', 'tsx', self, '--raw-copy', accountId, file], target.env);
+    const run = await timed(['--import', 'tsx', self, '--raw-copy', accountId, JSON.stringify(files)], target.env);
     // The COPY's own time (connection to commit), without the process's start: the import is timed whole.
     const { rows, seconds } = JSON.parse(run.stdout) as { rows: number; seconds: number };
     return { seconds, rows, rssMb: run.rssMb };
@@ -189,12 +231,12 @@ async function rawCopyLoad(fresh: Fresh, file: string): Promise<Load> {
   }
 }
 
-/** The baseline, in its own process: the customers, already in COPY's text format, copied straight into the table. */
-async function rawCopy(accountId: string, file: string): Promise<void> {
-  const columns = ['team_id', 'mode', ...CUSTOMER_FIELDS].join(', ');
+/** The baseline, in its own process: rows already in COPY's text format, copied straight into their tables
+ *  (in the order given: parents first), in one transaction. */
+async function rawCopy(accountId: string, files: readonly CopyFile[]): Promise<void> {
   const started = performance.now();
   let rows = 0;
-  const lines = (async function* () {
+  const linesOf = async function* (file: string) {
     let rest = '';
     for await (const chunk of fs.createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
       const text = rest + chunk;
@@ -204,18 +246,22 @@ async function rawCopy(accountId: string, file: string): Promise<void> {
       rows += (body.match(/\n/g) ?? []).length;
       yield body.replaceAll('TEAM', accountId);
     }
-  })();
+  };
+  const columnsOf = (f: CopyFile) => ['team_id', 'mode', ...f.columns].join(', ');
   if (process.env.DATABASE_URL) {
     const sql = postgres(process.env.DATABASE_URL, { max: 1, onnotice: () => {} });
     await sql.begin(async (tx) => {
-      await pipeline(Readable.from(lines), await tx.unsafe(`COPY customers (${columns}) FROM STDIN`).writable());
+      for (const f of files)
+        await pipeline(Readable.from(linesOf(f.file)), await tx.unsafe(`COPY ${f.table} (${columnsOf(f)}) FROM STDIN`).writable());
     });
     await sql.end();
   } else {
     const { PGlite } = await import('@electric-sql/pglite');
     const pg = await PGlite.create({ dataDir: process.env.BALCAO_DATA_DIR });
     await pg.transaction(async (tx) => {
-      for await (const body of lines) await tx.query(`COPY customers (${columns}) FROM '/dev/blob'`, [], { blob: new Blob([body]) });
+      for (const f of files)
+        for await (const body of linesOf(f.file))
+          await tx.query(`COPY ${f.table} (${columnsOf(f)}) FROM '/dev/blob'`, [], { blob: new Blob([body]) });
     });
     await pg.close();
   }
@@ -253,6 +299,9 @@ async function main(): Promise<void> {
       csv: path.join(dir, 'customers.csv'),
       gz: path.join(dir, 'customers.ndjson.gz'),
       sales: path.join(dir, 'sales.ndjson'),
+      salesCopy: path.join(dir, 'sales.copy'),
+      itemsCopy: path.join(dir, 'items.copy'),
+      historyCopy: path.join(dir, 'history.copy'),
     };
     await writeLines(files.copy, rows, (i) => `TEAM\tlive\t${CUSTOMER_FIELDS.map((f) => copyCell(customer(i)[f])).join('\t')}\n`);
     await writeLines(files.ndjson, rows, (i) => `${JSON.stringify(customer(i))}\n`);
@@ -264,6 +313,15 @@ async function main(): Promise<void> {
     );
     const saleCount = Math.max(100, Math.floor(rows / 10));
     await writeLines(files.sales, saleCount, (i) => `${JSON.stringify(sale(i))}\n`);
+    await writeLines(files.salesCopy, saleCount, (i) => saleCopyLines(i).sale);
+    await writeLines(files.itemsCopy, saleCount, (i) => saleCopyLines(i).items);
+    await writeLines(files.historyCopy, saleCount, (i) => saleCopyLines(i).history);
+    const customersCopy: CopyFile[] = [{ table: 'customers', columns: CUSTOMER_FIELDS, file: files.copy }];
+    const salesCopy: CopyFile[] = [
+      { table: 'transactions', columns: SALE_FIELDS, file: files.salesCopy },
+      { table: 'transaction_items', columns: ITEM_FIELDS, file: files.itemsCopy },
+      { table: 'transaction_status_history', columns: HISTORY_FIELDS, file: files.historyCopy },
+    ];
 
     const mb = (file: string) => (fs.statSync(file).size / 1_048_576).toFixed(0);
     console.log(
@@ -278,7 +336,7 @@ async function main(): Promise<void> {
         `  ${label.padEnd(28)} ${r.seconds.toFixed(2).padStart(8)} s  ${rate(r)} rows/s  ${ratio.padEnd(16)} peak RSS ${r.rssMb.toFixed(0)} MB`,
       );
     // The baseline runs before and after the imports; each import is compared with their mean, as the machine's load drifts.
-    const before = await rawCopyLoad(fresh, files.copy);
+    const before = await rawCopyLoad(fresh, customersCopy);
     line('raw COPY (before)', before, '');
     const loads: [string, Load][] = [
       ['balcao import NDJSON', await importLoad(fresh, files.ndjson)],
@@ -288,14 +346,17 @@ async function main(): Promise<void> {
       execFileSync('sh', ['-c', `gzip -c "${files.ndjson}" > "${files.gz}"`]);
       loads.push(['balcao import NDJSON .gz', await importLoad(fresh, files.gz)]);
     }
-    const after = await rawCopyLoad(fresh, files.copy);
+    const after = await rawCopyLoad(fresh, customersCopy);
     const baseline = (before.seconds + after.seconds) / 2;
     for (const [label, load] of loads) line(label, load, `${(baseline / load.seconds).toFixed(2)}× raw COPY`);
     line('raw COPY (after)', after, '');
     const sales = await importLoad(fresh, files.sales);
+    const salesRaw = await rawCopyLoad(fresh, salesCopy);
     console.log(
-      `  sales with 2 items and 1 history entry: ${saleCount.toLocaleString('en')} sales, ${sales.rows.toLocaleString('en')} rows in ${sales.seconds.toFixed(2)} s (${rate(sales).trim()} rows/s), peak RSS ${sales.rssMb.toFixed(0)} MB`,
+      `  sales with 2 items and 1 history entry: ${saleCount.toLocaleString('en')} sales, ${sales.rows.toLocaleString('en')} rows`,
     );
+    line('balcao import sales NDJSON', sales, `${(salesRaw.seconds / sales.seconds).toFixed(2)}× raw COPY`);
+    line('raw COPY of the same rows', salesRaw, '');
     console.log('  (ratio: import speed ÷ raw COPY speed, the COPY timed before and after the imports; RSS sampled from /proc)');
   } finally {
     stopServer();
@@ -304,5 +365,5 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === '--raw-copy') await rawCopy(process.argv[3] as string, process.argv[4] as string);
+if (process.argv[2] === '--raw-copy') await rawCopy(process.argv[3] as string, JSON.parse(process.argv[4] as string) as CopyFile[]);
 else await main();

@@ -82,7 +82,7 @@ interface Batch extends TableContext {
 
 /** A COPY is ended and another begun after this much text: the lines' sources (to name a refused row) are
  *  kept until its end, so this bounds their memory; a COPY's own cost is one round trip. */
-const COPY_STREAM_BYTES = 32 << 20;
+const COPY_STREAM_BYTES = 8 << 20;
 
 /** The COPY being fed, and the source of each of its lines so far. */
 interface StreamedCopy {
