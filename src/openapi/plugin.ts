@@ -38,8 +38,13 @@ declare module 'fastify' {
 }
 
 export async function registerOpenApi(app: FastifyInstance, config: Config, resources: readonly ResourceDescriptor[]): Promise<void> {
-  const facts = new Map<string, RouteFacts>();
+  await registerSwagger(app, config, resources);
+  registerDocumentRoute(app);
+}
 
+/** @fastify/swagger collects every documented route as it registers; the document is finished from their facts. */
+async function registerSwagger(app: FastifyInstance, config: Config, resources: readonly ResourceDescriptor[]): Promise<void> {
+  const facts = new Map<string, RouteFacts>();
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -64,7 +69,10 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, reso
       return finishDocument(documentObject.openapiObject as Record<string, any>, facts, config);
     },
   });
+}
 
+/** `GET /v1/openapi.json`, and `app.openapiJson()` for the tools that write the committed description. */
+function registerDocumentRoute(app: FastifyInstance): void {
   let ready = false;
   let text: string | undefined;
   let json: Buffer | undefined;

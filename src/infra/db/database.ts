@@ -216,35 +216,39 @@ function waitBounds(timeouts: DatabaseTimeouts) {
  */
 const EMBEDDED_SHARED_BUFFERS = '32MB';
 
+/** The embedded engine on `dataDir` (or in memory, from `snapshot`), returning the same values as postgres.js. */
+async function openEngine(
+  { PGlite, types }: typeof import('@electric-sql/pglite'),
+  dataDir: string,
+  snapshot: Blob | undefined,
+): Promise<PGlite> {
+  return PGlite.create({
+    dataDir: dataDir.startsWith('memory://') ? undefined : dataDir,
+    loadDataDir: dataDir.startsWith('memory://') ? snapshot : undefined,
+    pgliteWasmModule: await compileEngine(),
+    startParams: [
+      ...PGlite.defaultStartParams,
+      ...['-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`, '-c', 'TimeZone=UTC'],
+      // A dump is taken of a running database, so opening one recovers it; PGlite re-arms the recovery's
+      // progress timer for ever, which would keep the process alive.
+      ...(snapshot ? ['-c', 'log_startup_progress_interval=0'] : []),
+    ],
+    parsers: {
+      [types.INT8]: toNumber,
+      [types.NUMERIC]: toNumber,
+      [types.DATE]: asIs,
+      [OID.time]: asIs,
+      [OID.timestamptz]: isoTimestamp,
+    },
+  });
+}
+
 async function startPglite(dataDir: string, holder: string, snapshot?: Blob): Promise<{ database: Database; open: Promise<void> }> {
   let lock: DataDirLock | undefined;
   if (!dataDir.startsWith('memory://')) lock = await acquireDataDirLock(dataDir, holder);
   try {
-    const [{ PGlite, types: pgliteTypes }, { PGliteDialect }] = await Promise.all([
-      import('@electric-sql/pglite'),
-      import('kysely-pglite-dialect'),
-    ]);
-    const opening = compileEngine().then((pgliteWasmModule) =>
-      PGlite.create({
-        dataDir: dataDir.startsWith('memory://') ? undefined : dataDir,
-        loadDataDir: dataDir.startsWith('memory://') ? snapshot : undefined,
-        pgliteWasmModule,
-        startParams: [
-          ...PGlite.defaultStartParams,
-          ...['-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`, '-c', 'TimeZone=UTC'],
-          // A dump is taken of a running database, so opening one recovers it; PGlite re-arms the recovery's
-          // progress timer for ever, which would keep the process alive.
-          ...(snapshot ? ['-c', 'log_startup_progress_interval=0'] : []),
-        ],
-        parsers: {
-          [pgliteTypes.INT8]: toNumber,
-          [pgliteTypes.NUMERIC]: toNumber,
-          [pgliteTypes.DATE]: asIs,
-          [OID.time]: asIs,
-          [OID.timestamptz]: isoTimestamp,
-        },
-      }),
-    );
+    const [pglite, { PGliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('kysely-pglite-dialect')]);
+    const opening = openEngine(pglite, dataDir, snapshot);
     // Reported through `open`; these other uses of it must not make it an unhandled rejection.
     opening.catch(() => {});
     let pg: PGlite | undefined;
