@@ -446,7 +446,8 @@ class ImportRun {
       );
       this.stagingTables.add(group.table);
     }
-    const copy = (this.copy ??= { key, table: group.table, stream: session.openCopy(group.target, group.names), at: [], bytes: 0 });
+    this.copy ??= { key, table: group.table, stream: session.openCopy(group.target, group.names), at: [], bytes: 0 };
+    const copy = this.copy;
     for (const where of at) copy.at.push(where);
     copy.bytes += text.length;
     this.pending = copy.stream.write(text).then(
