@@ -1,10 +1,11 @@
 // Accounts (the contract: plan, modules, API switch, read-only rule, rate-limit overrides).
 import { MODULES, type ModuleName } from '../domain/modules.ts';
 import { effectiveRateLimits, type PlanCode, type RateLimitOverrides, type RateLimits } from '../domain/plans.ts';
-import type { Updateable } from 'kysely';
-import type { AccountRow, AccountsTable, FixedDb } from '../infra/db/fixed-tables.ts';
+import type { Selectable, Updateable } from 'kysely';
+import type { Db } from '../infra/db/database.ts';
+import type { Accounts } from '../infra/db/tables.ts';
 
-export type { AccountRow };
+export type AccountRow = Selectable<Accounts>;
 
 /** What the operator sees (`balcao accounts … --json`). */
 export interface AccountView {
@@ -49,12 +50,12 @@ export function toAccountView(row: AccountRow): AccountView {
   };
 }
 
-export async function createAccount(db: FixedDb, input: AccountInput & { name: string }): Promise<AccountRow> {
+export async function createAccount(db: Db, input: AccountInput & { name: string }): Promise<AccountRow> {
   return insertAccount(db, input).executeTakeFirstOrThrow();
 }
 
 /** The INSERT of a new account, returning its row (the demo runs it inside its import's transaction). */
-export function insertAccount(db: FixedDb, input: AccountInput & { name: string }) {
+export function insertAccount(db: Db, input: AccountInput & { name: string }) {
   return db
     .insertInto('accounts')
     .values({
@@ -69,8 +70,8 @@ export function insertAccount(db: FixedDb, input: AccountInput & { name: string 
     .returningAll();
 }
 
-export async function updateAccount(db: FixedDb, id: string, input: AccountInput): Promise<AccountRow | undefined> {
-  const changes: Updateable<AccountsTable> = { ...(input.rate_limit_overrides ?? {}), updated_at: new Date() };
+export async function updateAccount(db: Db, id: string, input: AccountInput): Promise<AccountRow | undefined> {
+  const changes: Updateable<Accounts> = { ...(input.rate_limit_overrides ?? {}), updated_at: new Date() };
   if (input.name !== undefined) changes.name = input.name;
   if (input.plan_code !== undefined) changes.plan_code = input.plan_code;
   if (input.modules !== undefined) changes.modules = canonicalModules(input.modules);
@@ -79,14 +80,14 @@ export async function updateAccount(db: FixedDb, id: string, input: AccountInput
   return db.updateTable('accounts').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
-export async function getAccount(db: FixedDb, id: string): Promise<AccountRow | undefined> {
+export async function getAccount(db: Db, id: string): Promise<AccountRow | undefined> {
   return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function listAccounts(db: FixedDb): Promise<AccountRow[]> {
+export async function listAccounts(db: Db): Promise<AccountRow[]> {
   return db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').execute();
 }
 
-export async function findDemoAccount(db: FixedDb): Promise<AccountRow | undefined> {
+export async function findDemoAccount(db: Db): Promise<AccountRow | undefined> {
   return db.selectFrom('accounts').selectAll().where('is_demo', '=', true).orderBy('created_at').executeTakeFirst();
 }

@@ -12,7 +12,7 @@ import { LRUCache } from 'lru-cache';
 import { expandScopes } from '../domain/scopes.ts';
 import { compileAllowList, type IpMatcher } from '../domain/ip-allowlist.ts';
 import { effectiveRateLimits } from '../domain/plans.ts';
-import type { FixedDb } from '../infra/db/fixed-tables.ts';
+import type { Db } from '../infra/db/database.ts';
 import type { AuthContext } from '../domain/tenant.ts';
 import { findKeyWithAccount, type KeyRow } from './key-repository.ts';
 import { overridesOf, type AccountRow } from './account-repository.ts';
@@ -58,7 +58,7 @@ export class KeyCache {
   private readonly now: () => number;
 
   constructor(
-    private readonly db: FixedDb,
+    private readonly db: Db,
     options: KeyCacheOptions = {},
   ) {
     this.freshMs = options.freshMs ?? 2_000;

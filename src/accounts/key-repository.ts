@@ -1,11 +1,13 @@
 // API keys: creation under the plan's simultaneous-key limit, revocation, listing, and the
 // lookup by hash that authentication uses. Secrets are never stored or listed.
-import { sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { generateApiKey, type KeyMode } from '../domain/api-keys.ts';
 import { PLANS } from '../domain/plans.ts';
-import type { AccountRow, FixedDb, KeyRow } from '../infra/db/fixed-tables.ts';
+import type { Db } from '../infra/db/database.ts';
+import type { ApiKeys } from '../infra/db/tables.ts';
+import type { AccountRow } from './account-repository.ts';
 
-export type { KeyRow };
+export type KeyRow = Selectable<ApiKeys>;
 
 /** What the operator sees (`balcao keys … --json`); `key` only at creation. */
 export interface KeyView {
@@ -49,7 +51,7 @@ export interface CreateKeyInput {
 }
 
 /** Creates a key; refuses beyond the plan's simultaneous keys (revoked and expired keys do not count). */
-export async function createKey(db: FixedDb, input: CreateKeyInput): Promise<{ row: KeyRow; key: string }> {
+export async function createKey(db: Db, input: CreateKeyInput): Promise<{ row: KeyRow; key: string }> {
   return db.transaction().execute(async (tx) => {
     // The account row lock serializes concurrent creations for one account.
     const account = await tx.selectFrom('accounts').selectAll().where('id', '=', input.accountId).forUpdate().executeTakeFirst();
@@ -87,7 +89,7 @@ export async function createKey(db: FixedDb, input: CreateKeyInput): Promise<{ r
   });
 }
 
-export async function revokeKey(db: FixedDb, id: string): Promise<KeyRow | undefined> {
+export async function revokeKey(db: Db, id: string): Promise<KeyRow | undefined> {
   return db
     .updateTable('api_keys')
     .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
@@ -96,12 +98,12 @@ export async function revokeKey(db: FixedDb, id: string): Promise<KeyRow | undef
     .executeTakeFirst();
 }
 
-export async function listKeys(db: FixedDb, accountId: string): Promise<KeyRow[]> {
+export async function listKeys(db: Db, accountId: string): Promise<KeyRow[]> {
   return db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
 }
 
 /** The key and its account in one round trip, for authentication. */
-export async function findKeyWithAccount(db: FixedDb, hash: string): Promise<{ key: KeyRow; account: AccountRow } | undefined> {
+export async function findKeyWithAccount(db: Db, hash: string): Promise<{ key: KeyRow; account: AccountRow } | undefined> {
   const row = await db
     .selectFrom('api_keys as k')
     .innerJoin('accounts as a', 'a.id', 'k.account_id')

@@ -16,12 +16,10 @@ export class TcpProxy {
   private readonly held: Array<() => void> = [];
   private frozen = false;
   private refusing = false;
-  private queriesToCut = 0;
+  private connectionsToTerminate = 0;
   port = 0;
   /** Connections cut at once while refusing: how many times a client has tried and failed. */
   refused = 0;
-  /** Connections relayed so far. */
-  connections = 0;
   /** Connections ended at their first query (terminateAtFirstQuery). */
   terminated = 0;
 
@@ -66,7 +64,7 @@ export class TcpProxy {
   /** Ends each of the next `count` connections when its client sends its first query (a PostgreSQL Parse or
    *  Query message) as `pg_terminate_backend` would: a FATAL 57P01 answer, then the cut. */
   terminateAtFirstQuery(count: number): void {
-    this.queriesToCut = count;
+    this.connectionsToTerminate = count;
   }
 
   /** Keeps connections open but forwards nothing, as a hung server would. */
@@ -96,12 +94,11 @@ export class TcpProxy {
         client.destroy();
         return;
       }
-      this.connections += 1;
       const upstream = net.connect(this.targetPort, this.targetHost);
       this.sockets.add(client);
       this.sockets.add(upstream);
-      if (this.queriesToCut > 0) {
-        this.queriesToCut -= 1;
+      if (this.connectionsToTerminate > 0) {
+        this.connectionsToTerminate -= 1;
         const cutAtFirstQuery = (chunk: Buffer) => {
           if (chunk[0] !== 0x50 && chunk[0] !== 0x51) return; // 'P' (Parse) or 'Q' (Query)
           this.terminated += 1;
