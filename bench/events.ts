@@ -4,9 +4,7 @@
 //      subscribed endpoint (a delivery row per write);
 //   2. deliveries per second from the worker to a local receiving HTTP server.
 // Bounded: fixed counts. Run: node --import tsx bench/events.ts [writes] [deliveries]
-import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import postgres from 'postgres';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { eventRecorder } from '../src/events/record-event.ts';
@@ -15,6 +13,7 @@ import { migrate } from '../src/infra/db/migrate.ts';
 import { sales } from '../src/resources/sales.ts';
 import { createRecord } from '../src/resources/write-engine.ts';
 import { benchAccount } from './bench-account.ts';
+import { freshDatabase } from './throwaway-servers.ts';
 
 const WRITES = Number(process.argv[2] ?? 3000);
 const DELIVERIES = Number(process.argv[3] ?? 1000);
@@ -32,18 +31,7 @@ async function fresh(): Promise<Database> {
   const adminUrl = process.env.DATABASE_URL;
   let databaseUrl: string | undefined;
   let drop = async () => {};
-  if (adminUrl) {
-    const name = `balcao_bench_events_${randomBytes(4).toString('hex')}`;
-    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`CREATE DATABASE ${name}`);
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
-    databaseUrl = url.toString();
-    drop = async () => {
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    };
-  }
+  if (adminUrl) ({ url: databaseUrl, drop } = await freshDatabase(adminUrl, 'events'));
   const database = await openDatabase({ databaseUrl, dataDir: 'memory://' });
   await migrate(database.db);
   const close = database.close.bind(database);

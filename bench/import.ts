@@ -7,7 +7,6 @@
 // an existing server instead (fresh databases are created and dropped); BENCH_IMPORT_ENGINE=pglite
 // for the embedded database on disk. BENCH_IMPORT_GZIP=1 adds a gzipped NDJSON load.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +14,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { startPostgres } from './throwaway-servers.ts';
+import { freshDatabase, startPostgres } from './throwaway-servers.ts';
 
 const self = fileURLToPath(import.meta.url);
 const CLI = path.join(path.dirname(self), '..', 'bin', 'balcao.js');
@@ -128,18 +127,8 @@ type Fresh = (label: string) => Promise<Target>;
 
 async function postgresTargets(adminUrl: string): Promise<Fresh> {
   return async (label) => {
-    const name = `balcao_bench_${label}_${randomBytes(4).toString('hex')}`;
-    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`CREATE DATABASE ${name}`);
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
-    return {
-      env: { DATABASE_URL: url.toString() },
-      drop: async () => {
-        await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-        await admin.end();
-      },
-    };
+    const { url, drop } = await freshDatabase(adminUrl, label);
+    return { env: { DATABASE_URL: url }, drop };
   };
 }
 

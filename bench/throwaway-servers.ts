@@ -1,9 +1,11 @@
 // The benchmark's own PostgreSQL (initdb in a folder of its own, loopback, a free port) and
 // Redis, started for one run and stopped by PID. Never the developer's or anyone else's servers.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import postgres from 'postgres';
 import { freePort } from '../test/helpers/free-port.ts';
 
 export { freePort };
@@ -182,4 +184,20 @@ export function rssMb(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** A new, empty database on the server at `adminUrl`, for one run; `drop` removes it. */
+export async function freshDatabase(adminUrl: string, label: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `balcao_bench_${label}_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
 }
