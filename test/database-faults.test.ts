@@ -208,3 +208,66 @@ async function databaseName(s: TestServer): Promise<string> {
   const { sql } = await import('kysely');
   return (await sql<{ name: string }>`SELECT current_database() AS name`.execute(s.db)).rows[0]?.name ?? 'postgres';
 }
+
+describe('a connection lost between the statements of a transaction', () => {
+  let pg: OwnPostgres;
+  before(async () => {
+    pg = await startOwnPostgres();
+  });
+  after(async () => {
+    await pg?.destroy();
+  });
+
+  // A transaction holds its connection (postgres.js `reserve()`). When that connection closed between two
+  // statements, postgres.js 3.4.9 wrote the next one to a socket that was gone: a TypeError thrown from a timer,
+  // which ends a Node process, or a statement queued for ever; releasing the dead connection then put it
+  // back among the open ones. patches/ makes each of them fail with CONNECTION_CLOSED and leaves the
+  // connection to the pool, which reconnects it (docs/decisions.md, "The PostgreSQL driver").
+  it('fails the statements that follow, small or large, never the process, and the pool goes on', async () => {
+    const escaped: unknown[] = [];
+    const noteEscaped = (reason: unknown) => escaped.push(reason);
+    process.on('unhandledRejection', noteEscaped);
+    process.on('uncaughtException', noteEscaped);
+    // One connection: a dead one handed out again would fail every statement after it.
+    const database = await openDatabase({ databaseUrl: pg.url, dataDir: '', dbPoolSize: 1 });
+    const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
+    const { sql } = await import('kysely');
+    const codeOf = (err: unknown) => (err as { code?: string }).code ?? String(err);
+    try {
+      for (const filler of ['small', 'x'.repeat(4096)]) {
+        const outcomes: string[] = [];
+        const ended = await database.db
+          .transaction()
+          .execute(async (trx) => {
+            const { pid } = (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(trx)).rows[0]!;
+            await admin`SELECT pg_terminate_backend(${pid})`;
+            await until(
+              'the terminated backend is gone',
+              async () => (await admin`SELECT 1 FROM pg_stat_activity WHERE pid = ${pid}`).length === 0,
+            );
+            // The server's FATAL and its close reach the driver after the backend is gone; both are then handled.
+            await until('the transaction can no longer run a statement', async () => {
+              const outcome = await sql`SELECT ${filler} AS filler`.execute(trx).then(() => 'answered', codeOf);
+              outcomes.push(outcome);
+              return outcome !== 'answered';
+            });
+            // Every later statement of the transaction fails too, at once: none waits for a connection that is gone.
+            outcomes.push(await sql`SELECT 2`.execute(trx).then(() => 'answered', codeOf));
+          })
+          .then(() => 'committed', codeOf);
+        const failures = outcomes.filter((outcome) => outcome !== 'answered');
+        assert.ok(failures.length >= 2, `the statements after the loss failed: ${outcomes.join(', ')}`);
+        for (const failure of failures) assert.ok(['57P01', 'CONNECTION_CLOSED', 'ECONNRESET', 'EPIPE'].includes(failure), failure);
+        assert.notEqual(ended, 'committed');
+        // The pool's one connection was released dead: the next statement reconnects it.
+        assert.equal((await sql<{ n: number }>`SELECT 3 AS n`.execute(database.db)).rows[0]?.n, 3);
+      }
+      assert.deepEqual(escaped, []);
+    } finally {
+      process.off('unhandledRejection', noteEscaped);
+      process.off('uncaughtException', noteEscaped);
+      await admin.end();
+      await database.close();
+    }
+  });
+});
