@@ -221,8 +221,9 @@ describe('a connection lost between the statements of a transaction', () => {
   // A transaction holds its connection (postgres.js `reserve()`). When that connection closed between two
   // statements, postgres.js 3.4.9 wrote the next one to a socket that was gone: a TypeError thrown from a timer,
   // which ends a Node process, or a statement queued for ever; releasing the dead connection then put it
-  // back among the open ones. patches/ makes each of them fail with CONNECTION_CLOSED and leaves the
-  // connection to the pool, which reconnects it (docs/decisions.md, "The PostgreSQL driver").
+  // back among the open ones, and the server's last error answer failed the next session's first statement.
+  // patches/ makes each of them fail with CONNECTION_CLOSED (or the server's 57P01) and leaves the connection
+  // to the pool, which reconnects it (docs/decisions.md, "The PostgreSQL driver").
   it('fails the statements that follow, small or large, never the process, and the pool goes on', async () => {
     const escaped: unknown[] = [];
     const noteEscaped = (reason: unknown) => escaped.push(reason);
