@@ -145,7 +145,25 @@ describe('database faults', () => {
   });
 });
 
-describe('a connection lost right after its start-up', () => {
+/** The code of a statement's failure (SQLSTATE or the driver's), or its text. */
+const codeOf = (err: unknown): string => (err as { code?: string }).code ?? String(err);
+
+/** Failures that escape every caller (an uncaught exception, an unhandled rejection), noted until `stop()`. */
+function watchEscapes(): { seen: unknown[]; stop: () => void } {
+  const seen: unknown[] = [];
+  const note = (reason: unknown) => seen.push(reason);
+  process.on('unhandledRejection', note);
+  process.on('uncaughtException', note);
+  return {
+    seen,
+    stop: () => {
+      process.off('unhandledRejection', note);
+      process.off('uncaughtException', note);
+    },
+  };
+}
+
+describe('connections lost under the driver (patches/)', () => {
   let pg: OwnPostgres;
   before(async () => {
     pg = await startOwnPostgres();
@@ -157,10 +175,8 @@ describe('a connection lost right after its start-up', () => {
   // postgres.js's own first query on a new connection (it reads the array types) dropped its failure as
   // an unhandled rejection, which ends a Node process (porsager/postgres#1192): patches/ hands it to the
   // connection's own error handling (docs/decisions.md, "The PostgreSQL driver").
-  it('costs at most the statements it carried, never the process, and the pool goes on', async () => {
-    const unhandled: unknown[] = [];
-    const noteUnhandled = (reason: unknown) => unhandled.push(reason);
-    process.on('unhandledRejection', noteUnhandled);
+  it('a connection lost right after its start-up costs at most the statements it carried, never the process, and the pool goes on', async () => {
+    const escaped = watchEscapes();
     const proxy = await TcpProxy.start('127.0.0.1', pg.port);
     const viaProxy = new URL(pg.url);
     viaProxy.port = String(proxy.port);
@@ -175,7 +191,7 @@ describe('a connection lost right after its start-up', () => {
         else await database.db.transaction().execute((trx) => sql`SELECT 1`.execute(trx));
         return 'ok';
       } catch (err) {
-        return (err as { code?: string }).code ?? String(err);
+        return codeOf(err);
       }
     };
     try {
@@ -195,27 +211,12 @@ describe('a connection lost right after its start-up', () => {
         outcomes.some((outcome) => outcome !== 'ok'),
         'a statement met an ended connection',
       );
-      assert.deepEqual(unhandled, []);
+      assert.deepEqual(escaped.seen, []);
     } finally {
-      process.off('unhandledRejection', noteUnhandled);
+      escaped.stop();
       await database.close();
       await proxy.stop();
     }
-  });
-});
-
-async function databaseName(s: TestServer): Promise<string> {
-  const { sql } = await import('kysely');
-  return (await sql<{ name: string }>`SELECT current_database() AS name`.execute(s.db)).rows[0]?.name ?? 'postgres';
-}
-
-describe('a connection lost between the statements of a transaction', () => {
-  let pg: OwnPostgres;
-  before(async () => {
-    pg = await startOwnPostgres();
-  });
-  after(async () => {
-    await pg?.destroy();
   });
 
   // A transaction holds its connection (postgres.js `reserve()`). When that connection closed between two
@@ -224,16 +225,12 @@ describe('a connection lost between the statements of a transaction', () => {
   // back among the open ones, and the server's last error answer failed the next session's first statement.
   // patches/ makes each of them fail with CONNECTION_CLOSED (or the server's 57P01) and leaves the connection
   // to the pool, which reconnects it (docs/decisions.md, "The PostgreSQL driver").
-  it('fails the statements that follow, small or large, never the process, and the pool goes on', async () => {
-    const escaped: unknown[] = [];
-    const noteEscaped = (reason: unknown) => escaped.push(reason);
-    process.on('unhandledRejection', noteEscaped);
-    process.on('uncaughtException', noteEscaped);
+  it('a connection lost between the statements of a transaction fails the statements that follow, small or large, never the process, and the pool goes on', async () => {
+    const escaped = watchEscapes();
     // One connection: a dead one handed out again would fail every statement after it.
     const database = await openDatabase({ databaseUrl: pg.url, dataDir: '', dbPoolSize: 1 });
     const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
     const { sql } = await import('kysely');
-    const codeOf = (err: unknown) => (err as { code?: string }).code ?? String(err);
     try {
       for (const filler of ['small', 'x'.repeat(4096)]) {
         const outcomes: string[] = [];
@@ -263,12 +260,16 @@ describe('a connection lost between the statements of a transaction', () => {
         // The pool's one connection was released dead: the next statement reconnects it.
         assert.equal((await sql<{ n: number }>`SELECT 3 AS n`.execute(database.db)).rows[0]?.n, 3);
       }
-      assert.deepEqual(escaped, []);
+      assert.deepEqual(escaped.seen, []);
     } finally {
-      process.off('unhandledRejection', noteEscaped);
-      process.off('uncaughtException', noteEscaped);
+      escaped.stop();
       await admin.end();
       await database.close();
     }
   });
 });
+
+async function databaseName(s: TestServer): Promise<string> {
+  const { sql } = await import('kysely');
+  return (await sql<{ name: string }>`SELECT current_database() AS name`.execute(s.db)).rows[0]?.name ?? 'postgres';
+}
