@@ -1,4 +1,4 @@
-// The sale number's statement keeps its rare path rare. Its scan of every number the tenant stored
+// The sale number's statement (the sale's INSERT) keeps its rare path rare. Its scan of every number the tenant stored
 // (the largest, for a counter an import overtook) must be a SubPlan of the counter's UPDATE, run only
 // when its CASE branch is taken. As an InitPlan PostgreSQL would run it whenever the UPDATE re-checks a
 // counter row a concurrent sale changed (EvalPlanQual computes every InitPlan): with sales arriving
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { CompiledQuery } from 'kysely';
-import { numberingStatement } from '../src/resources/writes/transaction-number.ts';
+import { numberedSaleInsert } from '../src/resources/writes/transaction-number.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
 
 type PlanNode = Record<string, any> & { Plans?: PlanNode[] };
@@ -28,7 +28,8 @@ const scansStoredNumbers = (n: PlanNode): boolean =>
 
 test('the counter UPDATE scans the stored numbers only through a SubPlan, never an InitPlan', async () => {
   const account = await s.createAccount();
-  const statement = numberingStatement(s.db, { accountId: account.id, mode: 'live' } as never, randomUUID());
+  const sale = { id: randomUUID(), transaction_type: 'sale', status: 'pending', created_at: new Date().toISOString() };
+  const statement = numberedSaleInsert(s.db, { accountId: account.id, mode: 'live' } as never, sale, false);
   const { rows } = await s.db.executeQuery<{ 'QUERY PLAN': unknown }>(
     CompiledQuery.raw(`explain (format json) ${statement.sql}`, [...statement.parameters]),
   );

@@ -15,7 +15,7 @@ import { RESOURCES } from '../src/resources/registry.ts';
 import { sales } from '../src/resources/sales.ts';
 import { statementCache } from '../src/infra/db/statement-cache.ts';
 import { constantSql, insertStatement } from '../src/resources/insert-statement.ts';
-import { numberingStatement } from '../src/resources/writes/transaction-number.ts';
+import { numberedSaleInsert } from '../src/resources/writes/transaction-number.ts';
 
 const dialect = {
   createAdapter: () => new PostgresAdapter(),
@@ -143,15 +143,24 @@ describe('statement cache', () => {
     assert.equal(seen, 2);
   });
 
-  test("a sale's numbering statement, cached for every transaction's handle, equals a fresh build", () => {
+  test("a sale's numbered insert, cached for every transaction's handle, equals a fresh build", () => {
     // A handle with a plugin is never served cached text: it builds the statement anew each time.
     const fresh = db.withPlugin({ transformQuery: ({ node }) => node, transformResult: async ({ result }) => result });
     for (const [i, scope] of tenants.entries()) {
-      const tenant = scope as Parameters<typeof numberingStatement>[1];
-      const id = [ID_A, ID_B][i] as string;
-      const built = plain(numberingStatement(fresh, tenant, id));
-      assert.deepEqual(plain(numberingStatement(db, tenant, id)), built);
-      assert.ok(built.parameters.includes(scope.accountId) && built.parameters.includes(id));
+      const tenant = scope as Parameters<typeof numberedSaleInsert>[1];
+      const sale = {
+        id: [ID_A, ID_B][i] as string,
+        transaction_type: 'sale',
+        status: `status ${i}`,
+        created_at: '2026-11-26T10:00:00.000Z',
+      };
+      for (const returningAll of [false, true]) {
+        const built = plain(numberedSaleInsert(fresh, tenant, sale, returningAll));
+        assert.deepEqual(plain(numberedSaleInsert(db, tenant, sale, returningAll)), built);
+        assert.ok(
+          built.parameters.includes(scope.accountId) && built.parameters.includes(sale.id) && built.parameters.includes(sale.status),
+        );
+      }
     }
   });
 

@@ -76,6 +76,30 @@ describe('sales writes', () => {
     assert.deepEqual(got.body.data, sale);
   });
 
+  it('answers a sent sale_date as the database prints it, and numbers the sale, whichever way it is written', async () => {
+    const { key } = await writer(s);
+    // The answer is made before the database answers (decisions.md): offsets, no seconds, lowercase, no colon,
+    // microseconds. More than 6 fractional digits (rounded by PostgreSQL) and a 3-digit year are read back.
+    const cases: [string, string][] = [
+      ['2026-03-01T10:00:00-03:00', '2026-03-01T13:00:00.000Z'],
+      ['2026-03-01T10:00:00.123456Z', '2026-03-01T10:00:00.123Z'],
+      ['2026-03-01T23:30', '2026-03-01T23:30:00.000Z'],
+      ['2026-03-01t01:02:03+0530', '2026-02-28T19:32:03.000Z'],
+      ['2026-12-31T23:59:59.9999996Z', '2027-01-01T00:00:00.000Z'],
+      ['0999-01-01T00:00:00Z', '0999-01-01T00:00:00.000Z'],
+    ];
+    const numbers: string[] = [];
+    for (const [sent, printed] of cases) {
+      const res = await post(key, { items: [item(), item({ catalog_type: 'service' })], sale_date: sent });
+      assert.equal(res.status, 201, sent);
+      assert.equal(res.body.data.sale_date, printed, sent);
+      numbers.push(res.body.data.transaction_number);
+      const got = await s.request('GET', `/v1/sales/${res.body.data.id}?include=items`, { key });
+      assert.deepEqual(got.body.data, res.body.data, sent);
+    }
+    assert.deepEqual(numbers, ['1', '2', '3', '4', '5', '6']);
+  });
+
   it('rounds unit prices half-up to cents and quantities to 3 places', async () => {
     const { key } = await writer(s);
     const res = await post(key, { items: [item({ quantity: 1.0005, unit_price: 1.005 }), item({ quantity: 0.333, unit_price: 3 })] });

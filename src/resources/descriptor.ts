@@ -78,9 +78,9 @@ export interface WriteDescriptor {
   rules?: WriteRules;
 }
 
-/** A statement that sets some text fields of a new row, and how later statements read each field. */
+/** An INSERT that settles some text fields of the new row, and how later statements read each field. */
 export interface SettledLast {
-  /** Answers one row with the fields it set. */
+  /** Answers the new row with the fields it settled. */
   statement: CompiledQuery;
   /** Each field as SQL reads it later in the same transaction. */
   fields: Readonly<Record<string, Expression<string>>>;
@@ -111,11 +111,18 @@ export interface WriteRules {
    */
   afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<IncludedRows | undefined>;
   /**
-   * Text fields of a creation settled by one statement sent with the commit, because settling them
-   * locks a row until commit (the sale's number locks the tenant's counter): sent together with the
-   * transaction's last steps, the lock is held while the server runs them, not across round trips.
+   * The new record as the API answers it, made from the values inserted (`row`, with its id) when they fix
+   * every field but those `settledInInsert` settles; undefined to read the row the insert returns instead. With
+   * it, nothing of a creation is awaited before its commit: all its statements travel in one round trip.
    */
-  settledLast?(ctx: WriteContext, row: Row): SettledLast;
+  answeredFromValues?(row: Row): Row | undefined;
+  /**
+   * The creation's INSERT when the resource writes it itself, because the database settles some text fields
+   * of the new row in it (the sale's number, which locks the tenant's counter until commit). It answers the
+   * settled fields, or the whole row with `returningAll` (when the answer is read from it); until then, the
+   * record carries placeholders for them (send-ahead.ts).
+   */
+  settledInInsert?(ctx: WriteContext, row: Row, returningAll: boolean): SettledLast;
   /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
   toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
   /** After a PATCH or DELETE changed the row, in its transaction (status history). */

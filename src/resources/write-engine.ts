@@ -3,7 +3,8 @@
 // its follow-ups in one transaction, the result read back through the read engine. A creation reads
 // its record back inside its transaction and hands it to the caller's finishers there (the idempotency
 // record stores the response): the write, its event and its stored response commit together or not at all.
-// A creation's statements are ordered so that the rows locked until commit are locked last (docs/performance.md).
+// A creation whose answer is made from its own values (a sale) sends all its statements and its COMMIT in one
+// round trip, so rows it locks until commit (the tenant's counters) are held while the server runs them (docs/performance.md).
 import type { FieldError } from '../errors/app-error.ts';
 import { errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
@@ -163,25 +164,21 @@ export async function createRecord(
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     // The id is made here, not by the database, so the follow-up rows can name it before the insert answers.
     const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
-    const insert = insertStatement(trx, d.table, tenant, [columnValues(d, values)], true);
-    let row: Row | undefined;
-    let included: IncludedRows | undefined;
-    if (w.rules?.afterInsert) {
-      // The insert and its follow-ups travel in one round trip: the insert is sent without waiting.
-      const inserted = await sendAhead(trx, insert);
-      included = (await w.rules.afterInsert(ctx, values, body)) ?? undefined;
-      [row] = (await inserted.rows) as Row[];
-    } else [row] = (await trx.executeQuery(insert)).rows as Row[];
+    // Answered from its own values, the insert need not return its row: nothing is awaited before the commit.
+    const answered = w.rules?.answeredFromValues?.(values);
+    const settling = w.rules?.settledInInsert?.(ctx, values, !answered);
+    const insert = settling?.statement ?? insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
+    // The insert and its follow-ups travel in one round trip: the insert is sent without waiting.
+    const inserted = answered || w.rules?.afterInsert ? await sendAhead(trx, insert) : undefined;
+    const included = (await w.rules?.afterInsert?.(ctx, values, body)) ?? undefined;
+    const [row] = answered ? [answered] : inserted ? ((await inserted.rows) as Row[]) : ((await trx.executeQuery(insert)).rows as Row[]);
     if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
     const record = answerOf(d, w, row, included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
-    // From here on, statements go out ahead of their answers where they can, with the commit: the settling statement
-    // locks rows until commit (the tenant's number counter, then its event counter). The record carries
-    // placeholders for the fields it settles; what stores a copy of the record replaces them in SQL.
-    const settling = w.rules?.settledLast?.(ctx, row);
+    // A record answered before the database did carries placeholders for the fields the insert settles; what
+    // stores a copy of the record replaces them in SQL, and the answer takes the insert's values after the commit.
     const placeholders: Placeholder[] = [];
-    let settled: Promise<unknown[]> | undefined;
-    if (settling) {
-      settled = (await sendAhead(trx, settling.statement)).rows;
+    const settled = answered && settling ? inserted?.rows : undefined;
+    if (settled && settling) {
       for (const [field, value] of Object.entries(settling.fields)) {
         const p = placeholder(value);
         record[field] = p.token;
@@ -222,7 +219,7 @@ type NextVersion = ReturnType<typeof nextVersion>;
 /** Applies the change; answers the record as a read of it would (from the row the UPDATE returned) and its new ETag. */
 async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, next: NextVersion, values: Row): Promise<TaggedRecord> {
   const after = (await updateScoped(ctx.trx, d.table, ctx.tenant)
-    // Bound as text: a timestamptz parameter goes through a Date, which keeps milliseconds only.
+    // Bound as text, so the version keeps its microseconds whatever a driver makes of a timestamptz parameter.
     .set({ ...columnValues(d, values), updated_at: sql`cast(cast(${next.updatedAt} as text) as timestamptz)` })
     .where('id', '=', before.id)
     .returningAll()

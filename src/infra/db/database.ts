@@ -37,7 +37,10 @@ const OID = { int8: 20, numeric: 1700, date: 1082, time: 1083, timestamptz: 1184
 
 const toNumber = (v: string) => (v === null ? null : Number(v));
 const asIs = (v: string) => v;
-const timestampParameter = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
+/** A Date is sent as its ISO text; a string as written, for PostgreSQL to read (PGlite does the same): through
+ *  a Date it would lose its microseconds (a sale's items are a microsecond apart) and read a zone-less text in
+ *  the process's zone instead of the session's (UTC). Strings reach here validated (formats.ts, cursors). */
+const timestampParameter = (v: Date | string) => (v instanceof Date ? v.toISOString() : String(v));
 
 /** What opening needs; read replicas are opened only when `readDatabaseUrls` is given (the server, an export).
  *  An in-memory embedded database may start from a dump (PGlite's dumpDataDir: the tests start every
@@ -119,7 +122,6 @@ async function openPostgres(
       bigint: { to: OID.int8, from: [OID.int8], serialize: String, parse: toNumber },
       numeric: { to: OID.numeric, from: [OID.numeric], serialize: String, parse: toNumber },
       date: { to: OID.date, from: [OID.date, OID.time], serialize: String, parse: asIs },
-      // Parameters keep the driver's own serializer: a Date or a date string, sent as toISOString().
       timestamptz: { to: OID.timestamptz, from: [OID.timestamptz], serialize: timestampParameter, parse: isoTimestamp },
     },
   };

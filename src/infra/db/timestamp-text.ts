@@ -25,3 +25,25 @@ export function isoTimestamp(text: string): string {
   const date = new Date(text);
   return Number.isNaN(date.getTime()) ? text : date.toISOString();
 }
+
+const TIMESTAMP_INPUT = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?(?:[Zz]|([+-])(\d{2}):?(\d{2}))?$/;
+
+/**
+ * A timestamp a client sent (RFC 3339, validated), as the API prints it once stored: what `isoTimestamp`
+ * makes of the column PostgreSQL fills from it, without asking PostgreSQL. Undefined where the two could
+ * differ: more than 6 fractional digits (PostgreSQL rounds them to the microsecond) or a year outside
+ * 1000–9998 (printed through Date, or outside its 4-digit form).
+ */
+export function printedTimestamp(input: string): string | undefined {
+  const m = TIMESTAMP_INPUT.exec(input);
+  if (!m) return undefined;
+  const year = Number(m[1]);
+  if (year < 1000 || year > 9998) return undefined;
+  // Microseconds are stored exactly and printed cut to the millisecond.
+  const ms = Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
+  let at = Date.UTC(year, Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0), ms);
+  // Without an offset the session's zone (UTC) applies.
+  if (m[8]) at -= (m[8] === '-' ? -1 : 1) * (Number(m[9]) * 60 + Number(m[10])) * 60_000;
+  const printed = new Date(at).toISOString();
+  return printed.length === 24 ? printed : undefined;
+}

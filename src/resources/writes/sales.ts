@@ -4,15 +4,15 @@
 // appending history on a status change and recomputing the total on a delivery_fee change.
 import { randomUUID } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
-import { type RawBuilder, sql } from 'kysely';
-import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money.ts';
+import { type Dec, dec, money, quantity, toJsonNumber, toSqlNumeric } from '../../domain/money.ts';
 import { type SaleAmounts, saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, IncludedRows, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
 import { sendAhead } from '../../infra/db/send-ahead.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
-import { constantSql, insertStatement } from '../insert-statement.ts';
-import { numberingStatement, numberOf } from './transaction-number.ts';
+import { insertStatement } from '../insert-statement.ts';
+import { printedTimestamp } from '../../infra/db/timestamp-text.ts';
+import { numberedSaleInsert, numberOf } from './transaction-number.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
@@ -79,6 +79,9 @@ function quantitiesAfterRounding(body: Body): FieldError[] {
   );
 }
 
+/** The amounts of a validated body, computed once and used for both the sale's row and its items. */
+const computedAmounts = new WeakMap<Body, SaleAmounts>();
+
 /** Amounts over what the columns hold (numeric(14, 2)) are refused, not truncated or failed. */
 function amountLimits(body: Body): FieldError[] {
   const items = body.items;
@@ -95,6 +98,8 @@ function amountLimits(body: Body): FieldError[] {
     discount_percentage: isNumber(i.discount_percentage) ? i.discount_percentage : null,
   }));
   const amounts = saleAmounts(clean, fee);
+  // The same amounts as the valid body's: the creation uses them, not computed twice.
+  computedAmounts.set(body, amounts);
   const limit = dec(MAX_MONEY);
   const out: FieldError[] = amounts.items.flatMap((a, i) =>
     a.subtotal.greaterThan(limit)
@@ -109,8 +114,6 @@ function amountLimits(body: Body): FieldError[] {
 
 const numeric = (value: Dec | null) => (value === null ? null : toSqlNumeric(value));
 
-/** The amounts of a validated body, computed once and used for both the sale's row and its items. */
-const computedAmounts = new WeakMap<Body, SaleAmounts>();
 function amountsOf(body: Body): SaleAmounts {
   let amounts = computedAmounts.get(body);
   if (!amounts) {
@@ -121,16 +124,29 @@ function amountsOf(body: Body): SaleAmounts {
   return amounts;
 }
 
+const number = (value: unknown) => (value == null ? null : Number(value));
+
+/**
+ * The sale's creation time, from this process's clock (not the database's `now()`), so the answer, its
+ * stored copy and its event are made before the database answers: a creation is one round trip. Bound as
+ * text with a microsecond part: item `i` is created `i` microseconds after the sale, so reads keep the body's
+ * order (created_at, then id), and all of them print as the sale's millisecond.
+ */
+function creationTimes(at: number): { sale: string; item: (i: number) => string } {
+  const sale = new Date(at).toISOString();
+  const prefix = sale.slice(0, 23);
+  return { sale, item: (i) => `${prefix}${String(i).padStart(3, '0')}Z` };
+}
+
 function toInsert(_ctx: WriteContext, body: Body): Row {
   const input = body as CreateSale;
   const amounts = amountsOf(body);
+  const createdAt = creationTimes(Date.now()).sale;
   return {
     customer_id: input.customer_id ?? null,
     transaction_type: input.transaction_type ?? 'sale',
-    // Numbered last (settledLast): taking the number locks the tenant's counter until commit.
-    transaction_number: null,
     status: input.status ?? 'pending',
-    sale_date: input.sale_date ?? NOW,
+    sale_date: input.sale_date ?? createdAt,
     delivery_date: input.delivery_date ?? null,
     subtotal: numeric(amounts.subtotal),
     discount_amount: numeric(amounts.discount_amount),
@@ -143,31 +159,53 @@ function toInsert(_ctx: WriteContext, body: Body): Row {
     delivery_fee: numeric(amounts.delivery_fee),
     order_code: input.order_code ?? null,
     is_active: true,
+    created_at: createdAt,
   };
 }
 
-function historyEntry(ctx: WriteContext, transactionId: unknown, oldStatus: unknown, newStatus: unknown) {
-  const entry = { transaction_id: transactionId, old_status: oldStatus ?? null, new_status: newStatus, change_reason: null };
+/** The sale as the API answers it, from the values inserted; undefined for a sale_date the database must print. */
+function answeredFromValues(values: Row): Row | undefined {
+  const saleDate = printedTimestamp(String(values.sale_date));
+  const createdAt = printedTimestamp(String(values.created_at));
+  if (saleDate === undefined || createdAt === undefined) return undefined;
+  return {
+    ...values,
+    sale_date: saleDate,
+    subtotal: number(values.subtotal),
+    discount_amount: number(values.discount_amount),
+    discount_percentage: number(values.discount_percentage),
+    tax_amount: number(values.tax_amount),
+    total_amount: number(values.total_amount),
+    delivery_fee: number(values.delivery_fee),
+    created_at: createdAt,
+    updated_at: null,
+  };
+}
+
+/** A status-history entry; at creation it carries the sale's own time, later the database's `now()`. */
+function historyEntry(ctx: WriteContext, transactionId: unknown, oldStatus: unknown, newStatus: unknown, createdAt?: string) {
+  const entry = {
+    transaction_id: transactionId,
+    old_status: oldStatus ?? null,
+    new_status: newStatus,
+    change_reason: null,
+    created_at: createdAt,
+  };
   return insertStatement(ctx.trx, 'transaction_status_history', ctx.tenant, [entry], false);
 }
 
-async function appendHistory(ctx: WriteContext, transactionId: unknown, oldStatus: unknown, newStatus: unknown) {
-  await ctx.trx.executeQuery(historyEntry(ctx, transactionId, oldStatus, newStatus));
-}
-
-const NOW = constantSql(sql`now()`);
-/** The creation time of a sale's item `i`: one microsecond after the previous item, so reads keep the body's order. */
-const itemTimes: RawBuilder<unknown>[] = [];
-const itemTime = (i: number): RawBuilder<unknown> =>
-  (itemTimes[i] ??= constantSql(sql`now() + cast(${i} as integer) * interval '1 microsecond'`));
-
-/** Items keep the body's order: each is created one microsecond after the previous one. */
+/** The items and the first history entry, sent with the sale's insert (nothing awaited); answers the items
+ *  as the API prints them, in the body's order. */
 async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
   const input = body as CreateSale;
   const amounts = amountsOf(body);
-  const rows = input.items.map((item: ItemInput, i) => {
+  const times = creationTimes(Date.parse(String(sale.created_at)));
+  const printedAt = printedTimestamp(times.sale);
+  const rows: Row[] = [];
+  const answered: Row[] = [];
+  input.items.forEach((item: ItemInput, i) => {
     const a = amounts.items[i] as (typeof amounts.items)[number];
-    return {
+    const row = {
       id: randomUUID(),
       transaction_id: sale.id,
       catalog_type: item.catalog_type,
@@ -179,17 +217,24 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<In
       subtotal: numeric(a.subtotal),
       total_amount: numeric(a.total_amount),
       notes: item.notes ?? null,
-      created_at: itemTime(i),
+      created_at: times.item(i),
     };
+    rows.push(row);
+    answered.push({
+      ...row,
+      quantity: toJsonNumber(a.quantity),
+      unit_price: toJsonNumber(a.unit_price),
+      discount_amount: a.discount_amount === null ? null : toJsonNumber(a.discount_amount),
+      discount_percentage: a.discount_percentage === null ? null : toJsonNumber(a.discount_percentage),
+      subtotal: toJsonNumber(a.subtotal),
+      total_amount: toJsonNumber(a.total_amount),
+      created_at: printedAt,
+    });
   });
-  // Sent with the sale's insert; the history entry's answer, awaited, comes after theirs.
-  const items = await sendAhead(ctx.trx, insertStatement(ctx.trx, 'transaction_items', ctx.tenant, rows, true));
+  await sendAhead(ctx.trx, insertStatement(ctx.trx, 'transaction_items', ctx.tenant, rows, false));
   // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
-  await appendHistory(ctx, sale.id, null, sale.status);
-  const stored = (await items.rows) as Row[];
-  // The include's order (created_at, then id) is the body's: RETURNING promises no order, the ids do.
-  const position = new Map<string, number>(rows.map((row, i) => [row.id, i]));
-  return { items: stored.sort((a, b) => (position.get(String(a.id)) ?? 0) - (position.get(String(b.id)) ?? 0)) };
+  await sendAhead(ctx.trx, historyEntry(ctx, sale.id, null, sale.status, times.sale));
+  return { items: answered };
 }
 
 /** The six PATCH fields; a delivery_fee change recomputes total_amount from the stored items. */
@@ -230,8 +275,9 @@ export const saleWrite: WriteDescriptor = {
     check: (body, current) => (current ? [] : [...quantitiesAfterRounding(body), ...amountLimits(body)]),
     toInsert,
     afterInsert,
-    settledLast: (ctx, row) => ({
-      statement: numberingStatement(ctx.trx, ctx.tenant, String(row.id)),
+    answeredFromValues,
+    settledInInsert: (ctx, row, returningAll) => ({
+      statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll),
       fields: { transaction_number: numberOf(ctx.trx, ctx.tenant, String(row.id)) },
     }),
     toUpdate,

@@ -1,17 +1,21 @@
 // The per-tenant `transaction_number` of a new sale (DECISIONS B.6), kept in tenant_counters and
-// read and written through the tenancy helper like every other account-owned statement.
+// read and written through the tenancy helper like every other account-owned statement; taken in the
+// sale's own INSERT.
 import { type CompiledQuery, type Expression, sql } from 'kysely';
 import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/database.ts';
 import { sameAccountSql, selectScoped, TENANT_COLUMNS, tenantValuesAs, updateScoped } from '../../infra/db/tenancy.ts';
+import type { Row } from '../../infra/db/row.ts';
 import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
 
 /**
- * One statement that numbers a sale inserted without a number, whatever the counter's state, so it can
- * go out with the commit (sent ahead): the counter moves on and the sale takes its value. The counter row
- * stays locked until the transaction ends, so concurrent creations get consecutive numbers and a
- * rolled-back sale gives its number back. Two rare cases are settled in the same statement:
+ * A new sale's INSERT that takes its number in the same statement, whatever the counter's state: the counter
+ * moves on and the row is written once, with its number (an UPDATE after the insert would write every index
+ * of `transactions` a second time). The counter row stays locked until the transaction ends, so concurrent
+ * creations get consecutive numbers and a rolled-back sale gives its number back; a creation sends all its
+ * statements and its COMMIT in one round trip, so the lock is held while the server runs them, not across a
+ * wait for Node. Two rare cases are settled in the same statement:
  * - a number an import stored after the counter was created is skipped: the counter jumps past the
  *   largest stored number;
  * - the tenant's first sale (no counter: `bumped` updated nothing) creates the counter just past the
@@ -19,20 +23,68 @@ import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
  *   this one, then takes the next value.
  * The largest stored number is a scan of the tenant's sales, so it sits where only those cases reach it
  * (a CASE branch, and a row that exists only when no counter did: PostgreSQL runs such a sub-select only
- * then). The counter is bumped by an UPDATE and created by an INSERT … SELECT, not by one INSERT …
- * ON CONFLICT with sub-selects in it, which Citus refuses (docs/scale-out.md).
- * Its one row is `transaction_number`.
+ * then). The counter is bumped by an UPDATE and created by an INSERT … SELECT, and the sale is inserted by an
+ * INSERT … SELECT from the counter's value, not with sub-selects in VALUES or ON CONFLICT, which Citus
+ * refuses (docs/scale-out.md). Each value is cast to its column's type, which a SELECT list needs.
+ * `values` are the sale's columns but the tenant's and the number (plain values, all of SALE_COLUMN_TYPES);
+ * it answers the row's `transaction_number`, or the whole row with `returningAll`.
  */
-export function numberingStatement(trx: Db, tenant: Tenant, saleId: string): CompiledQuery {
-  // One shape: built once, then only bound (src/infra/db/statement-cache.ts).
-  return sharedStatementCache(trx).statement(NUMBERING, '', 0, [tenant.accountId, tenant.mode, saleId], ([accountId, mode, id]) => [
-    buildNumbering(trx, { accountId, mode } as Tenant, id as string),
-  ])!;
+export function numberedSaleInsert(trx: Db, tenant: Tenant, values: Row, returningAll: boolean): CompiledQuery {
+  const columns = Object.keys(values).filter((column) => values[column] !== undefined);
+  const key = `${returningAll ? '*' : ''}${columns.join(',')}`;
+  // One shape per column list: built once, then only bound (src/infra/db/statement-cache.ts).
+  return sharedStatementCache(trx).statement(
+    NUMBERED_INSERT,
+    key,
+    0,
+    [tenant.accountId, tenant.mode, ...columns.map((c) => values[c])],
+    (bound) => [buildNumberedInsert(trx, { accountId: bound[0], mode: bound[1] } as Tenant, columns, bound.slice(2), returningAll)],
+  )!;
 }
 
-const NUMBERING = { statement: 'numbering' };
+const NUMBERED_INSERT = { statement: 'numbered sale insert' };
 
-function buildNumbering(trx: Db, tenant: Tenant, saleId: string) {
+/** The SQL type of each column a new sale's INSERT names (its SELECT list casts every value). */
+export const SALE_COLUMN_TYPES: Readonly<Record<string, string>> = {
+  id: 'uuid',
+  customer_id: 'uuid',
+  transaction_type: 'text',
+  status: 'text',
+  sale_date: 'timestamptz',
+  delivery_date: 'date',
+  subtotal: 'numeric',
+  discount_amount: 'numeric',
+  discount_percentage: 'numeric',
+  tax_amount: 'numeric',
+  total_amount: 'numeric',
+  notes: 'text',
+  payment_method: 'text',
+  payment_status: 'text',
+  delivery_fee: 'numeric',
+  order_code: 'text',
+  is_active: 'boolean',
+  created_at: 'timestamptz',
+};
+
+function buildNumberedInsert(trx: Db, tenant: Tenant, columns: readonly string[], bound: readonly unknown[], returningAll: boolean) {
+  const selected = columns.map((column, i) => {
+    const type = SALE_COLUMN_TYPES[column];
+    if (!type) throw new Error(`numberedSaleInsert: no SQL type for the column ${column}`);
+    return sql`cast(${bound[i]} as ${sql.raw(type)})`.as(column);
+  });
+  const insert = withNextNumber(trx, tenant)
+    .insertInto('transactions')
+    .columns([...TENANT_COLUMNS, ...columns, 'transaction_number'] as never)
+    .expression((db) =>
+      db
+        .selectFrom('next')
+        .select([...tenantValuesAs(tenant), ...selected, sql<string>`cast("next"."value" as text)`.as('transaction_number')]),
+    );
+  return returningAll ? insert.returningAll() : insert.returning('transaction_number');
+}
+
+/** The tenant's next sale number, as the CTE `next` (one row, `value`), the counter moved on and locked. */
+function withNextNumber(trx: Db, tenant: Tenant) {
   const largestStored = selectScoped(trx, 'transactions', tenant)
     .select(sql`coalesce(max(transaction_number::numeric), 0) + 1`.as('next'))
     .where(sql<boolean>`transaction_number ~ '^[0-9]{1,18}$'`);
@@ -71,16 +123,7 @@ function buildNumbering(trx: Db, tenant: Tenant, saleId: string) {
         .onConflict((oc) => oc.columns([...TENANT_COLUMNS, 'name']).doUpdateSet({ value: sql`tenant_counters.value + 1` }))
         .returning('value'),
     )
-    .with('next', (db) => db.selectFrom('bumped').select('value').unionAll(db.selectFrom('created').select('value')))
-    .with('numbered', (db) =>
-      updateScoped(db, 'transactions', tenant)
-        .from('next')
-        .set({ transaction_number: sql`cast("next"."value" as text)` })
-        .where('transactions.id', '=', saleId)
-        .returning('transactions.transaction_number'),
-    )
-    .selectFrom('numbered')
-    .select('numbered.transaction_number');
+    .with('next', (db) => db.selectFrom('bumped').select('value').unionAll(db.selectFrom('created').select('value')));
 }
 
 /** The sale's number as a later statement of the numbering transaction reads it. */
