@@ -106,15 +106,16 @@ function tenancyFault(
       if (param(parameters, row[team]) !== accountId || param(parameters, row[modeAt]) !== mode) return 'an inserted row of another tenant';
     }
   }
-  // An INSERT … SELECT of one row names the tenant as selected parameters (`cast($1 as uuid) as "team_id"`).
-  const insertSelect = insert ? null : /insert into "([a-z_]+)" \(([^)]*)\) select (.*?)(?: on conflict| returning|$)/.exec(sql);
-  if (insertSelect) {
+  // An INSERT … SELECT of one row names the tenant as selected parameters (`cast($1 as uuid) as "team_id"`); a
+  // statement may hold several (a sale's insert, and the creation of its number's counter in a CTE).
+  const insertSelects = insert ? [] : [...sql.matchAll(/insert into "([a-z_]+)" \(([^)]*)\) select (.*?)(?: on conflict| returning|$)/g)];
+  for (const insertSelect of insertSelects) {
     const selected = (column: string) => new RegExp(`(\\$\\d+)(?: as [a-z]+\\))? as "${column}"`).exec(insertSelect[3]!)?.[1];
     const [team, m] = [selected('team_id'), selected('mode')];
     if (!team || !m) return 'an insert without team_id and mode';
     if (param(parameters, team) !== accountId || param(parameters, m) !== mode) return 'an inserted row of another tenant';
   }
-  const predicated = insert || insertSelect ? tables.length - 1 : tables.length;
+  const predicated = tables.length - (insert ? 1 : insertSelects.length);
   const predicates = [...sql.matchAll(/"team_id" = (\$\d+) and "mode" = (\$\d+)/g)];
   if (predicates.length < predicated) return `${predicated} account-owned tables, ${predicates.length} tenant predicates`;
   for (const [, team, m] of predicates) {
