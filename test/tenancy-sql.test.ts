@@ -53,7 +53,7 @@ after(async () => {
   await drop?.();
 });
 
-/** The values of one `(…), (…)` list, split at top-level commas. */
+/** The values of one `(…), (…)` list, split at top-level commas; it ends where its CTE's parenthesis closes. */
 function tuples(text: string): string[][] {
   const out: string[][] = [];
   let depth = 0;
@@ -65,6 +65,7 @@ function tuples(text: string): string[][] {
       if (depth === 1) continue;
     } else if (ch === ')') {
       depth -= 1;
+      if (depth < 0) break; // the end of the common table expression holding the list
       if (depth === 0) {
         current.push(token.trim());
         out.push(current);
@@ -95,27 +96,31 @@ function tenancyFault(
 ): string | null {
   const tables = [...sql.matchAll(/\b(?:from|into|update|join)\s+"([a-z_]+)"/g)].map((m) => m[1]!).filter((t) => owned.has(t));
   if (tables.length === 0) return null;
-  // An insert (the statement, or one of its common table expressions) carries the tenant in its values;
-  // every other account-owned table it names (sub-selects, an update beside it) in a predicate.
-  const insert = /insert into "([a-z_]+)" \(([^)]*)\) values (.*?)(?: on conflict| returning|$)/.exec(sql);
-  if (insert) {
-    const columns = insert[2]!.split(',').map((c) => c.trim().replaceAll('"', ''));
-    const [team, modeAt] = [columns.indexOf('team_id'), columns.indexOf('mode')];
-    if (team < 0 || modeAt < 0) return 'an insert without team_id and mode';
-    for (const row of tuples(insert[3]!)) {
-      if (param(parameters, row[team]) !== accountId || param(parameters, row[modeAt]) !== mode) return 'an inserted row of another tenant';
+  // An insert (the statement, or one of its common table expressions: a sale's statement writes its items
+  // and history beside it) carries the tenant in its values; every other account-owned table it names
+  // (sub-selects, an update beside it) in a predicate. An INSERT … SELECT of one row names the tenant as
+  // selected parameters (`cast($1 as uuid) as "team_id"`).
+  const clause = (from: number) => sql.slice(from).split(/ on conflict | returning /)[0]!;
+  let inserts = 0;
+  for (const insert of sql.matchAll(/insert into "([a-z_]+)" \(([^)]*)\) (values|select) /g)) {
+    inserts += 1;
+    const text = clause(insert.index! + insert[0].length);
+    if (insert[3] === 'values') {
+      const columns = insert[2]!.split(',').map((c) => c.trim().replaceAll('"', ''));
+      const [team, modeAt] = [columns.indexOf('team_id'), columns.indexOf('mode')];
+      if (team < 0 || modeAt < 0) return 'an insert without team_id and mode';
+      for (const row of tuples(text)) {
+        if (param(parameters, row[team]) !== accountId || param(parameters, row[modeAt]) !== mode)
+          return 'an inserted row of another tenant';
+      }
+    } else {
+      const selected = (column: string) => new RegExp(`(\\$\\d+)(?: as [a-z]+\\))? as "${column}"`).exec(text)?.[1];
+      const [team, m] = [selected('team_id'), selected('mode')];
+      if (!team || !m) return 'an insert without team_id and mode';
+      if (param(parameters, team) !== accountId || param(parameters, m) !== mode) return 'an inserted row of another tenant';
     }
   }
-  // An INSERT … SELECT of one row names the tenant as selected parameters (`cast($1 as uuid) as "team_id"`); a
-  // statement may hold several (a sale's insert, and the creation of its number's counter in a CTE).
-  const insertSelects = insert ? [] : [...sql.matchAll(/insert into "([a-z_]+)" \(([^)]*)\) select (.*?)(?: on conflict| returning|$)/g)];
-  for (const insertSelect of insertSelects) {
-    const selected = (column: string) => new RegExp(`(\\$\\d+)(?: as [a-z]+\\))? as "${column}"`).exec(insertSelect[3]!)?.[1];
-    const [team, m] = [selected('team_id'), selected('mode')];
-    if (!team || !m) return 'an insert without team_id and mode';
-    if (param(parameters, team) !== accountId || param(parameters, m) !== mode) return 'an inserted row of another tenant';
-  }
-  const predicated = tables.length - (insert ? 1 : insertSelects.length);
+  const predicated = tables.length - inserts;
   const predicates = [...sql.matchAll(/"team_id" = (\$\d+) and "mode" = (\$\d+)/g)];
   if (predicates.length < predicated) return `${predicated} account-owned tables, ${predicates.length} tenant predicates`;
   for (const [, team, m] of predicates) {

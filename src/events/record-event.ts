@@ -1,14 +1,14 @@
 // Records the event of one write inside the write's transaction, with a delivery row for every
 // enabled webhook endpoint of the tenant that subscribes to its type, and a NOTIFY that wakes
 // long polls and delivery workers once (and only if) the transaction commits.
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
 import { sendAhead, settledText } from '../infra/db/send-ahead.ts';
 import { accountColumnSql, columnsScopedSql, conditionScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { descriptorMeta } from '../query/row-meta.ts';
 import { eventObjectOf } from '../resources/descriptor.ts';
-import type { WrittenRecord } from '../resources/write-engine.ts';
+import type { WrittenBeside, WrittenRecord } from '../resources/write-engine.ts';
 import { type EventAction, eventType, patternsMatching } from './event-types.ts';
 
 export const EVENTS_CHANNEL = 'balcao_events';
@@ -29,7 +29,7 @@ function changedAttributes(before: Record<string, unknown>, after: Record<string
   return previous;
 }
 
-export async function recordEvent(trx: Db, written: WrittenRecord, requestId: string | null): Promise<void> {
+export async function recordEvent(trx: Db, written: WrittenRecord, requestId: string | null, beside?: RawBuilder<unknown>): Promise<void> {
   const { descriptor: d, tenant, object } = written;
   const previous =
     written.action === 'updated' && written.before
@@ -65,7 +65,7 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
       WHERE ${conditionScopedSql(tenant, 'e')} AND e.enabled
         AND e.enabled_events && cast(ARRAY[${sql.join(patternsMatching(type))}] as text[])
       RETURNING 1
-    )
+    )${beside ? sql`, beside AS (${beside})` : sql``}
     SELECT pg_notify(${EVENTS_CHANNEL}, ${tenantChannelKey(tenant.accountId, tenant.mode)}),
            CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN pg_notify(${DELIVERIES_CHANNEL}, '') END,
            (SELECT count(*) FROM event) AS recorded`.compile(trx);
@@ -73,8 +73,8 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
   await sendAhead(trx, statement);
 }
 
-/** The write engine's in-transaction extension for one request. */
+/** The write engine's in-transaction extension for one request; `beside` goes out in the event's statement. */
 export const eventRecorder =
-  (requestId: string) =>
+  (requestId: string, beside?: WrittenBeside) =>
   (trx: Db, written: WrittenRecord): Promise<void> =>
-    recordEvent(trx, written, requestId);
+    recordEvent(trx, written, requestId, beside?.(written));

@@ -1,11 +1,11 @@
 // The write log (issue 28): GET /v1/requests lists the writes a key made that committed, over the last
 // 24 hours, so a client that lost a response learns whether its write happened and which record it made.
-// An entry is one INSERT sent ahead in the write's own transaction (no extra round trip; the write and its
-// entry commit or vanish together); the list goes through the list engine like any resource, with the
+// An entry is one INSERT in the write's own transaction, inside its event's statement when it has one (no extra
+// round trip or statement; the write and its entry commit or vanish together); the list goes through the list engine like any resource, with the
 // key and the retention added to the plan as conditions the client cannot name or lift.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { AuthContext } from '../domain/tenant.ts';
 import { listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
@@ -65,14 +65,17 @@ export interface WriteRequest {
   idempotencyKey: string | null;
 }
 
+/** The INSERT of a write's entry: a statement of its own (logWrite), or a CTE of the write's event statement. */
+export function logEntrySql(written: WrittenRecord, request: WriteRequest): RawBuilder<unknown> {
+  return sql`
+    INSERT INTO request_log (${columnsScopedSql(['id', 'api_key_id', 'request_id', 'method', 'path', 'status', 'idempotency_key', 'resource', 'resource_id'])})
+    VALUES (${valuesScopedSql(written.tenant)}, gen_random_uuid(), ${request.apiKeyId}, ${request.requestId}, ${request.method},
+      ${request.path}, ${request.status}, ${request.idempotencyKey}, ${written.descriptor.name}, ${written.id})`;
+}
+
 /** Records the entry of a write in its transaction; sent ahead, with the write's last statements. */
 export async function logWrite(trx: Db, written: WrittenRecord, request: WriteRequest): Promise<void> {
-  const { tenant } = written;
-  const statement = sql`
-    INSERT INTO request_log (${columnsScopedSql(['id', 'api_key_id', 'request_id', 'method', 'path', 'status', 'idempotency_key', 'resource', 'resource_id'])})
-    VALUES (${valuesScopedSql(tenant)}, gen_random_uuid(), ${request.apiKeyId}, ${request.requestId}, ${request.method},
-      ${request.path}, ${request.status}, ${request.idempotencyKey}, ${written.descriptor.name}, ${written.id})`.compile(trx);
-  await sendAhead(trx, statement);
+  await sendAhead(trx, logEntrySql(written, request).compile(trx));
 }
 
 let nextPurge = 0;

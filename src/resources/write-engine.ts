@@ -14,7 +14,7 @@ import { type Placeholder, placeholder, sendAhead } from '../infra/db/send-ahead
 import { lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { outputRow, rowOutput } from '../query/output.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
@@ -71,6 +71,10 @@ export interface WrittenRecord {
    *  by a statement sent ahead; a stored copy replaces them in SQL (settledText). */
   placeholders?: readonly Placeholder[];
 }
+
+/** A statement an extension writes inside its own statement for a write, as one more CTE (the write log's entry,
+ *  inside the event's statement): one statement fewer per write. */
+export type WrittenBeside = (written: WrittenRecord) => RawBuilder<unknown>;
 
 const notFoundReference = (field: string): FieldError => ({
   field,
@@ -166,7 +170,7 @@ export async function createRecord(
     const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
     // Answered from its own values, the insert need not return its row: nothing is awaited before the commit.
     const answered = w.rules?.answeredFromValues?.(values);
-    const settling = w.rules?.settledInInsert?.(ctx, values, !answered);
+    const settling = w.rules?.settledInInsert?.(ctx, values, body, !answered);
     const insert = settling?.statement ?? insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
     // The insert and its follow-ups travel in one round trip: the insert is sent without waiting.
     const inserted = answered || w.rules?.afterInsert ? await sendAhead(trx, insert) : undefined;

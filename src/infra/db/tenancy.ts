@@ -140,7 +140,12 @@ export function lockScoped(trx: Db, table: string, scope: Tenant, id: string, wh
 }
 
 /** New rows of the tenant: the tenant columns are set here, whatever the values carry. */
-export function insertScoped(db: Db, table: string, scope: Tenant, rows: Values | readonly Values[]): InsertQueryBuilder<any, any, any> {
+export function insertScoped(
+  db: Db | QueryCreator<any>,
+  table: string,
+  scope: Tenant,
+  rows: Values | readonly Values[],
+): InsertQueryBuilder<any, any, any> {
   const owned = (row: Values) => ({ ...row, [ACCOUNT_COLUMN]: scope.accountId, mode: scope.mode });
   return untyped(db)
     .insertInto(table)

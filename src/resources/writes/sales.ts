@@ -12,7 +12,7 @@ import { sendAhead } from '../../infra/db/send-ahead.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
 import { insertStatement } from '../insert-statement.ts';
 import { printedTimestamp } from '../../infra/db/timestamp-text.ts';
-import { numberedSaleInsert, numberOf } from './transaction-number.ts';
+import { type ChildRows, numberedSaleInsert, numberOf } from './transaction-number.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
@@ -183,26 +183,35 @@ function answeredFromValues(values: Row): Row | undefined {
 }
 
 /** A status-history entry; at creation it carries the sale's own time, later the database's `now()`. */
-function historyEntry(ctx: WriteContext, transactionId: unknown, oldStatus: unknown, newStatus: unknown, createdAt?: string) {
-  const entry = {
+function historyRow(transactionId: unknown, oldStatus: unknown, newStatus: unknown, createdAt?: string): Row {
+  return {
     transaction_id: transactionId,
     old_status: oldStatus ?? null,
     new_status: newStatus,
     change_reason: null,
     created_at: createdAt,
   };
-  return insertStatement(ctx.trx, 'transaction_status_history', ctx.tenant, [entry], false);
 }
 
-/** The items and the first history entry, sent with the sale's insert (nothing awaited); answers the items
- *  as the API prints them, in the body's order. */
-async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
+/** What a sale's statement writes beside it, and its items as the API prints them. */
+interface SaleChildren {
+  items: Row[];
+  history: Row;
+  answeredItems: Row[];
+}
+
+/** The items and the first history entry of a new sale, made once per body: its INSERT writes them
+ *  (numberedSaleInsert's children) and its answer carries the items, with the same ids and times. */
+const childrenOfBody = new WeakMap<Body, SaleChildren>();
+function saleChildren(sale: Row, body: Body): SaleChildren {
+  const made = childrenOfBody.get(body);
+  if (made) return made;
   const input = body as CreateSale;
   const amounts = amountsOf(body);
   const times = creationTimes(Date.parse(String(sale.created_at)));
   const printedAt = printedTimestamp(times.sale);
-  const rows: Row[] = [];
-  const answered: Row[] = [];
+  const items: Row[] = [];
+  const answeredItems: Row[] = [];
   input.items.forEach((item: ItemInput, i) => {
     const a = amounts.items[i] as (typeof amounts.items)[number];
     const row = {
@@ -219,8 +228,8 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<In
       notes: item.notes ?? null,
       created_at: times.item(i),
     };
-    rows.push(row);
-    answered.push({
+    items.push(row);
+    answeredItems.push({
       ...row,
       quantity: toJsonNumber(a.quantity),
       unit_price: toJsonNumber(a.unit_price),
@@ -231,10 +240,21 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<In
       created_at: printedAt,
     });
   });
-  await sendAhead(ctx.trx, insertStatement(ctx.trx, 'transaction_items', ctx.tenant, rows, false));
   // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
-  await sendAhead(ctx.trx, historyEntry(ctx, sale.id, null, sale.status, times.sale));
-  return { items: answered };
+  const history = historyRow(sale.id, null, sale.status, times.sale);
+  const children = { items, history, answeredItems };
+  childrenOfBody.set(body, children);
+  return children;
+}
+
+const childTables = (children: SaleChildren): ChildRows[] => [
+  { table: 'transaction_items', rows: children.items },
+  { table: 'transaction_status_history', rows: [children.history] },
+];
+
+/** The sale's items as answered: its INSERT (settledInInsert) wrote them, with its first history entry. */
+async function afterInsert(_ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
+  return { items: saleChildren(sale, body).answeredItems };
 }
 
 /** The six PATCH fields; a delivery_fee change recomputes total_amount from the stored items. */
@@ -261,7 +281,10 @@ async function toUpdate(ctx: WriteContext, body: Body, current: Row): Promise<Ro
 async function afterChange(ctx: WriteContext, before: Row, after: Row): Promise<void> {
   // Nothing reads the entry back: it goes out with the commit (a failure still fails the change).
   if (after.status !== before.status && after.status != null)
-    await sendAhead(ctx.trx, historyEntry(ctx, after.id, before.status, after.status));
+    await sendAhead(
+      ctx.trx,
+      insertStatement(ctx.trx, 'transaction_status_history', ctx.tenant, [historyRow(after.id, before.status, after.status)], false),
+    );
 }
 
 export const saleWrite: WriteDescriptor = {
@@ -276,8 +299,8 @@ export const saleWrite: WriteDescriptor = {
     toInsert,
     afterInsert,
     answeredFromValues,
-    settledInInsert: (ctx, row, returningAll) => ({
-      statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll),
+    settledInInsert: (ctx, row, body, returningAll) => ({
+      statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll, childTables(saleChildren(row, body))),
       fields: { transaction_number: numberOf(ctx.trx, ctx.tenant, String(row.id)) },
     }),
     toUpdate,
