@@ -14,7 +14,7 @@ import { expenses } from '../src/resources/expenses.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { sales } from '../src/resources/sales.ts';
 import { statementCache } from '../src/infra/db/statement-cache.ts';
-import { constantSql, insertStatement } from '../src/resources/insert-statement.ts';
+import { constantSql, insertStatement, insertsStatement } from '../src/resources/insert-statement.ts';
 import { numberedSaleInsert } from '../src/resources/writes/transaction-number.ts';
 
 const dialect = {
@@ -178,6 +178,17 @@ describe('statement cache', () => {
         assert.deepEqual(plain(insertStatement(db, 'transaction_items', scope, rowsOf(i), returning)), built);
         assert.equal(built.parameters.filter((p) => p === scope.accountId).length, 2, 'every row carries the tenant');
       }
+    }
+    // Several tables in one statement (a sale's history entry, then its items): the same, per table.
+    for (const [i, scope] of tenants.entries()) {
+      const inserts = [
+        { table: 'transaction_status_history', rows: [{ transaction_id: ID_A, new_status: `s${i}`, created_at: now }] },
+        { table: 'transaction_items', rows: rowsOf(i) },
+      ];
+      const built = plain(insertsStatement(fresh, scope, inserts, false));
+      assert.deepEqual(plain(insertsStatement(db, scope, inserts, false)), built);
+      assert.equal(built.parameters.filter((p) => p === scope.accountId).length, 3, 'every row of every table carries the tenant');
+      assert.ok(built.parameters.includes(`s${i}`));
     }
     // A fragment made per call (it carries a request's value) is never part of a cached shape.
     for (const value of ['{"a":1}', '{"b":2}']) {

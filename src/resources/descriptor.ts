@@ -118,12 +118,11 @@ export interface WriteRules {
   answeredFromValues?(row: Row): Row | undefined;
   /**
    * The creation's INSERT when the resource writes it itself, because the database settles some text fields
-   * of the new row in it (the sale's number, which locks the tenant's counter until commit); it may write the
-   * follow-up rows too (a sale's items and first history entry, as CTEs). It answers the
+   * of the new row in it (the sale's number, which locks the tenant's counter until commit). It answers the
    * settled fields, or the whole row with `returningAll` (when the answer is read from it); until then, the
    * record carries placeholders for them (send-ahead.ts).
    */
-  settledInInsert?(ctx: WriteContext, row: Row, body: Body, returningAll: boolean): SettledLast;
+  settledInInsert?(ctx: WriteContext, row: Row, returningAll: boolean): SettledLast;
   /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
   toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
   /** After a PATCH or DELETE changed the row, in its transaction (status history). */

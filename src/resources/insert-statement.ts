@@ -4,7 +4,7 @@
 // Kysely in the profile of `POST /v1/sales` (docs/performance.md).
 import type { KeyMode } from '../domain/api-keys.ts';
 import type { Tenant } from '../domain/tenant.ts';
-import type { CompiledQuery, RawBuilder } from 'kysely';
+import type { CompiledQuery, QueryCreator, RawBuilder } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
 import { insertScoped } from '../infra/db/tenancy.ts';
 import { sharedStatementCache } from '../infra/db/statement-cache.ts';
@@ -36,46 +36,73 @@ const ownerOf = (table: string): object => {
   return owner;
 };
 
+/** Rows of one table, for an insert. */
+export interface TableRows {
+  table: string;
+  rows: readonly Row[];
+}
+
 /** The INSERT of `rows` into the tenant's `table` (with `RETURNING *` when asked), bound from a cached text when it can. */
 export function insertStatement(trx: Db, table: string, tenant: Tenant, rows: readonly Row[], returning: boolean): CompiledQuery {
+  return insertsStatement(trx, tenant, [{ table, rows }], returning);
+}
+
+/**
+ * One statement that inserts into several tables of the tenant (a sale's items and its first history entry):
+ * each but the last as a CTE. One statement fewer than one per table: each costs its set-up and its messages
+ * on both sides (docs/performance.md). The rows may not depend on one another (Citus runs such CTEs apart).
+ */
+export function insertsStatement(trx: Db, tenant: Tenant, inserts: readonly TableRows[], returning: boolean): CompiledQuery {
   const values: unknown[] = [tenant.accountId, tenant.mode];
   let key: string | null = returning ? 'returning' : '';
-  for (const row of rows) {
-    key += ';';
-    for (const column in row) {
-      const value = row[column];
-      if (value === undefined) continue;
-      if (isSqlFragment(value)) {
-        const id = constantFragments.get(value);
-        if (id === undefined) {
-          key = null;
-          break;
-        }
-        key += `${column}=#${id},`;
-      } else {
-        key += `${column},`;
-        values.push(value);
-      }
-    }
-    if (key === null) break;
-  }
-  if (key === null) return buildInsert(trx, table, tenant, rows, returning).compile();
-  return sharedStatementCache(trx).statement(ownerOf(table), key, 0, values, (bound) => {
-    let next = 2;
-    const rebuilt = rows.map((row) => {
-      const out: Row = {};
+  for (const { table, rows } of inserts) {
+    key += `|${table}`;
+    for (const row of rows) {
+      key += ';';
       for (const column in row) {
         const value = row[column];
         if (value === undefined) continue;
-        out[column] = isSqlFragment(value) ? value : bound[next++];
+        if (isSqlFragment(value)) {
+          const id = constantFragments.get(value);
+          if (id === undefined) {
+            key = null;
+            break;
+          }
+          key += `${column}=#${id},`;
+        } else {
+          key += `${column},`;
+          values.push(value);
+        }
       }
-      return out;
-    });
-    return [buildInsert(trx, table, { accountId: bound[0] as string, mode: bound[1] as KeyMode }, rebuilt, returning)];
+      if (key === null) break;
+    }
+    if (key === null) break;
+  }
+  if (key === null) return buildInserts(trx, tenant, inserts, returning).compile();
+  return sharedStatementCache(trx).statement(ownerOf(inserts.map((i) => i.table).join('+')), key, 0, values, (bound) => {
+    let next = 2;
+    const rebuilt = inserts.map(({ table, rows }) => ({
+      table,
+      rows: rows.map((row) => {
+        const out: Row = {};
+        for (const column in row) {
+          const value = row[column];
+          if (value === undefined) continue;
+          out[column] = isSqlFragment(value) ? value : bound[next++];
+        }
+        return out;
+      }),
+    }));
+    return [buildInserts(trx, { accountId: bound[0] as string, mode: bound[1] as KeyMode }, rebuilt, returning)];
   })!;
 }
 
-function buildInsert(trx: Db, table: string, tenant: Tenant, rows: readonly Row[], returning: boolean) {
-  const insert = insertScoped(trx, table, tenant, rows);
+function buildInserts(trx: Db, tenant: Tenant, inserts: readonly TableRows[], returning: boolean) {
+  let db = trx as unknown as QueryCreator<any>;
+  for (const [i, { table, rows }] of inserts.slice(0, -1).entries()) {
+    db = db.with(`inserted_${i}`, (cte) => insertScoped(cte, table, tenant, rows));
+  }
+  const last = inserts[inserts.length - 1] as TableRows;
+  const insert = insertScoped(db, last.table, tenant, last.rows);
   return returning ? insert.returningAll() : insert;
 }

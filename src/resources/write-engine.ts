@@ -170,7 +170,7 @@ export async function createRecord(
     const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
     // Answered from its own values, the insert need not return its row: nothing is awaited before the commit.
     const answered = w.rules?.answeredFromValues?.(values);
-    const settling = w.rules?.settledInInsert?.(ctx, values, body, !answered);
+    const settling = w.rules?.settledInInsert?.(ctx, values, !answered);
     const insert = settling?.statement ?? insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
     // The insert and its follow-ups travel in one round trip: the insert is sent without waiting.
     const inserted = answered || w.rules?.afterInsert ? await sendAhead(trx, insert) : undefined;

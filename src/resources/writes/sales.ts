@@ -10,9 +10,9 @@ import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, IncludedRows, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
 import { sendAhead } from '../../infra/db/send-ahead.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
-import { insertStatement } from '../insert-statement.ts';
+import { insertStatement, insertsStatement } from '../insert-statement.ts';
 import { printedTimestamp } from '../../infra/db/timestamp-text.ts';
-import { type ChildRows, numberedSaleInsert, numberOf } from './transaction-number.ts';
+import { numberedSaleInsert, numberOf } from './transaction-number.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
@@ -200,8 +200,7 @@ interface SaleChildren {
   answeredItems: Row[];
 }
 
-/** The items and the first history entry of a new sale, made once per body: its INSERT writes them
- *  (numberedSaleInsert's children) and its answer carries the items, with the same ids and times. */
+/** The items and the first history entry of a new sale, made once per body. */
 const childrenOfBody = new WeakMap<Body, SaleChildren>();
 function saleChildren(sale: Row, body: Body): SaleChildren {
   const made = childrenOfBody.get(body);
@@ -247,14 +246,16 @@ function saleChildren(sale: Row, body: Body): SaleChildren {
   return children;
 }
 
-const childTables = (children: SaleChildren): ChildRows[] => [
-  { table: 'transaction_items', rows: children.items },
-  { table: 'transaction_status_history', rows: [children.history] },
-];
-
-/** The sale's items as answered: its INSERT (settledInInsert) wrote them, with its first history entry. */
-async function afterInsert(_ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
-  return { items: saleChildren(sale, body).answeredItems };
+/** The items and the first history entry, in one statement sent with the sale's insert (nothing awaited);
+ *  answers the items as the API prints them, in the body's order. */
+async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
+  const children = saleChildren(sale, body);
+  const inserts = [
+    { table: 'transaction_status_history', rows: [children.history] },
+    { table: 'transaction_items', rows: children.items },
+  ];
+  await sendAhead(ctx.trx, insertsStatement(ctx.trx, ctx.tenant, inserts, false));
+  return { items: children.answeredItems };
 }
 
 /** The six PATCH fields; a delivery_fee change recomputes total_amount from the stored items. */
@@ -299,8 +300,8 @@ export const saleWrite: WriteDescriptor = {
     toInsert,
     afterInsert,
     answeredFromValues,
-    settledInInsert: (ctx, row, body, returningAll) => ({
-      statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll, childTables(saleChildren(row, body))),
+    settledInInsert: (ctx, row, returningAll) => ({
+      statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll),
       fields: { transaction_number: numberOf(ctx.trx, ctx.tenant, String(row.id)) },
     }),
     toUpdate,

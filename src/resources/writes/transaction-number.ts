@@ -1,11 +1,11 @@
 // The per-tenant `transaction_number` of a new sale (DECISIONS B.6), kept in tenant_counters and
 // read and written through the tenancy helper like every other account-owned statement; taken in the
 // sale's own INSERT.
-import { type CompiledQuery, type Expression, type QueryCreator, sql } from 'kysely';
+import { type CompiledQuery, type Expression, sql } from 'kysely';
 import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/database.ts';
-import { insertScoped, sameAccountSql, selectScoped, TENANT_COLUMNS, tenantValuesAs, updateScoped } from '../../infra/db/tenancy.ts';
+import { sameAccountSql, selectScoped, TENANT_COLUMNS, tenantValuesAs, updateScoped } from '../../infra/db/tenancy.ts';
 import type { Row } from '../../infra/db/row.ts';
 import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
 
@@ -29,43 +29,18 @@ import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
  * `values` are the sale's columns but the tenant's and the number (plain values, all of SALE_COLUMN_TYPES);
  * it answers the row's `transaction_number`, or the whole row with `returningAll`.
  */
-export function numberedSaleInsert(
-  trx: Db,
-  tenant: Tenant,
-  values: Row,
-  returningAll: boolean,
-  children: readonly ChildRows[] = [],
-): CompiledQuery {
-  const columns = definedColumns(values);
-  const childColumns = children.map((child) => child.rows.map(definedColumns));
-  const key = [
-    `${returningAll ? '*' : ''}${columns.join(',')}`,
-    ...children.map((child, i) => `${child.table}:${childColumns[i]!.map((c) => c.join(',')).join(';')}`),
-  ].join('|');
-  const bound = [tenant.accountId, tenant.mode, ...columns.map((c) => values[c])];
-  for (const [i, child] of children.entries()) {
-    for (const [r, row] of child.rows.entries()) bound.push(...childColumns[i]![r]!.map((c) => row[c]));
-  }
-  // One shape per column list and children's shape: built once, then only bound (src/infra/db/statement-cache.ts).
-  return sharedStatementCache(trx).statement(NUMBERED_INSERT, key, 0, bound, (slots) => {
-    let next = 2 + columns.length;
-    const rebuilt = children.map((child, i) => ({
-      table: child.table,
-      rows: childColumns[i]!.map((names) => Object.fromEntries(names.map((name) => [name, slots[next++]]))),
-    }));
-    const scope = { accountId: slots[0], mode: slots[1] } as Tenant;
-    return [buildNumberedInsert(trx, scope, columns, slots.slice(2, 2 + columns.length), returningAll, rebuilt)];
-  })!;
+export function numberedSaleInsert(trx: Db, tenant: Tenant, values: Row, returningAll: boolean): CompiledQuery {
+  const columns = Object.keys(values).filter((column) => values[column] !== undefined);
+  const key = `${returningAll ? '*' : ''}${columns.join(',')}`;
+  // One shape per column list: built once, then only bound (src/infra/db/statement-cache.ts).
+  return sharedStatementCache(trx).statement(
+    NUMBERED_INSERT,
+    key,
+    0,
+    [tenant.accountId, tenant.mode, ...columns.map((c) => values[c])],
+    (bound) => [buildNumberedInsert(trx, { accountId: bound[0], mode: bound[1] } as Tenant, columns, bound.slice(2), returningAll)],
+  )!;
 }
-
-/** Rows of another table written by the sale's own statement (its items, its first history entry), as CTEs:
- *  their foreign keys to the sale are checked at the statement's end, when the sale is there. */
-export interface ChildRows {
-  table: string;
-  rows: readonly Row[];
-}
-
-const definedColumns = (row: Row): string[] => Object.keys(row).filter((column) => row[column] !== undefined);
 
 const NUMBERED_INSERT = { statement: 'numbered sale insert' };
 
@@ -91,25 +66,13 @@ export const SALE_COLUMN_TYPES: Readonly<Record<string, string>> = {
   created_at: 'timestamptz',
 };
 
-function buildNumberedInsert(
-  trx: Db,
-  tenant: Tenant,
-  columns: readonly string[],
-  bound: readonly unknown[],
-  returningAll: boolean,
-  children: readonly ChildRows[],
-) {
+function buildNumberedInsert(trx: Db, tenant: Tenant, columns: readonly string[], bound: readonly unknown[], returningAll: boolean) {
   const selected = columns.map((column, i) => {
     const type = SALE_COLUMN_TYPES[column];
     if (!type) throw new Error(`numberedSaleInsert: no SQL type for the column ${column}`);
     return sql`cast(${bound[i]} as ${sql.raw(type)})`.as(column);
   });
-  // Untyped past the number's CTEs: the children's CTE names are made per call.
-  let withChildren = withNextNumber(trx, tenant) as unknown as QueryCreator<any>;
-  for (const [i, child] of children.entries()) {
-    withChildren = withChildren.with(`child_${i}`, (cte) => insertScoped(cte, child.table, tenant, child.rows));
-  }
-  const insert = withChildren
+  const insert = withNextNumber(trx, tenant)
     .insertInto('transactions')
     .columns([...TENANT_COLUMNS, ...columns, 'transaction_number'] as never)
     .expression((db) =>
