@@ -48,6 +48,8 @@ export interface AppDeps {
   keyCache?: KeyCacheOptions;
   /** The resources served; default: the registry (a test serves a fixture resource this way). */
   resources?: readonly ResourceDescriptor[];
+  /** false: writes record no event. Only to measure what events cost (bench/events.ts); the service always records them. */
+  recordEvents?: boolean;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -94,7 +96,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, public: config.metricsPublic, reads: database.reads });
   registerMeRoute(app, rateLimiter);
   registerReadRoutes(app, { ...deps, resources });
-  registerWriteRoutes(app, { ...deps, resources, recordWrite: eventRecorder });
+  registerWriteRoutes(app, { ...deps, resources, recordWrite: deps.recordEvents === false ? undefined : eventRecorder });
   registerRequestLogRoute(app, deps);
   registerBatchRoute(app, { config, database, rateLimiter, resources });
   registerEvents(app, deps);
