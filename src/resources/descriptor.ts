@@ -79,7 +79,7 @@ export interface WriteDescriptor {
 }
 
 /** An INSERT that settles some text fields of the new row, and how later statements read each field. */
-export interface SettledLast {
+export interface SettledInInsert {
   /** Answers the new row with the fields it settled. */
   statement: CompiledQuery;
   /** Each field as SQL reads it later in the same transaction. */
@@ -122,7 +122,7 @@ export interface WriteRules {
    * settled fields, or the whole row with `returningAll` (when the answer is read from it); until then, the
    * record carries placeholders for them (send-ahead.ts).
    */
-  settledInInsert?(ctx: WriteContext, row: Row, returningAll: boolean): SettledLast;
+  settledInInsert?(ctx: WriteContext, row: Row, returningAll: boolean): SettledInInsert;
   /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
   toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
   /** After a PATCH or DELETE changed the row, in its transaction (status history). */

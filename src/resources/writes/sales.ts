@@ -127,21 +127,17 @@ function amountsOf(body: Body): SaleAmounts {
 const number = (value: unknown) => (value == null ? null : Number(value));
 
 /**
- * The sale's creation time, from this process's clock (not the database's `now()`), so the answer, its
- * stored copy and its event are made before the database answers: a creation is one round trip. Bound as
- * text with a microsecond part: item `i` is created `i` microseconds after the sale, so reads keep the body's
- * order (created_at, then id), and all of them print as the sale's millisecond.
+ * Item `i` of a sale created at `saleCreatedAt` (an ISO text to the millisecond): `i` microseconds later, bound
+ * as text, so reads keep the body's order (created_at, then id), and all of them print as the sale's millisecond.
  */
-function creationTimes(at: number): { sale: string; item: (i: number) => string } {
-  const sale = new Date(at).toISOString();
-  const prefix = sale.slice(0, 23);
-  return { sale, item: (i) => `${prefix}${String(i).padStart(3, '0')}Z` };
-}
+const itemCreatedAt = (saleCreatedAt: string, i: number): string => `${saleCreatedAt.slice(0, 23)}${String(i).padStart(3, '0')}Z`;
 
 function toInsert(_ctx: WriteContext, body: Body): Row {
   const input = body as CreateSale;
   const amounts = amountsOf(body);
-  const createdAt = creationTimes(Date.now()).sale;
+  // From this process's clock, not the database's `now()`: the answer, its stored copy and its event are made
+  // before the database answers, so a creation is one round trip (docs/decisions.md). Already as the API prints it.
+  const createdAt = new Date().toISOString();
   return {
     customer_id: input.customer_id ?? null,
     transaction_type: input.transaction_type ?? 'sale',
@@ -166,8 +162,7 @@ function toInsert(_ctx: WriteContext, body: Body): Row {
 /** The sale as the API answers it, from the values inserted; undefined for a sale_date the database must print. */
 function answeredFromValues(values: Row): Row | undefined {
   const saleDate = printedTimestamp(String(values.sale_date));
-  const createdAt = printedTimestamp(String(values.created_at));
-  if (saleDate === undefined || createdAt === undefined) return undefined;
+  if (saleDate === undefined) return undefined;
   return {
     ...values,
     sale_date: saleDate,
@@ -177,7 +172,6 @@ function answeredFromValues(values: Row): Row | undefined {
     tax_amount: number(values.tax_amount),
     total_amount: number(values.total_amount),
     delivery_fee: number(values.delivery_fee),
-    created_at: createdAt,
     updated_at: null,
   };
 }
@@ -193,24 +187,14 @@ function historyRow(transactionId: unknown, oldStatus: unknown, newStatus: unkno
   };
 }
 
-/** What a sale's statement writes beside it, and its items as the API prints them. */
-interface SaleChildren {
-  items: Row[];
-  history: Row;
-  answeredItems: Row[];
-}
-
-/** The items and the first history entry of a new sale, made once per body. */
-const childrenOfBody = new WeakMap<Body, SaleChildren>();
-function saleChildren(sale: Row, body: Body): SaleChildren {
-  const made = childrenOfBody.get(body);
-  if (made) return made;
+/** The items and the first history entry, in one statement sent with the sale's insert (nothing awaited);
+ *  answers the items as the API prints them, in the body's order. */
+async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
   const input = body as CreateSale;
   const amounts = amountsOf(body);
-  const times = creationTimes(Date.parse(String(sale.created_at)));
-  const printedAt = printedTimestamp(times.sale);
+  const createdAt = String(sale.created_at);
   const items: Row[] = [];
-  const answeredItems: Row[] = [];
+  const answered: Row[] = [];
   input.items.forEach((item: ItemInput, i) => {
     const a = amounts.items[i] as (typeof amounts.items)[number];
     const row = {
@@ -225,10 +209,10 @@ function saleChildren(sale: Row, body: Body): SaleChildren {
       subtotal: numeric(a.subtotal),
       total_amount: numeric(a.total_amount),
       notes: item.notes ?? null,
-      created_at: times.item(i),
+      created_at: itemCreatedAt(createdAt, i),
     };
     items.push(row);
-    answeredItems.push({
+    answered.push({
       ...row,
       quantity: toJsonNumber(a.quantity),
       unit_price: toJsonNumber(a.unit_price),
@@ -236,26 +220,16 @@ function saleChildren(sale: Row, body: Body): SaleChildren {
       discount_percentage: a.discount_percentage === null ? null : toJsonNumber(a.discount_percentage),
       subtotal: toJsonNumber(a.subtotal),
       total_amount: toJsonNumber(a.total_amount),
-      created_at: printedAt,
+      created_at: createdAt,
     });
   });
-  // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
-  const history = historyRow(sale.id, null, sale.status, times.sale);
-  const children = { items, history, answeredItems };
-  childrenOfBody.set(body, children);
-  return children;
-}
-
-/** The items and the first history entry, in one statement sent with the sale's insert (nothing awaited);
- *  answers the items as the API prints them, in the body's order. */
-async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
-  const children = saleChildren(sale, body);
   const inserts = [
-    { table: 'transaction_status_history', rows: [children.history] },
-    { table: 'transaction_items', rows: children.items },
+    // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
+    { table: 'transaction_status_history', rows: [historyRow(sale.id, null, sale.status, createdAt)] },
+    { table: 'transaction_items', rows: items },
   ];
   await sendAhead(ctx.trx, insertsStatement(ctx.trx, ctx.tenant, inserts, false));
-  return { items: children.answeredItems };
+  return { items: answered };
 }
 
 /** The six PATCH fields; a delivery_fee change recomputes total_amount from the stored items. */

@@ -45,7 +45,7 @@ export function numberedSaleInsert(trx: Db, tenant: Tenant, values: Row, returni
 const NUMBERED_INSERT = { statement: 'numbered sale insert' };
 
 /** The SQL type of each column a new sale's INSERT names (its SELECT list casts every value). */
-export const SALE_COLUMN_TYPES: Readonly<Record<string, string>> = {
+const SALE_COLUMN_TYPES: Readonly<Record<string, string>> = {
   id: 'uuid',
   customer_id: 'uuid',
   transaction_type: 'text',
