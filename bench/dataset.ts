@@ -1,7 +1,9 @@
 // The benchmark's data, loaded through the product's own import (importObject, in chunks): one
 // large account (BENCH_CUSTOMERS customers, default 1 000 000, and a tenth as many sales with
 // 3 items and a status history each) and three smaller accounts beside it. The loaded cluster
-// is kept in its folder with a meta.json, so a second run with the same size skips loading.
+// is kept in its folder with a meta.json, so a second run with the same size skips loading. What an
+// earlier run wrote (its sales, events, write log, Idempotency-Keys) is removed first: every run measures
+// the dataset as loaded, not one grown by the runs before it.
 import fs from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -20,6 +22,32 @@ export interface Dataset {
   /** A sale of the large account, for GET /v1/sales/{id}. */
   saleId: string;
   loadSeconds: number;
+  /** When the load ended (the database's clock): every row created later is an earlier run's write. */
+  loadedAt?: string;
+}
+
+/** Tables the benchmark's writes add rows to, children first (foreign keys). */
+const WRITTEN_TABLES = ['transaction_items', 'transaction_status_history', 'transactions', 'webhook_deliveries', 'events', 'request_log', 'idempotency_keys'];
+
+/**
+ * Deletes the rows created after the dataset was loaded, and vacuums their tables so the space is reused.
+ * A kept dataset's write scenarios (POST /v1/sales, status changes) otherwise grow it run after run: on
+ * this machine a 20 000-customer dataset had reached 11 GB, and both servers then wrote into indexes far
+ * larger than shared_buffers, which moved PostgreSQL's CPU per sale by 0.2 ms (docs/performance.md).
+ */
+async function forgetEarlierWrites(url: string, loadedAt: string): Promise<number> {
+  const database = await openDatabase({ databaseUrl: url, dataDir: 'memory://' });
+  try {
+    let removed = 0;
+    for (const table of WRITTEN_TABLES) {
+      const result = await sql`DELETE FROM ${sql.table(table)} WHERE created_at > ${loadedAt}`.execute(database.db);
+      removed += Number(result.numAffectedRows ?? 0);
+    }
+    if (removed > 0) await sql.raw(`VACUUM ANALYZE ${WRITTEN_TABLES.join(', ')}`).execute(database.db);
+    return removed;
+  } finally {
+    await database.close();
+  }
 }
 
 const UNLIMITED = { burst_per_second: 1e9, requests_per_minute_read: 1e9, requests_per_minute_write: 1e9, requests_per_day_total: 1e9 };
@@ -92,7 +120,13 @@ export async function ensureDataset(url: string, dir: string, customerCount: num
   const metaFile = path.join(dir, 'meta.json');
   if (fs.existsSync(metaFile)) {
     const meta = JSON.parse(fs.readFileSync(metaFile, 'utf8')) as Dataset;
-    if (meta.customers === customerCount) return meta;
+    if (meta.customers === customerCount) {
+      // A meta.json of an older benchmark has no loadedAt: it was written as the load ended.
+      const loadedAt = meta.loadedAt ?? fs.statSync(metaFile).mtime.toISOString();
+      const removed = await forgetEarlierWrites(url, loadedAt);
+      if (removed > 0) console.log(`dataset: ${removed.toLocaleString('en')} rows of earlier runs' writes removed`);
+      return meta;
+    }
   }
   const started = performance.now();
   const database = await openDatabase({ databaseUrl: url, dataDir: 'memory://' });
@@ -121,8 +155,10 @@ export async function ensureDataset(url: string, dir: string, customerCount: num
     const sale = await sql<{
       id: string;
     }>`SELECT id FROM transactions WHERE team_id = ${large.id} ORDER BY created_at DESC LIMIT 1`.execute(db);
+    const loaded = await sql<{ at: string }>`SELECT cast(now() as text) AS at`.execute(db);
     const meta: Dataset = {
       customers: customerCount,
+      loadedAt: loaded.rows[0]!.at,
       accountId: large.id,
       readKey,
       writeKey,
