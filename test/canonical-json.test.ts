@@ -32,3 +32,10 @@ test('canonicalJson walks a value nested 100 000 levels deep', () => {
   const deep = JSON.parse(`{"a":${'['.repeat(100_000)}1${']'.repeat(100_000)}}`);
   assert.equal(canonicalJson(deep).length, 200_007);
 });
+
+test('canonicalJson gives the same text on both sides of its recursion limit (200 levels)', () => {
+  for (const depth of [199, 200, 201, 450]) {
+    const nested = JSON.parse(`${'{"b":2,"a":['.repeat(depth)}{"z":null,"y":[1,"x"]}${']}'.repeat(depth)}`);
+    assert.equal(canonicalJson(nested), byReplacer(nested), `depth ${depth}`);
+  }
+});

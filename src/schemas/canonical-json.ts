@@ -1,27 +1,74 @@
 // JSON with object keys sorted at every level, so equal values always give equal text: the
 // request signature of an idempotent POST and the shape comparison of named OpenAPI schemas.
-// Written with its own stack rather than JSON.stringify's replacer, which recurses: a body
-// nested 100 000 levels deep fits in 1 MiB and must not overflow the call stack (a 500).
+// A value up to RECURSION_LIMIT levels deep (every real body) is written by plain recursion, the fast
+// path of every idempotent POST; a deeper one by a walker with its own stack: a body nested 100 000
+// levels deep fits in 1 MiB and must not overflow the call stack (a 500).
 
 /** Text to emit as is, told apart from the values still to serialize. */
 class Raw {
   constructor(readonly text: string) {}
 }
 
+const isIndex = (k: string) => /^(0|[1-9]\d*)$/.test(k) && Number(k) < 2 ** 32 - 1;
+const startsWithDigit = (k: string) => k.charCodeAt(0) >= 48 && k.charCodeAt(0) <= 57;
+
 /** Keys sorted, array-index keys first in numeric order: the order an object built from sorted keys
  *  enumerates them in, which the signatures stored before this walker were made with. */
 function sortedKeys(record: Record<string, unknown>): string[] {
   const keys = Object.keys(record).sort();
-  const isIndex = (k: string) => /^(0|[1-9]\d*)$/.test(k) && Number(k) < 2 ** 32 - 1;
+  if (!keys.some(startsWithDigit)) return keys;
   return [...keys.filter(isIndex).sort((a, b) => Number(a) - Number(b)), ...keys.filter((k) => !isIndex(k))];
 }
 
 const skipped = (v: unknown) => v === undefined || typeof v === 'function' || typeof v === 'symbol';
 
+/** Deeper values are written by the walker (`walked`), whose stack is an array. */
+const RECURSION_LIMIT = 200;
+
+class TooDeep {}
+const tooDeep = new TooDeep();
+
+/** The recursive writer: the same text as `walked`, or throws `tooDeep` past RECURSION_LIMIT levels. */
+function written(value: unknown, depth: number): string {
+  let item = value;
+  if (item !== null && typeof item === 'object' && typeof (item as { toJSON?: unknown }).toJSON === 'function') {
+    item = (item as { toJSON: () => unknown }).toJSON();
+  }
+  if (item === null || typeof item !== 'object') return JSON.stringify(item) ?? 'null';
+  if (depth >= RECURSION_LIMIT) throw tooDeep;
+  if (Array.isArray(item)) {
+    let text = '[';
+    for (let i = 0; i < item.length; i++) {
+      if (i > 0) text += ',';
+      text += skipped(item[i]) ? 'null' : written(item[i], depth + 1);
+    }
+    return `${text}]`;
+  }
+  const record = item as Record<string, unknown>;
+  let text = '{';
+  let first = true;
+  for (const key of sortedKeys(record)) {
+    if (skipped(record[key])) continue;
+    text += `${first ? '' : ','}${JSON.stringify(key)}:${written(record[key], depth + 1)}`;
+    first = false;
+  }
+  return `${text}}`;
+}
+
 /** Canonical JSON text of a JSON value; `undefined` (no body) is the empty string. Same text as
  *  JSON.stringify with sorted keys: members whose value JSON cannot hold are left out, and are null in arrays. */
 export function canonicalJson(value: unknown): string {
   if (value === undefined) return '';
+  try {
+    return written(value, 0);
+  } catch (err) {
+    if (err !== tooDeep) throw err;
+    return walked(value);
+  }
+}
+
+/** The walker with its own stack, for values nested past RECURSION_LIMIT levels. */
+function walked(value: unknown): string {
   const out: string[] = [];
   const work: unknown[] = [value];
   while (work.length > 0) {
