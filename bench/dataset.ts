@@ -27,7 +27,15 @@ export interface Dataset {
 }
 
 /** Tables the benchmark's writes add rows to, children first (foreign keys). */
-const WRITTEN_TABLES = ['transaction_items', 'transaction_status_history', 'transactions', 'webhook_deliveries', 'events', 'request_log', 'idempotency_keys'];
+const WRITTEN_TABLES = [
+  'transaction_items',
+  'transaction_status_history',
+  'transactions',
+  'webhook_deliveries',
+  'events',
+  'request_log',
+  'idempotency_keys',
+];
 
 /**
  * Deletes the rows created after the dataset was loaded, and vacuums their tables so the space is reused.

@@ -28,6 +28,7 @@ import { RESOURCES } from './resources/registry.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
 import { registerRequestLogRoute } from './resources/request-log.ts';
 import { registerBatchRoute } from './resources/batch.ts';
+import { CommitNotifier } from './events/commit-notifier.ts';
 import { eventRecorder } from './events/record-event.ts';
 import { registerEvents } from './webhooks/register.ts';
 import './http/context.ts';
@@ -96,11 +97,22 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, public: config.metricsPublic, reads: database.reads });
   registerMeRoute(app, rateLimiter);
   registerReadRoutes(app, { ...deps, resources });
-  registerWriteRoutes(app, { ...deps, resources, recordWrite: deps.recordEvents === false ? undefined : eventRecorder });
+  registerWriteRoutes(app, {
+    ...deps,
+    resources,
+    recordWrite: deps.recordEvents === false ? undefined : eventRecorder(commitNotifier(app, database)),
+  });
   registerRequestLogRoute(app, deps);
   registerBatchRoute(app, { config, database, rateLimiter, resources });
   registerEvents(app, deps);
   return app;
+}
+
+/** The NOTIFYs of committed events, sent before the database closes. */
+function commitNotifier(app: FastifyInstance, database: Database): CommitNotifier {
+  const notifier = new CommitNotifier(database.db, (err) => app.log.warn({ err }, 'event wake-up (NOTIFY) not sent'));
+  app.addHook('onClose', () => notifier.flushed());
+  return notifier;
 }
 
 /** Fastify with the spec's limits, our errors for what fails before a route, and one validator and serializer compiler. */

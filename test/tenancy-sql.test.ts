@@ -15,7 +15,7 @@ import { type BulkSession, inBulkTransaction } from '../src/import/bulk-session.
 import { importObjectInSession, loadImportSpecs } from '../src/import/stream-import.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { listEndpoints } from '../src/webhooks/endpoint-repository.ts';
-import { byTableName, openTestDatabase, type TestServer, startTestServer } from './helpers/harness.ts';
+import { byTableName, type TestServer, startTestServer } from './helpers/harness.ts';
 import { insertRow, UNLIMITED } from './helpers/read-data.ts';
 
 /** Keeps the operation nodes of the statements sent while `on`. */
@@ -38,19 +38,12 @@ class StatementRecorder implements KyselyPlugin {
 type Json = Record<string, any>;
 const recorder = new StatementRecorder();
 let s: TestServer;
-let drop: () => Promise<void>;
 
 before(async () => {
-  const database = await openTestDatabase();
-  drop = async () => {
-    await database.close();
-    await database.drop();
-  };
-  s = await startTestServer({ database: { ...database, db: database.db.withPlugin(recorder) } });
+  s = await startTestServer({ plugin: recorder });
 });
 after(async () => {
   await s?.close();
-  await drop?.();
 });
 
 /** The values of one `(…), (…)` list, split at top-level commas; it ends where its CTE's parenthesis closes. */

@@ -2,7 +2,7 @@
 // PostgreSQL a NOTIFY reaches every instance; PGlite delivers its own in process), fanned out in
 // memory to the waiters of that tenant. A key holds at most MAX_HELD_PER_KEY requests at once.
 import type { Database } from '../infra/db/database.ts';
-import { EVENTS_CHANNEL } from './record-event.ts';
+import { EVENTS_CHANNEL } from './channels.ts';
 
 export const MAX_HELD_PER_KEY = 5;
 

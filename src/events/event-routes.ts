@@ -12,7 +12,7 @@ import type { EventBus } from './event-bus.ts';
 import { MAX_HELD_PER_KEY } from './event-bus.ts';
 import { eventRow } from './event-schema.ts';
 import { EVENTS_QUERYABLE, type EventPage, getEvent, listEvents, RETENTION_DAYS, readableEventResources } from './list-events.ts';
-import { tenantChannelKey } from './record-event.ts';
+import { tenantChannelKey } from './channels.ts';
 
 export const MAX_WAIT_SECONDS = 30;
 

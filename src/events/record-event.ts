@@ -1,24 +1,20 @@
 // Records the event of one write inside the write's transaction, with a delivery row for every
-// enabled webhook endpoint of the tenant that subscribes to its type, and a NOTIFY that wakes
-// long polls and delivery workers once (and only if) the transaction commits.
+// enabled webhook endpoint of the tenant that subscribes to its type; once (and only if) the
+// transaction commits, a NOTIFY wakes long polls and delivery workers (commit-notifier.ts).
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
+import { tenantChannelKey } from './channels.ts';
+import type { CommitNotifier } from './commit-notifier.ts';
 import { sendAhead, settledText } from '../infra/db/send-ahead.ts';
 import { accountColumnSql, columnsScopedSql, conditionScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { descriptorMeta } from '../query/row-meta.ts';
 import { eventObjectOf } from '../resources/descriptor.ts';
-import type { WrittenBeside, WrittenRecord } from '../resources/write-engine.ts';
+import type { AfterCommit, WrittenBeside, WrittenRecord } from '../resources/write-engine.ts';
 import { type EventAction, eventType, patternsMatching } from './event-types.ts';
-
-export const EVENTS_CHANNEL = 'balcao_events';
-export const DELIVERIES_CHANNEL = 'balcao_webhook_deliveries';
 
 /** Fields every update changes, which would make every `previous_attributes` noisy. */
 const NOT_ATTRIBUTES = new Set(['updated_at']);
-
-/** The payload of an events NOTIFY: the tenant, so only its waiters wake. */
-export const tenantChannelKey = (accountId: string, mode: string): string => `${accountId}:${mode}`;
 
 function changedAttributes(before: Record<string, unknown>, after: Record<string, unknown>): Record<string, unknown> {
   const previous: Record<string, unknown> = {};
@@ -29,7 +25,14 @@ function changedAttributes(before: Record<string, unknown>, after: Record<string
   return previous;
 }
 
-export async function recordEvent(trx: Db, written: WrittenRecord, requestId: string | null, beside?: RawBuilder<unknown>): Promise<void> {
+/** Writes the event; answers what wakes its readers once the transaction has committed. */
+export async function recordEvent(
+  trx: Db,
+  written: WrittenRecord,
+  requestId: string | null,
+  notifier: CommitNotifier | undefined,
+  beside?: RawBuilder<unknown>,
+): Promise<AfterCommit | undefined> {
   const { descriptor: d, tenant, object } = written;
   const previous =
     written.action === 'updated' && written.before
@@ -66,15 +69,21 @@ export async function recordEvent(trx: Db, written: WrittenRecord, requestId: st
         AND e.enabled_events && cast(ARRAY[${sql.join(patternsMatching(type))}] as text[])
       RETURNING 1
     )${beside ? sql`, beside AS (${beside})` : sql``}
-    SELECT pg_notify(${EVENTS_CHANNEL}, ${tenantChannelKey(tenant.accountId, tenant.mode)}),
-           CASE WHEN EXISTS (SELECT 1 FROM deliveries) THEN pg_notify(${DELIVERIES_CHANNEL}, '') END,
-           (SELECT count(*) FROM event) AS recorded`.compile(trx);
-  // Nothing reads its answer: it goes out with the commit (a failure still fails the write).
-  await sendAhead(trx, statement);
+    SELECT EXISTS (SELECT 1 FROM deliveries) AS deliveries, (SELECT count(*) FROM event) AS recorded`.compile(trx);
+  // Its answer is read after the commit: the statement goes out with it (a failure still fails the write).
+  const sent = await sendAhead(trx, statement);
+  if (!notifier) return undefined;
+  const key = tenantChannelKey(tenant.accountId, tenant.mode);
+  return () =>
+    void sent.rows.then(
+      ([row]) => notifier.committed(key, Boolean((row as { deliveries?: unknown } | undefined)?.deliveries)),
+      () => {}, // not reached: the write committed, so its event's statement ran
+    );
 }
 
 /** The write engine's in-transaction extension for one request; `beside` goes out in the event's statement. */
 export const eventRecorder =
+  (notifier: CommitNotifier | undefined) =>
   (requestId: string, beside?: WrittenBeside) =>
-  (trx: Db, written: WrittenRecord): Promise<void> =>
-    recordEvent(trx, written, requestId, beside?.(written));
+  (trx: Db, written: WrittenRecord): Promise<AfterCommit | undefined> =>
+    recordEvent(trx, written, requestId, notifier, beside?.(written));

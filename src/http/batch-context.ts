@@ -15,6 +15,8 @@ export interface BatchOperationContext {
   auth: AuthContext;
   /** An atomic batch's transaction: the operation writes in it and the batch commits or rolls back. */
   trx?: Db;
+  /** With `trx`: takes an operation's work for after the batch commits (the NOTIFY of its event). */
+  afterCommit?: (work: () => void) => void;
   /** The batch's Idempotency-Key, for the write log. */
   idempotencyKey: string | null;
 }

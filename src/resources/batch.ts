@@ -10,7 +10,7 @@ import type { Config } from '../config.ts';
 import type { AuthContext } from '../domain/tenant.ts';
 import { errors, type FieldError } from '../errors/app-error.ts';
 import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
-import { BATCH_OPERATION_HEADER, enterOperation, leaveOperation } from '../http/batch-context.ts';
+import { BATCH_OPERATION_HEADER, type BatchOperationContext, enterOperation, leaveOperation } from '../http/batch-context.ts';
 import { MetaSchema } from '../http/envelope.ts';
 import { createIdempotencyHooks, IDEMPOTENCY_HEADER, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
@@ -167,7 +167,7 @@ class Aborted extends Error {}
 
 /** Runs one operation of a batch as the single request, through the app. */
 type RunOperation = (request: FastifyRequest, op: Operation, context: OperationContext) => Promise<Result>;
-type OperationContext = { auth: AuthContext; trx?: Db; idempotencyKey: string | null };
+type OperationContext = BatchOperationContext;
 
 /** One operation, as the single request, through the app. */
 function operationRunner(app: FastifyInstance): RunOperation {
@@ -218,12 +218,14 @@ async function runAtomic(
   beforeCommit: ((trx: Db) => Promise<void>) | undefined,
 ): Promise<Result[]> {
   const ran: Result[] = [];
+  // What the operations leave for after the commit (their events' NOTIFY): run only once it committed.
+  const afterCommit: (() => void)[] = [];
   try {
     await deps.database.db.transaction().execute(async (trx) => {
       for (const [i, op] of operations.entries()) {
         const savepoint = sql.raw(`batch_op_${i}`);
         await sql`savepoint ${savepoint}`.execute(trx);
-        const result = await run(request, op, { ...context, trx });
+        const result = await run(request, op, { ...context, trx, afterCommit: (work) => afterCommit.push(work) });
         ran.push(result);
         // A failed operation leaves nothing behind, and the transaction usable for the next ones.
         if (result.status >= 400) await sql`rollback to savepoint ${savepoint}`.execute(trx);
@@ -232,6 +234,7 @@ async function runAtomic(
       if (ran.some((r) => r.status >= 400)) throw new Aborted();
       await beforeCommit?.(trx);
     });
+    for (const work of afterCommit) work();
     return ran;
   } catch (err) {
     if (!(err instanceof Aborted)) throw err;

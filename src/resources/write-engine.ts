@@ -33,8 +33,10 @@ export interface WriteOptions {
   /** Runs inside the creating transaction just before it commits (the idempotency claim marks itself). */
   beforeCommit?: (trx: Db) => Promise<void>;
   /** Runs inside every write's transaction once the record is final (the change feed records its event);
-   *  in a creation, last, after the finishers. */
-  onWritten?: (trx: Db, written: WrittenRecord) => Promise<void>;
+   *  in a creation, last, after the finishers. What it answers runs once the transaction has committed. */
+  onWritten?: (trx: Db, written: WrittenRecord) => Promise<AfterCommit | undefined>;
+  /** With `inTransaction`: takes the work for after the caller's commit (an atomic batch runs it then). */
+  afterCommit?: (work: AfterCommit) => void;
   /** Run in order inside a creating transaction, before `onWritten`, with the record as answered; a throw rolls back. */
   finishers?: readonly InTransactionFinisher[];
   /** PATCH/DELETE: the If-Match header; compared with the locked row's version, 412 when it does not hold. */
@@ -49,9 +51,30 @@ export interface TaggedRecord {
   etag: string;
 }
 
-/** Runs `fn` in a new transaction, or in `db` itself when the caller already holds one. */
-function transact<T>(db: Db, options: WriteOptions, fn: (trx: Db) => Promise<T>): Promise<T> {
-  return options.inTransaction ? fn(db) : db.transaction().execute(fn);
+/** Work for after a write's transaction has committed (the NOTIFY that wakes its event's readers). */
+export type AfterCommit = () => void;
+
+/**
+ * Runs `fn` in a new transaction, or in `db` itself when the caller already holds one, and the write's
+ * after-commit work (its `onWritten` answer) once that transaction has committed: here, or by the caller.
+ */
+async function transact<T>(
+  db: Db,
+  options: WriteOptions,
+  fn: (trx: Db, after: (work: AfterCommit | undefined) => void) => Promise<T>,
+): Promise<T> {
+  const works: AfterCommit[] = [];
+  const after = (work: AfterCommit | undefined) => {
+    if (work) works.push(work);
+  };
+  if (options.inTransaction) {
+    const result = await fn(db, after);
+    for (const work of works) options.afterCommit?.(work);
+    return result;
+  }
+  const result = await db.transaction().execute((trx) => fn(trx, after));
+  for (const work of works) work();
+  return result;
 }
 
 /** An extension of a creation's transaction that sees the record as the API answers with it. */
@@ -163,7 +186,7 @@ export async function createRecord(
   const w = writeOf(d);
   const tenant = requireTenant(tenantOrNull, 'write');
   await refuseInvalid(db, w, tenant, body, undefined, options);
-  const created = await transact(db, options, async (trx) => {
+  const created = await transact(db, options, async (trx, after) => {
     await options.claim?.(trx);
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     // The id is made here, not by the database, so the follow-up rows can name it before the insert answers.
@@ -194,7 +217,7 @@ export async function createRecord(
     const written: WrittenRecord = { descriptor: d, tenant, id: String(row.id), action: 'created', before: null, object, placeholders };
     for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
     await options.beforeCommit?.(trx);
-    await options.onWritten?.(trx, written);
+    after(await options.onWritten?.(trx, written));
     return { record, settled };
   });
   if (!created.settled) return created.record;
@@ -249,14 +272,14 @@ async function changeRow(
 ): Promise<TaggedRecord> {
   const tenant = requireTenant(tenantOrNull, 'write');
   if (!isUuid(id)) throw errors.notFound();
-  return transact(db, options, async (trx) => {
+  return transact(db, options, async (trx, after) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const { row: current, etag: currentTag, next } = await lockRow(trx, d, tenant, id);
     // Compared under the row lock, so of two writers holding the same tag exactly one gets through.
     if (matchHolds(options.ifMatch, currentTag) === false) throw errors.preconditionFailed();
     const written = await applyChange(ctx, d, current, next, await decide(ctx, current));
     const object = { ...written.data };
-    await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current, object });
+    after(await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current, object }));
     return written;
   });
 }

@@ -126,6 +126,7 @@ function registerCreate({ app, deps, d, w, db, tags, guard }: ResourceRoutes, ho
           schemaErrors: schemaErrors(request),
           now: deps.now,
           inTransaction: Boolean(batch?.trx),
+          afterCommit: batch?.afterCommit,
           onWritten: onWrittenFor(deps, request, 201),
           claim: key.claim,
           finishers: key.finisher ? [key.finisher] : [],
@@ -163,6 +164,7 @@ function registerUpdate({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
         schemaErrors: schemaErrors(request),
         now: deps.now,
         inTransaction: Boolean(batch?.trx),
+        afterCommit: batch?.afterCommit,
         onWritten: onWrittenFor(deps, request, 200),
         ifMatch: request.headers['if-match'],
       });
@@ -195,6 +197,7 @@ function registerDelete({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
       const { etag } = await deleteRecord(batch?.trx ?? db, d, request.tenant, id, {
         now: deps.now,
         inTransaction: Boolean(batch?.trx),
+        afterCommit: batch?.afterCommit,
         onWritten: onWrittenFor(deps, request, 204),
         ifMatch: request.headers['if-match'],
       });
@@ -219,7 +222,13 @@ function onWrittenFor(deps: WriteRouteDeps, request: FastifyRequest, status: num
     idempotencyKey: batch ? batch.idempotencyKey : request.method === 'POST' && typeof header === 'string' ? header : null,
   };
   // The entry goes out in the event's statement: one statement fewer per write.
-  return deps.recordWrite?.(request.id, (written) => logEntrySql(written, entry)) ?? ((trx, written) => logWrite(trx, written, entry));
+  return (
+    deps.recordWrite?.(request.id, (written) => logEntrySql(written, entry)) ??
+    (async (trx, written) => {
+      await logWrite(trx, written, entry);
+      return undefined;
+    })
+  );
 }
 
 /** A replayed creation carries the ETag it was first sent with: the new record's (its id alone, see etag.ts). */

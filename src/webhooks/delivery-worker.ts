@@ -10,7 +10,7 @@ import type { Config } from '../config.ts';
 import type { KeyMode } from '../domain/api-keys.ts';
 import { eventRow } from '../events/event-schema.ts';
 import { RETENTION_DAYS } from '../events/list-events.ts';
-import { DELIVERIES_CHANNEL } from '../events/record-event.ts';
+import { DELIVERIES_CHANNEL } from '../events/channels.ts';
 import type { Row } from '../infra/db/row.ts';
 import type { Database } from '../infra/db/database.ts';
 import {

@@ -3,7 +3,7 @@
 // suite both ways). Exposes helpers to create accounts and keys the way the CLI does.
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { Kysely } from 'kysely';
+import type { Kysely, KyselyPlugin } from 'kysely';
 import postgres from 'postgres';
 import { createAccount, type AccountRow } from '../../src/accounts/account-repository.ts';
 import { createKey } from '../../src/accounts/key-repository.ts';
@@ -34,6 +34,8 @@ export interface TestServerOptions {
   extraRoutes?: (app: FastifyInstance) => void;
   /** The resources served instead of the registry's (fixture resources). */
   resources?: readonly ResourceDescriptor[];
+  /** Sees every statement the app builds on its own database (a recorder of the SQL sent). */
+  plugin?: KyselyPlugin;
 }
 
 export interface AccountOptions {
@@ -118,7 +120,8 @@ export const byTableName = (db: Db): Kysely<any> => db as unknown as Kysely<any>
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const ownDatabase = options.database ? undefined : await openTestDatabase();
-  const database = options.database ?? (ownDatabase as Database);
+  const opened = options.database ?? (ownDatabase as Database);
+  const database = options.plugin ? { ...opened, db: opened.db.withPlugin(options.plugin) } : opened;
   const config = loadConfig({ PORT: '0', BALCAO_PUBLIC_URL: 'http://balcao.test', ...options.env });
   const app = await buildApp({
     config,
