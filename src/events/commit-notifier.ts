@@ -2,8 +2,8 @@
 // A NOTIFY in a transaction takes a lock that PostgreSQL holds, for the whole cluster, from just before
 // that transaction's commit until after it: every writing transaction that notifies commits one at a
 // time, behind the others' commit records (async.c, PreCommit_Notify). Sent here instead, the writes
-// commit side by side, and the tenants whose events committed in the same turn of the event loop share
-// one statement; while it runs, later ones wait for the next. A NOTIFY is only a wake-up: the waiter reads
+// commit side by side, and the tenants whose events committed within GATHER_MS (5 ms) of each other share one
+// statement; while it runs, later ones wait for the next. A NOTIFY is only a wake-up: the waiter reads
 // the events itself, so one per tenant per batch wakes it as well as one per event. If this process stops
 // between a commit and its NOTIFY, a long poll elsewhere answers at its deadline instead, and the worker
 // finds the delivery on its next timed cycle (docs/events.md).
@@ -17,10 +17,16 @@ export type NotifyFailure = (err: unknown) => void;
 /** Tenants per statement: a burst of many tenants goes out in several. */
 const MAX_PER_STATEMENT = 100;
 
+/**
+ * How long the commits after the first gather before their NOTIFY leaves: a wake-up comes at most this much
+ * later, and a busy process sends one NOTIFY statement (a transaction of its own) per window, not one per write.
+ */
+export const GATHER_MS = 5;
+
 export class CommitNotifier {
   private readonly tenants = new Set<string>();
   private deliveries = false;
-  private scheduled = false;
+  private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
 
   constructor(
@@ -32,18 +38,25 @@ export class CommitNotifier {
   committed(tenantKey: string, deliveries: boolean): void {
     this.tenants.add(tenantKey);
     this.deliveries ||= deliveries;
-    if (this.scheduled || this.sending) return;
-    this.scheduled = true;
-    // Commits answered in this turn of the event loop go out together.
-    setImmediate(() => {
-      this.scheduled = false;
-      this.send();
-    });
+    this.schedule();
   }
 
-  /** Sends what is pending, then anything that became pending meanwhile. */
+  /** Sends what is pending once the window has passed (after the statement in flight, if one is). */
+  private schedule(): void {
+    if (this.timer || this.sending || !this.pending()) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.send();
+    }, GATHER_MS);
+  }
+
+  private pending(): boolean {
+    return this.tenants.size > 0 || this.deliveries;
+  }
+
+  /** Sends what is pending; what becomes pending meanwhile waits for the next window. */
   private send(): void {
-    if (this.sending || (this.tenants.size === 0 && !this.deliveries)) return;
+    if (this.sending || !this.pending()) return;
     const tenants = [...this.tenants].slice(0, MAX_PER_STATEMENT);
     for (const tenant of tenants) this.tenants.delete(tenant);
     const deliveries = this.deliveries && this.tenants.size === 0;
@@ -62,15 +75,19 @@ export class CommitNotifier {
       )
       .finally(() => {
         this.sending = undefined;
-        this.send();
+        this.schedule();
       });
   }
 
   /** Resolves once every NOTIFY asked for so far has been sent (a stopping server, before its database closes). */
   async flushed(): Promise<void> {
-    while (this.scheduled || this.sending || this.tenants.size > 0 || this.deliveries) {
-      if (!this.sending && !this.scheduled) this.send();
-      await (this.sending ?? new Promise((resolve) => setImmediate(resolve)));
+    while (this.sending || this.pending()) {
+      if (this.timer) {
+        clearTimeout(this.timer);
+        this.timer = undefined;
+      }
+      this.send();
+      await this.sending;
     }
   }
 }
