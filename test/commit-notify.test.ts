@@ -4,23 +4,10 @@
 // statements the app sends recorded; and the notifier itself against a real listener.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createQueryId, type KyselyPlugin, PostgresQueryCompiler, type RootOperationNode } from 'kysely';
 import { DELIVERIES_CHANNEL, EVENTS_CHANNEL, tenantChannelKey } from '../src/events/channels.ts';
 import { CommitNotifier } from '../src/events/commit-notifier.ts';
 import { openTestDatabase, startTestServer, type TestServer } from './helpers/harness.ts';
-
-/** Keeps the SQL text of every statement sent through the app's query builder, in order. */
-class StatementRecorder implements KyselyPlugin {
-  readonly texts: string[] = [];
-  private readonly compiler = new PostgresQueryCompiler();
-  transformQuery({ node }: { node: RootOperationNode }): RootOperationNode {
-    this.texts.push(this.compiler.compileQuery(node, createQueryId()).sql);
-    return node;
-  }
-  async transformResult<T>({ result }: { result: T }): Promise<T> {
-    return result;
-  }
-}
+import { StatementRecorder } from './helpers/statement-recorder.ts';
 
 const isEventInsert = (text: string) => /INSERT INTO events/i.test(text);
 const isNotify = (text: string) => /pg_notify/i.test(text);
@@ -48,7 +35,7 @@ async function listening(listen: TestServer['database']['listen'], channel: stri
 }
 
 describe('event wake-ups after the commit', () => {
-  const recorder = new StatementRecorder();
+  const recorder = new StatementRecorder(true);
   let s: TestServer;
 
   before(async () => {
@@ -62,13 +49,13 @@ describe('event wake-ups after the commit', () => {
     const { account, key } = await s.createAccountWithKey({ modules: 'all' });
     const tenant = tenantChannelKey(account.id, 'live');
     const wake = await listening((channel, onPayload) => s.database.listen(channel, onPayload), EVENTS_CHANNEL, 1);
-    const from = recorder.texts.length;
+    const from = recorder.nodes.length;
     const created = await s.request('POST', '/v1/customers', { key, body: { full_name: 'Ana', email: 'ana@example.com' } });
     assert.equal(created.status, 201, created.text);
     assert.deepEqual(await wake.done, [tenant]);
     await wake.stop();
 
-    const sent = recorder.texts.slice(from);
+    const sent = recorder.texts(from);
     const eventAt = sent.findIndex(isEventInsert);
     assert.ok(eventAt >= 0, 'the write recorded its event');
     assert.equal(isNotify(sent[eventAt] as string), false, "the event's statement (inside the write) notifies no one");
@@ -81,7 +68,7 @@ describe('event wake-ups after the commit', () => {
   it('wakes no one for an atomic batch that rolls back, and after the commit of one that commits', async () => {
     const { account, key } = await s.createAccountWithKey({ modules: 'all' });
     const wake = await listening((channel, onPayload) => s.database.listen(channel, onPayload), EVENTS_CHANNEL, 1);
-    const from = recorder.texts.length;
+    const from = recorder.nodes.length;
     const refused = await s.request('POST', '/v1/batch', {
       key,
       body: {
@@ -110,14 +97,14 @@ describe('event wake-ups after the commit', () => {
     // the refused batch would have been sent before it.
     assert.deepEqual(await wake.done, [tenantChannelKey(account.id, 'live')]);
     await wake.stop();
-    assert.equal(recorder.texts.slice(from).filter(isNotify).length, 1, 'the committed batch woke its tenant; the refused one, no one');
+    assert.equal(recorder.texts(from).filter(isNotify).length, 1, 'the committed batch woke its tenant; the refused one, no one');
   });
 });
 
 describe('CommitNotifier', () => {
   it('sends the tenants committed in one turn in one statement, each woken once, and the deliveries channel once', async () => {
     const database = await openTestDatabase();
-    const recorder = new StatementRecorder();
+    const recorder = new StatementRecorder(true);
     const notifier = new CommitNotifier(database.db.withPlugin(recorder));
     const events = await listening(database.listen.bind(database), EVENTS_CHANNEL, 3);
     const deliveries = await listening(database.listen.bind(database), DELIVERIES_CHANNEL, 1);
@@ -129,7 +116,7 @@ describe('CommitNotifier', () => {
       await notifier.flushed();
       assert.deepEqual((await events.done).sort(), ['a:live', 'b:live', 'c:test']);
       assert.deepEqual(await deliveries.done, ['']);
-      assert.equal(recorder.texts.filter(isNotify).length, 1, 'one statement');
+      assert.equal(recorder.texts().filter(isNotify).length, 1, 'one statement');
     } finally {
       await events.stop();
       await deliveries.stop();

@@ -5,7 +5,6 @@
 // reads, updates or locks, as inserted values when it inserts.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { type KyselyPlugin, createQueryId, PostgresQueryCompiler, type RootOperationNode } from 'kysely';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -17,23 +16,7 @@ import { RESOURCES } from '../src/resources/registry.ts';
 import { listEndpoints } from '../src/webhooks/endpoint-repository.ts';
 import { byTableName, type TestServer, startTestServer } from './helpers/harness.ts';
 import { insertRow, UNLIMITED } from './helpers/read-data.ts';
-
-/** Keeps the operation nodes of the statements sent while `on`. */
-class StatementRecorder implements KyselyPlugin {
-  on = false;
-  readonly nodes: RootOperationNode[] = [];
-  transformQuery({ node }: { node: RootOperationNode }): RootOperationNode {
-    if (this.on) this.nodes.push(node);
-    return node;
-  }
-  async transformResult<T>({ result }: { result: T }): Promise<T> {
-    return result;
-  }
-  statements() {
-    const compiler = new PostgresQueryCompiler();
-    return this.nodes.map((node) => compiler.compileQuery(node, createQueryId()));
-  }
-}
+import { StatementRecorder } from './helpers/statement-recorder.ts';
 
 type Json = Record<string, any>;
 const recorder = new StatementRecorder();
