@@ -33,8 +33,8 @@ const SLOW_FIRST = [
  * V8 flags of every test file's process. Each process compiles PGlite's WebAssembly afresh and opens its
  * databases for seconds at most: V8's optimizing tier (TurboFan) recompiles the hot functions in the
  * background, about 1.7 s of CPU per file that its short life never earns back (a file of write tests: 8.75
- * against 7.09 s of CPU, and less wall time too). The served `balcao` processes the tests start keep V8's
- * defaults.
+ * against 7.09 s of CPU, and less wall time too). The short-lived `balcao` commands the tests run take the same
+ * flag (COMMAND_NODE_FLAGS, test/helpers/cli.ts); the served `balcao` processes keep V8's defaults.
  */
 const TEST_PROCESS_FLAGS = ['--liftoff-only'];
 

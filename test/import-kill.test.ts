@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
 import { openDatabase } from '../src/infra/db/database.ts';
-import { BIN, balcaoJson, type ScratchEnv, scratchEnv } from './helpers/cli.ts';
+import { BIN, balcaoJson, COMMAND_NODE_FLAGS, type ScratchEnv, scratchEnv } from './helpers/cli.ts';
 
 const LINES = 40_000;
 
@@ -60,7 +60,7 @@ describe('balcao import: kill -9 mid-import', () => {
     const fifo = path.join(folder, 'customers.ndjson');
     execFileSync('mkfifo', [fifo]);
     const { TEST_DATABASE_URL: _t, DATABASE_URL: _d, ...inherited } = process.env;
-    const child = spawn(process.execPath, [BIN, 'import', '--account', accountId, fifo, '--json'], {
+    const child = spawn(process.execPath, [...COMMAND_NODE_FLAGS, BIN, 'import', '--account', accountId, fifo, '--json'], {
       env: { ...inherited, ...scratch.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
