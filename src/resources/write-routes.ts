@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FieldError } from '../errors/app-error.ts';
 import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
-import { batchOperationOf } from '../http/batch-context.ts';
+import { type BatchOperationContext, batchOperationOf } from '../http/batch-context.ts';
 import { createIdempotencyHooks, IDEMPOTENCY_HEADER, type IdempotencyHooks, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
@@ -125,8 +125,7 @@ function registerCreate({ app, deps, d, w, db, tags, guard }: ResourceRoutes, ho
         createRecord(batch?.trx ?? db, d, request.tenant, request.body, {
           schemaErrors: schemaErrors(request),
           now: deps.now,
-          inTransaction: Boolean(batch?.trx),
-          afterCommit: batch?.afterCommit,
+          ...inBatch(batch),
           onWritten: onWrittenFor(deps, request, 201),
           claim: key.claim,
           finishers: key.finisher ? [key.finisher] : [],
@@ -163,8 +162,7 @@ function registerUpdate({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
       const { data, etag } = await updateRecord(batch?.trx ?? db, d, request.tenant, id, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
-        inTransaction: Boolean(batch?.trx),
-        afterCommit: batch?.afterCommit,
+        ...inBatch(batch),
         onWritten: onWrittenFor(deps, request, 200),
         ifMatch: request.headers['if-match'],
       });
@@ -196,8 +194,7 @@ function registerDelete({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
       const batch = batchOperationOf(request);
       const { etag } = await deleteRecord(batch?.trx ?? db, d, request.tenant, id, {
         now: deps.now,
-        inTransaction: Boolean(batch?.trx),
-        afterCommit: batch?.afterCommit,
+        ...inBatch(batch),
         onWritten: onWrittenFor(deps, request, 204),
         ifMatch: request.headers['if-match'],
       });
@@ -205,6 +202,12 @@ function registerDelete({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
     },
   );
 }
+
+/** An atomic batch's operation writes in the batch's transaction, and leaves its after-commit work to the batch. */
+const inBatch = (batch: BatchOperationContext | undefined): Pick<WriteOptions, 'inTransaction' | 'afterCommit'> => ({
+  inTransaction: Boolean(batch?.trx),
+  afterCommit: batch?.afterCommit,
+});
 
 /** What a write does in its transaction besides the change: its event, and its entry in the write log. */
 function onWrittenFor(deps: WriteRouteDeps, request: FastifyRequest, status: number): WriteOptions['onWritten'] {

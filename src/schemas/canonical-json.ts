@@ -20,6 +20,14 @@ function sortedKeys(record: Record<string, unknown>): string[] {
   return [...keys.filter(isIndex).sort((a, b) => Number(a) - Number(b)), ...keys.filter((k) => !isIndex(k))];
 }
 
+/** What JSON.stringify writes for `value`: its `toJSON()` when it has one (a Date), else the value. */
+function jsonOf(value: unknown): unknown {
+  const withToJson = value as { toJSON?: unknown } | null;
+  return withToJson !== null && typeof withToJson === 'object' && typeof withToJson.toJSON === 'function'
+    ? (withToJson as { toJSON: () => unknown }).toJSON()
+    : value;
+}
+
 const skipped = (v: unknown) => v === undefined || typeof v === 'function' || typeof v === 'symbol';
 
 /** Deeper values are written by the walker (`walked`), whose stack is an array. */
@@ -30,10 +38,7 @@ const tooDeep = new TooDeep();
 
 /** The recursive writer: the same text as `walked`, or throws `tooDeep` past RECURSION_LIMIT levels. */
 function written(value: unknown, depth: number): string {
-  let item = value;
-  if (item !== null && typeof item === 'object' && typeof (item as { toJSON?: unknown }).toJSON === 'function') {
-    item = (item as { toJSON: () => unknown }).toJSON();
-  }
+  const item = jsonOf(value);
   if (item === null || typeof item !== 'object') return JSON.stringify(item) ?? 'null';
   if (depth >= RECURSION_LIMIT) throw tooDeep;
   if (Array.isArray(item)) {
@@ -72,14 +77,12 @@ function walked(value: unknown): string {
   const out: string[] = [];
   const work: unknown[] = [value];
   while (work.length > 0) {
-    let item = work.pop();
-    if (item instanceof Raw) {
-      out.push(item.text);
+    const popped = work.pop();
+    if (popped instanceof Raw) {
+      out.push(popped.text);
       continue;
     }
-    if (item !== null && typeof item === 'object' && typeof (item as { toJSON?: unknown }).toJSON === 'function') {
-      item = (item as { toJSON: () => unknown }).toJSON();
-    }
+    const item = jsonOf(popped);
     if (Array.isArray(item)) {
       work.push(new Raw(']'));
       for (let i = item.length - 1; i >= 0; i--) {
