@@ -10,6 +10,13 @@ const SHOWN = 10;
 const KEPT_LINES = 60;
 const TOTALS = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) [\d.]+$/;
 
+/** A test file by its source's name: `npm test` runs bundles of them (scripts/test-bundles.ts). */
+const sourceName = (file) =>
+  path
+    .relative(process.cwd(), file)
+    .replace(/^\.test-build\/run-[^/]+\//, '')
+    .replace(/\.test\.js$/, '.test.ts');
+
 /** @param {AsyncIterable<{ type: string, data?: { name?: string, file?: string, message?: string, details?: { duration_ms?: number } } }>} source */
 export default async function* slowestFiles(source) {
   /** @type {Map<string, number>} */
@@ -39,7 +46,7 @@ export default async function* slowestFiles(source) {
   }
   for (const file of failed) {
     const lines = (output.get(file) ?? []).slice(-KEPT_LINES);
-    yield `\n${path.relative(process.cwd(), file)} failed; the end of its stderr and diagnostics (${lines.length} lines):\n${lines.map((l) => `  | ${l}`).join('\n')}\n`;
+    yield `\n${sourceName(file)} failed; the end of its stderr and diagnostics (${lines.length} lines):\n${lines.map((l) => `  | ${l}`).join('\n')}\n`;
   }
   if (failed.size > 0 && loose.length > 0)
     yield `\nthe runner's diagnostics:\n${loose
@@ -48,7 +55,7 @@ export default async function* slowestFiles(source) {
       .join('\n')}\n`;
   if (files.size === 0) return;
   const slowest = [...files].sort((a, b) => b[1] - a[1]).slice(0, SHOWN);
-  const names = slowest.map(([file]) => path.relative(process.cwd(), file));
+  const names = slowest.map(([file]) => sourceName(file));
   const width = Math.max(...names.map((n) => n.length));
   const lines = slowest.map(([, ms], i) => `  ${names[i].padEnd(width)}  ${(ms / 1000).toFixed(1).padStart(6)} s`);
   const total = ((Date.now() - started) / 1000).toFixed(1);

@@ -1,6 +1,7 @@
 // `npm test`: the static checks (lint, typecheck, the OpenAPI check) side by side while the database templates
 // the tests start from are made (test/helpers/db-templates.ts), then the test files, several at once, the slowest
 // first, with the ten slowest named at the end (scripts/slowest-files.mjs). Any failure fails the command.
+// The files run as JavaScript bundled by esbuild (scripts/test-bundles.ts), not through tsx's loader.
 // `npm test -- test/a.test.ts test/b.test.ts` runs only those files (the checks still run first).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -8,25 +9,29 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeTemplates } from '../test/helpers/db-templates.ts';
+import { bundleTests } from './test-bundles.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Files that run longest (measured on a 2-core machine), started first so none is left running alone at the
  *  end. The order only matters for time; a file missing here starts after these, in name order. */
 const SLOW_FIRST = [
+  'graceful-stop',
   'cli',
   'fuzz-routes',
+  'release',
   'export-roundtrip',
-  'graceful-stop',
   'webhooks-crash',
+  'webhooks',
+  'pgbouncer',
+  'import-cli',
+  'input-bounds',
   'crash-safety',
   'database-faults',
-  'webhooks',
   'import-kill',
   'demo-data',
   'secrets',
   'serve-workers',
-  'import-cli',
 ].map((name) => `test/${name}.test.ts`);
 
 /**
@@ -35,8 +40,9 @@ const SLOW_FIRST = [
  * background, about 1.7 s of CPU per file that its short life never earns back (a file of write tests: 8.75
  * against 7.09 s of CPU, and less wall time too). The short-lived `balcao` commands the tests run take the same
  * flag (COMMAND_NODE_FLAGS, test/helpers/cli.ts); the served `balcao` processes keep V8's defaults.
+ * Source maps put a failure's stack on the TypeScript lines; Node reads a map only when a stack needs it.
  */
-const TEST_PROCESS_FLAGS = ['--liftoff-only'];
+const TEST_PROCESS_FLAGS = ['--liftoff-only', '--enable-source-maps'];
 
 /** Test files at once. Most of a test file's time is spent waiting (on its child processes, on a server's
  *  timers, on the network), so more files than cores keep the cores busy; BALCAO_TEST_CONCURRENCY overrides. */
@@ -75,22 +81,28 @@ try {
       .sort();
     const files =
       chosen.length > 0 ? chosen : [...SLOW_FIRST.filter((f) => all.includes(f)), ...all.filter((f) => !SLOW_FIRST.includes(f))];
-    code = await run(
-      process.execPath,
-      [
-        ...TEST_PROCESS_FLAGS,
-        '--import',
-        'tsx',
-        '--test',
-        `--test-concurrency=${concurrency}`,
-        '--test-reporter=spec',
-        '--test-reporter-destination=stdout',
-        '--test-reporter=./scripts/slowest-files.mjs',
-        '--test-reporter-destination=stdout',
-        ...files,
-      ],
-      { ...process.env, BALCAO_TEST_TEMPLATES: templates },
-    );
+    // Inside the checkout, so the bundles' imports of packages resolve from its node_modules.
+    fs.mkdirSync(path.join(root, '.test-build'), { recursive: true });
+    const bundles = fs.mkdtempSync(path.join(root, '.test-build', 'run-'));
+    try {
+      const bundled = await bundleTests(root, files, bundles);
+      code = await run(
+        process.execPath,
+        [
+          ...TEST_PROCESS_FLAGS,
+          '--test',
+          `--test-concurrency=${concurrency}`,
+          '--test-reporter=spec',
+          '--test-reporter-destination=stdout',
+          '--test-reporter=./scripts/slowest-files.mjs',
+          '--test-reporter-destination=stdout',
+          ...bundled,
+        ],
+        { ...process.env, BALCAO_TEST_TEMPLATES: templates },
+      );
+    } finally {
+      fs.rmSync(bundles, { recursive: true, force: true });
+    }
   }
 } finally {
   fs.rmSync(templates, { recursive: true, force: true });
