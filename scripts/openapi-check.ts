@@ -92,6 +92,8 @@ try {
   const tsc = run(bin('tsc'), [
     '--noEmit',
     '--strict',
+    // Our generated types, not Node's and TypeScript's own declarations: 3.9 s of CPU instead of 9.5 s.
+    '--skipLibCheck',
     '--target',
     'es2022',
     '--module',
