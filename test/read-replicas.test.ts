@@ -10,12 +10,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { sql } from 'kysely';
 import postgres from 'postgres';
 import { loadConfig } from '../src/config.ts';
 import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/database.ts';
 import { migrate } from '../src/infra/db/migrate.ts';
 import { balcaoJson } from './helpers/cli.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
+import { startTestRedis } from './helpers/redis-server.ts';
 import { type PrimaryWithReplica, startPrimaryWithReplica } from './helpers/replica.ts';
 
 /** Added to behaviour bounds (2 s): the suite shares two cores with other suites. */
@@ -340,6 +343,38 @@ if (process.env.TEST_DATABASE_URL) {
       const failed = results.filter((r) => r.status !== 200);
       assert.deepEqual(failed, [], `${failed.length} of ${results.length} requests failed`);
       assert.ok(results.length > 50);
+    });
+
+    it('a write noted before the connection to Redis is ready reaches Redis, and reads of other keys stay on the replica', async () => {
+      const redis = await startTestRedis();
+      const database = await openDatabase({
+        databaseUrl: pair.primary.url,
+        dataDir: '',
+        readDatabaseUrls: [pair.replica.url],
+        readMaxLagMs: MAX_LAG_MS,
+        redisUrl: redis.url,
+      });
+      const router = database.reads;
+      assert.ok(router);
+      const peek = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+      try {
+        // At once: the router's connection to Redis is still being made.
+        await router.noteWrite(writer.keyId, 1);
+        assert.equal(await peek.get(`balcao:read-lsn:${writer.keyId}`), '1');
+        await waitFor('the replica is in use', 10_000, async () => router.status()[0]?.state === 'up');
+        const one = await router.run(reader.keyId, (db) => sql<{ one: number }>`select 1 as one`.execute(db));
+        assert.equal(one.rows[0]?.one, 1);
+        assert.deepEqual(
+          router.counters().map((c) => c.reads),
+          [1],
+          'read on the replica',
+        );
+        assert.equal(router.primaryReads, 0);
+      } finally {
+        peek.disconnect();
+        await database.close();
+        await redis.close();
+      }
     });
 
     it('balcao export reads its snapshot on the replica', async () => {

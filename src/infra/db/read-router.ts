@@ -9,6 +9,7 @@
 //   by every instance; while Redis fails, reads go to the primary (an instance cannot see the others' writes).
 // - A read that fails on a replica (stopped, restarted, a recovery conflict) is run again on the primary: a
 //   replica's loss never fails a request.
+import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
@@ -124,6 +125,8 @@ export class ReadRouter {
   private log: Log = () => {};
   private readonly redisTimeoutMs: number;
   private readonly redisDeadline: Deadline<unknown>;
+  /** Commands sent before the connection is ready wait for it here. */
+  private readyWait: Promise<void> | undefined;
   primaryReads = 0;
   /** Settles after the first poll: before it every read goes to the primary. */
   readonly firstPoll: Promise<void>;
@@ -200,7 +203,7 @@ export class ReadRouter {
     if (usable.length === 0) return null;
     const local = keyId === undefined ? 0 : this.localLsn(keyId, now);
     if (keyId === undefined || !this.redis) return this.choose(usable, local);
-    return within(this.redis.get(REDIS_PREFIX + keyId), this.redisTimeoutMs, this.redisDeadline).then(
+    return this.redisCall(this.redis, (redis) => redis.get(REDIS_PREFIX + keyId)).then(
       (stored) => this.choose(usable, Math.max(local, stored ? Number(stored) : 0)),
       (err: unknown) => {
         this.redisFailed(err);
@@ -218,11 +221,7 @@ export class ReadRouter {
       this.noted.set(keyId, { lsn: Math.max(lsn, current?.lsn ?? 0), until: now + ttl });
     if (!this.redis) return;
     try {
-      await within(
-        this.redis.eval(NOTE_SCRIPT, 1, REDIS_PREFIX + keyId, String(lsn), String(ttl)),
-        this.redisTimeoutMs,
-        this.redisDeadline,
-      );
+      await this.redisCall(this.redis, (redis) => redis.eval(NOTE_SCRIPT, 1, REDIS_PREFIX + keyId, String(lsn), String(ttl)));
     } catch (err) {
       this.redisFailed(err);
     }
@@ -263,6 +262,30 @@ export class ReadRouter {
     if (entry.until >= now) return entry.lsn;
     this.noted.delete(keyId);
     return 0;
+  }
+
+  /**
+   * Runs a Redis command once the connection is ready, within the command timeout. A command sent before
+   * (the offline queue is off) would fail at once: a write answered in the first moments of an instance, before
+   * its connection was up, sent every read to the primary for the lag bound although Redis never failed.
+   */
+  private redisCall<T>(redis: Redis, command: (redis: Redis) => Promise<T>): Promise<T> {
+    const call = redis.status === 'ready' ? command(redis) : this.redisReady(redis).then(() => command(redis));
+    return within(call, this.redisTimeoutMs, this.redisDeadline as Deadline<T>);
+  }
+
+  /** Settles when the connection is ready, or fails with its next error; one wait shared by every command. */
+  private redisReady(redis: Redis): Promise<void> {
+    this.readyWait ??= once(redis, 'ready').then(
+      () => {
+        this.readyWait = undefined;
+      },
+      (err: unknown) => {
+        this.readyWait = undefined;
+        throw err;
+      },
+    );
+    return this.readyWait;
   }
 
   private redisFailed(err: unknown): void {
