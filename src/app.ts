@@ -152,7 +152,7 @@ function createFastify(deps: AppDeps, limits: ServerLimits): FastifyInstance {
  *  and rate limit, and the errors of requests no route takes. */
 function registerPipeline(app: FastifyInstance, deps: AppDeps, limits: ServerLimits, rateLimiter: RateLimiter): void {
   const { config, database } = deps;
-  const keyCache = new KeyCache(database.db, { now: deps.now, ...deps.keyCache });
+  const keyCache = new KeyCache(database.lookups ?? database.db, { now: deps.now, ...deps.keyCache });
   const routes = trackRoutes(app);
   app.decorate('routeTable', routes);
   app.setNotFoundHandler(routes.notFound);

@@ -4,9 +4,15 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import postgres from 'postgres';
 import { KeyCache } from '../src/accounts/key-cache.ts';
 import { hashApiKey } from '../src/domain/api-keys.ts';
-import { type TestServer, startTestServer } from './helpers/harness.ts';
+import { type Database, openDatabase } from '../src/infra/db/database.ts';
+import { databaseUrl } from './helpers/db-templates.ts';
+import { openTestDatabase, type TestServer, startTestServer } from './helpers/harness.ts';
+import { until } from './helpers/poll.ts';
+import { item, writer } from './helpers/write-fixtures.ts';
 
 describe('key cache', () => {
   let s: TestServer;
@@ -48,3 +54,58 @@ describe('key cache', () => {
     assert.equal(await cache.lookup(b), null, 'b was evicted: looked up again, and gone');
   });
 });
+
+// PostgreSQL only: the embedded engine is one connection, and every query waits its turn there.
+if (process.env.TEST_DATABASE_URL) {
+  const adminUrl = process.env.TEST_DATABASE_URL;
+  describe('key lookups beside a full pool', () => {
+    let s: TestServer;
+    let made: Awaited<ReturnType<typeof openTestDatabase>>;
+    let pooled: Database;
+    let name: string;
+    before(async () => {
+      made = await openTestDatabase();
+      name = String((await sql<{ name: string }>`SELECT current_database() AS name`.execute(made.db)).rows[0]?.name);
+      // The same database through a pool of two connections.
+      pooled = await openDatabase({ databaseUrl: databaseUrl(adminUrl, name), dataDir: '', dbPoolSize: 2 });
+      s = await startTestServer({ database: pooled });
+    });
+    after(async () => {
+      await s.close();
+      await pooled.close();
+      await made.close();
+      await made.drop();
+    });
+
+    test("a key's first lookup does not wait behind the transactions that fill the pool", async () => {
+      const { accountId, key } = await writer(s);
+      const unseen = await s.createKey(accountId, { name: 'never looked up yet' });
+      const first = await s.request('POST', '/v1/sales', { key, body: { items: [item()] } });
+      assert.equal(first.status, 201, first.text);
+      // The account's sale counter locked from outside the app: each sale then holds one of the pool's two
+      // connections while it waits for the lock, and no connection is left for anything else.
+      const outside = postgres(databaseUrl(adminUrl, name), { max: 2, onnotice: () => {} });
+      const held = outside.reserve();
+      const connection = await held;
+      try {
+        await connection`BEGIN`;
+        await connection`SELECT value FROM tenant_counters WHERE team_id = ${accountId} FOR UPDATE`;
+        const sales = Array.from({ length: 2 }, () => s.request('POST', '/v1/sales', { key, body: { items: [item()] } }));
+        await until('both pooled connections wait on the counter', async () => {
+          const [row] = await outside`
+            SELECT count(*)::int AS waiting FROM pg_stat_activity
+            WHERE datname = ${name} AND wait_event_type = 'Lock'`;
+          return (row?.waiting as number) >= 2;
+        });
+        // A key the cache has never seen: its lookup goes to the database now, with the pool full.
+        const me = await s.request('GET', '/v1/me', { key: unseen.key });
+        assert.equal(me.status, 200, me.text);
+        await connection`COMMIT`;
+        for (const sale of await Promise.all(sales)) assert.equal(sale.status, 201, sale.text);
+      } finally {
+        connection.release();
+        await outside.end();
+      }
+    });
+  });
+}

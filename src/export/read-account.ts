@@ -91,7 +91,9 @@ export class AccountReader {
       .where(
         sql<boolean>`${sql.ref(parentKey)} IN (SELECT value::uuid FROM json_array_elements_text(${JSON.stringify(parentIds)}::text::json))`,
       )
-      .orderBy([parentKey, 'created_at', 'id'])
+      .orderBy(parentKey)
+      .orderBy('created_at')
+      .orderBy('id')
       .execute();
     for (const row of rows) {
       const parent = String(row.sale_id);

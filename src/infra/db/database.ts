@@ -28,8 +28,14 @@ export interface Database {
   readonly driver: DatabaseDriver;
   /** With BALCAO_READ_DATABASE_URL: where reads may go instead of the primary (read-router.ts). */
   readonly reads?: ReadRouter;
+  /** PostgreSQL: connections of their own for the API keys' lookups (accounts/key-cache.ts), so that a request's
+   *  authentication never queues behind the transactions that fill the pool when writes pile up. */
+  readonly lookups?: Db;
   close(): Promise<void>;
 }
+
+/** The connections kept for key lookups, beside the pool (BALCAO_DB_POOL_SIZE). */
+export const LOOKUP_CONNECTIONS = 2;
 
 export type DatabaseDriver = { engine: 'postgres'; sql: postgres.Sql } | { engine: 'pglite'; pg: PGlite };
 
@@ -128,6 +134,9 @@ async function openPostgres(
   const sql = postgres(url, { ...options, max: poolSize, prepare: pooling.prepare });
   const pooler = pooling.prepare ? undefined : { afterBegin: setLocal(sessionTimeouts) };
   const db = new Kysely<DB>({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts), pooler) });
+  // Opened at the first lookup, like the pool's connections.
+  const lookupSql = postgres(url, { ...options, max: LOOKUP_CONNECTIONS, prepare: pooling.prepare });
+  const lookups = new Kysely<DB>({ dialect: new PostgresJsDialect(lookupSql, waitBounds(timeouts), pooler) });
   // LISTEN needs a session of its own, which a transaction-pooling PgBouncer does not keep: with
   // BALCAO_LISTEN_DATABASE_URL the listener connects there (straight to PostgreSQL) instead.
   const listenUrl = pooling.listenUrl && pooling.listenUrl !== url ? pooling.listenUrl : undefined;
@@ -141,9 +150,10 @@ async function openPostgres(
       return unlisten;
     },
     driver: { engine: 'postgres', sql },
+    lookups,
     close: async () => {
       try {
-        await db.destroy();
+        await Promise.all([db.destroy(), lookups.destroy()]);
       } finally {
         await listener?.end();
       }

@@ -127,6 +127,9 @@ export class ReadRouter {
   private readonly redisDeadline: Deadline<unknown>;
   /** Commands sent before the connection is ready wait for it here. */
   private readyWait: Promise<void> | undefined;
+  /** Set at the first connection to Redis; failures before it are not outages (redisFailed). */
+  private redisConnected = false;
+  private warnedUnconnected = false;
   primaryReads = 0;
   /** Settles after the first poll: before it every read goes to the primary. */
   readonly firstPoll: Promise<void>;
@@ -158,6 +161,9 @@ export class ReadRouter {
         retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
       });
       this.redis.on('error', (err: Error) => this.redisFailed(err));
+      this.redis.on('ready', () => {
+        this.redisConnected = true;
+      });
     }
     this.firstPoll = this.tick();
     this.timer = setInterval(() => void this.tick(), this.pollMs);
@@ -203,6 +209,8 @@ export class ReadRouter {
     if (usable.length === 0) return null;
     const local = keyId === undefined ? 0 : this.localLsn(keyId, now);
     if (keyId === undefined || !this.redis) return this.choose(usable, local);
+    // Other instances' positions are unknown until the first connection: the primary answers meanwhile.
+    if (!this.redisConnected) return null;
     return this.redisCall(this.redis, (redis) => redis.get(REDIS_PREFIX + keyId)).then(
       (stored) => this.choose(usable, Math.max(local, stored ? Number(stored) : 0)),
       (err: unknown) => {
@@ -290,6 +298,19 @@ export class ReadRouter {
 
   private redisFailed(err: unknown): void {
     const now = this.now();
+    // Before the first connection there is no outage to cover: reads stay on the primary until it is made (pick),
+    // and what Redis holds is then complete for what other instances noted. A connection that times out because
+    // this process's event loop was busy (a start-up under load) is not Redis failing either.
+    if (!this.redisConnected) {
+      if (!this.warnedUnconnected)
+        this.log(
+          'warn',
+          { err: err instanceof Error ? err.message : String(err) },
+          'Redis not connected yet: reads go to the primary until it is',
+        );
+      this.warnedUnconnected = true;
+      return;
+    }
     // Logged once a period: a Redis that stays away fails every command.
     if (now >= this.primaryOnlyUntil)
       this.log(
