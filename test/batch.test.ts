@@ -17,9 +17,9 @@ describe('POST /v1/batch', () => {
   });
   after(() => s.close());
 
-  const customersOf = async (accountId: string) =>
+  const customersOf = async (accountId: string, server: TestServer = s) =>
     (
-      await sql<{ full_name: string }>`SELECT full_name FROM customers WHERE team_id = ${accountId} ORDER BY full_name`.execute(s.db)
+      await sql<{ full_name: string }>`SELECT full_name FROM customers WHERE team_id = ${accountId} ORDER BY full_name`.execute(server.db)
     ).rows.map((r) => r.full_name);
 
   it('non-atomic: each operation stands alone and answers as the single request would', async () => {
@@ -251,35 +251,43 @@ describe('POST /v1/batch', () => {
   });
 
   it('counts each operation as a write (minute and day) and the batch once in burst; over a layer, refused whole before anything runs', async () => {
-    const { account, key } = await s.createAccountWithKey({
-      rateLimits: {
-        burst_per_second: 1000,
-        requests_per_minute_read: 1000,
-        requests_per_minute_write: 12,
-        requests_per_day_total: 100_000,
-      },
-    });
-    const ops = (n: number) =>
-      Array.from({ length: n }, (_, i) => ({ method: 'POST', path: '/v1/customers', body: { full_name: `L${i}`, phone: '1' } }));
-    const before = (await s.request('GET', '/v1/me', { key })).body.data.rate_limit_status;
-    const first = await s.request('POST', '/v1/batch', { key, body: { operations: ops(5) } });
-    assert.equal(first.status, 200);
-    const mid = (await s.request('GET', '/v1/me', { key })).body.data.rate_limit_status;
-    assert.equal(before.write.remaining - mid.write.remaining, 5);
-    assert.equal(before.day.remaining - mid.day.remaining, 6, 'five writes and the /v1/me read');
-    assert.equal(before.burst.remaining - mid.burst.remaining <= 2, true, 'the batch once, the read once (same second)');
-    // 7 write slots left: a batch of 8 is refused whole, and then counts as one request.
-    const refused = await s.request('POST', '/v1/batch', { key, body: { operations: ops(8) } });
-    assert.equal(refused.status, 429, refused.text);
-    assert.equal(refused.body.detail, 'per minute');
-    assert.equal(refused.headers.get('retry-after'), '60');
-    assert.equal((await customersOf(account.id)).length, 5, 'nothing of the refused batch ran');
-    // 6 left: a batch of 6 fits exactly.
-    const fits = await s.request('POST', '/v1/batch', { key, body: { operations: ops(6) } });
-    assert.equal(fits.status, 200, fits.text);
-    assert.equal((await customersOf(account.id)).length, 11);
-    const after = (await s.request('GET', '/v1/me', { key })).body.data.rate_limit_status;
-    assert.equal(after.write.remaining, 0);
+    // The minute and day windows are aligned to the clock: this server's clock stands still, so the requests
+    // below share one window, where the real clock could cross a minute between two of them (CI saw it).
+    const frozenAt = Date.now();
+    const own = await startTestServer({ now: () => frozenAt });
+    try {
+      const { account, key } = await own.createAccountWithKey({
+        rateLimits: {
+          burst_per_second: 1000,
+          requests_per_minute_read: 1000,
+          requests_per_minute_write: 12,
+          requests_per_day_total: 100_000,
+        },
+      });
+      const ops = (n: number) =>
+        Array.from({ length: n }, (_, i) => ({ method: 'POST', path: '/v1/customers', body: { full_name: `L${i}`, phone: '1' } }));
+      const before = (await own.request('GET', '/v1/me', { key })).body.data.rate_limit_status;
+      const first = await own.request('POST', '/v1/batch', { key, body: { operations: ops(5) } });
+      assert.equal(first.status, 200);
+      const mid = (await own.request('GET', '/v1/me', { key })).body.data.rate_limit_status;
+      assert.equal(before.write.remaining - mid.write.remaining, 5);
+      assert.equal(before.day.remaining - mid.day.remaining, 6, 'five writes and the /v1/me read');
+      assert.equal(before.burst.remaining - mid.burst.remaining <= 2, true, 'the batch once, the read once (same second)');
+      // 7 write slots left: a batch of 8 is refused whole, and then counts as one request.
+      const refused = await own.request('POST', '/v1/batch', { key, body: { operations: ops(8) } });
+      assert.equal(refused.status, 429, refused.text);
+      assert.equal(refused.body.detail, 'per minute');
+      assert.equal(refused.headers.get('retry-after'), '60');
+      assert.equal((await customersOf(account.id, own)).length, 5, 'nothing of the refused batch ran');
+      // 6 left: a batch of 6 fits exactly.
+      const fits = await own.request('POST', '/v1/batch', { key, body: { operations: ops(6) } });
+      assert.equal(fits.status, 200, fits.text);
+      assert.equal((await customersOf(account.id, own)).length, 11);
+      const after = (await own.request('GET', '/v1/me', { key })).body.data.rate_limit_status;
+      assert.equal(after.write.remaining, 0);
+    } finally {
+      await own.close();
+    }
   });
 
   it('a batch in flight when the server starts a graceful stop finishes every operation', async () => {

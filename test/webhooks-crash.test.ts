@@ -90,10 +90,13 @@ describe('webhooks survive kill -9', () => {
         assert.deepEqual(events.data.map((e) => e.data.object.id).sort(), customers.data.map((c) => c.id).sort());
         // Every committed customer.created reaches the receiver once the restarted worker catches up.
         await receiver.until((r) => new Set(r.map((x) => x.id)).size >= customers.data.length, 30_000);
-        const deliveries = (await (await call(server.url, 'GET', `/v1/webhook-endpoints/${endpointId}/deliveries?limit=100`)).json()) as {
-          data: { event_id: string; status: string }[];
-        };
-        assert.ok(deliveries.data.some((d) => d.event_id === inFlight && d.status === 'succeeded'));
+        // The receiver counts a delivery when it arrives; the worker records it once the answer is back.
+        await until('the in-flight delivery is recorded as succeeded', async () => {
+          const deliveries = (await (await call(server.url, 'GET', `/v1/webhook-endpoints/${endpointId}/deliveries?limit=100`)).json()) as {
+            data: { event_id: string; status: string }[];
+          };
+          return deliveries.data.some((d) => d.event_id === inFlight && d.status === 'succeeded');
+        });
       } finally {
         await server.stop();
       }
