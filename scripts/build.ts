@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { nodeEsmBundle } from './esbuild-node.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = path.join(root, 'dist');
@@ -25,15 +26,9 @@ await build({
   entryPoints: ['src/cli/main.ts'],
   outbase: 'src',
   outdir,
-  chunkNames: 'chunks/[name]-[hash]',
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
+  ...nodeEsmBundle,
   external,
   // Bundled CommonJS packages (Fastify, Ajv, pino…) call require() for Node's own modules.
   banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
   sourcemap: true,
-  logLevel: 'warning',
 });

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
+import { nodeEsmBundle } from './esbuild-node.ts';
 
 /** Each of the checkout's TypeScript files keeps the URL of its own source, not the bundle's. */
 const ownImportMetaUrl: Plugin = {
@@ -28,16 +29,10 @@ export async function bundleTests(root: string, files: readonly string[], outdir
     entryPoints: [...files],
     outbase: root,
     outdir,
-    chunkNames: 'chunks/[name]-[hash]',
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
+    ...nodeEsmBundle,
     packages: 'external',
     plugins: [ownImportMetaUrl],
     sourcemap: 'linked',
-    logLevel: 'warning',
   });
   return files.map((file) => path.join(outdir, file.replace(/\.ts$/, '.js')));
 }
