@@ -7,7 +7,7 @@
 // so a committed write always replays. A claim made on its own is a lease: if its request never commits
 // (the process died), a retry takes the key over after `staleSeconds` (5 s).
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from './db/database.ts';
 import { sendAhead, type Placeholder, settledText } from './db/send-ahead.ts';
 
@@ -52,6 +52,31 @@ interface StoredRow {
   response_status: number | null;
   response_body: string | null;
   response_content_type: string | null;
+}
+
+/**
+ * The statement that stores a response in the claim's row, when `claim.token` still holds it: answers the
+ * row's `signature`, an empty one when nothing was stored. The row is found through the key's unique index
+ * (the ON CONFLICT arbiter), never by the planner: an UPDATE … WHERE on the key was planned as a scan of the
+ * whole table by connections that prepared it while the table looked empty (a VACUUM of an emptied table),
+ * and they kept that plan as the table grew (docs/performance.md). The claim's row exists (a request stores
+ * only under its own claim), so the conflict path runs; should the VALUES row ever be inserted instead, it is
+ * already expired (free for the next request with the key) and answers an empty signature.
+ */
+function storeInClaimedRow(
+  claim: KeyClaim,
+  response: { status: number; body: string | RawBuilder<string>; contentType: string | null },
+  committed = true,
+): RawBuilder<{ signature: string }> {
+  return sql`
+    INSERT INTO idempotency_keys AS k
+      (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at)
+    VALUES (${claim.apiKeyId}, ${claim.key}, '', 'done', ${claim.token}, false, now(), now())
+    ON CONFLICT (api_key_id, idempotency_key) DO UPDATE
+    SET ${committed ? sql`committed = true, ` : sql``}state = 'done', response_status = ${response.status},
+        response_body = ${response.body}, response_content_type = ${response.contentType}
+    WHERE k.claim_token = ${claim.token}
+    RETURNING k.signature`;
 }
 
 export class IdempotencyStore {
@@ -157,24 +182,14 @@ export class IdempotencyStore {
     takenOver: () => Error,
   ): Promise<void> {
     const query = sql`
-      WITH stored AS (
-        UPDATE idempotency_keys
-        SET committed = true, state = 'done', response_status = ${response.status},
-            response_body = ${settledText(response.body, placeholders)},
-            response_content_type = ${response.contentType}
-        WHERE api_key_id = ${claim.apiKeyId} AND idempotency_key = ${claim.key} AND claim_token = ${claim.token}
-        RETURNING 1
-      )
-      SELECT 1 / (SELECT count(*) FROM stored) AS held`.compile(trx);
+      WITH stored AS (${storeInClaimedRow(claim, { ...response, body: settledText(response.body, placeholders) })})
+      SELECT 1 / (SELECT count(*) FROM stored WHERE signature <> '') AS held`.compile(trx);
     await sendAhead(trx, query, (err) => (isDivisionByZero(err) ? takenOver() : err));
   }
 
   /** Stores the response of the claiming request for replays. */
   async complete(apiKeyId: string, key: string, token: string, status: number, body: string, contentType: string | null): Promise<void> {
-    await sql`
-      UPDATE idempotency_keys
-      SET state = 'done', response_status = ${status}, response_body = ${body}, response_content_type = ${contentType}
-      WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND claim_token = ${token}`.execute(this.db);
+    await storeInClaimedRow({ apiKeyId, key, token }, { status, body, contentType }, false).execute(this.db);
   }
 
   /** Frees the key after a failure, so a retry runs anew. */
