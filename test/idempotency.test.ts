@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { requestSignature } from '../src/http/idempotency.ts';
 import { IdempotencyStore } from '../src/infra/idempotency-store.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
+import { StatementRecorder } from './helpers/statement-recorder.ts';
 import { item, writer } from './helpers/write-fixtures.ts';
 
 const IK = 'idempotency-key';
@@ -352,5 +353,46 @@ describe('Idempotency-Key', () => {
     // None of these used the key: a POST with it is a first request.
     const created = await post(key, '/v1/customers', { full_name: 'Bia', phone: '2' }, 'same-for-all');
     assert.deepEqual([created.status, created.headers.get('idempotent-replay')], [201, null]);
+  });
+});
+
+describe('Idempotency-Key records under any plan', () => {
+  const recorder = new StatementRecorder();
+  let s: TestServer;
+  before(async () => {
+    s = await startTestServer({ plugin: recorder });
+  });
+  after(() => s.close());
+
+  it('stores a response through the key’s unique index, even in a plan made while the table looked empty', async () => {
+    // A connection keeps the plan it made of a prepared statement: one made just after a VACUUM of an emptied
+    // table saw a table of no rows, for which scanning the whole table is the cheapest plan.
+    await sql`DELETE FROM idempotency_keys`.execute(s.db);
+    await sql`VACUUM ANALYZE idempotency_keys`.execute(s.db);
+    const { key } = await writer(s);
+    recorder.on = true;
+    try {
+      const created = await s.request('POST', '/v1/sales', { key, body: { items: [item()] }, headers: { [IK]: 'plan-created' } });
+      assert.equal(created.status, 201);
+      const refused = await s.request('POST', '/v1/sales', { key, body: { items: [] }, headers: { [IK]: 'plan-refused' } });
+      assert.equal(refused.status, 422);
+    } finally {
+      recorder.on = false;
+    }
+    const storing = recorder.statements().filter((q) => /response_body\s*=/.test(q.sql));
+    // The creation's (stored with its write) and the 422's (stored after it).
+    assert.equal(storing.length, 2);
+    for (const [i, statement] of storing.entries()) {
+      const plan = await s.db.transaction().execute(async (trx) => {
+        await sql`SET LOCAL plan_cache_mode = force_generic_plan`.execute(trx);
+        await sql.raw(`PREPARE storing_${i} AS ${statement.sql}`).execute(trx);
+        const nulls = statement.parameters.map(() => 'NULL').join(', ');
+        const explained = await sql.raw<Record<string, string>>(`EXPLAIN EXECUTE storing_${i}(${nulls})`).execute(trx);
+        await sql.raw(`DEALLOCATE storing_${i}`).execute(trx);
+        return explained.rows.map((row) => Object.values(row).join(' ')).join('\n');
+      });
+      assert.match(plan, /Conflict Arbiter Indexes: idempotency_keys_pkey/);
+      assert.doesNotMatch(plan, /Seq Scan/);
+    }
   });
 });
