@@ -56,11 +56,11 @@ interface StoredRow {
 
 /**
  * The statement that stores a response in the claim's row, when `claim.token` still holds it: answers the
- * row's `signature`, an empty one when nothing was stored. The row is found through the key's unique index
+ * row's `signature` when it stored it, no row when the claim was taken over. The row is found through the key's unique index
  * (the ON CONFLICT arbiter), never by the planner: an UPDATE … WHERE on the key was planned as a scan of the
  * whole table by connections that prepared it while the table looked empty (a VACUUM of an emptied table),
  * and they kept that plan as the table grew (docs/performance.md). The claim's row exists (a request stores
- * only under its own claim), so the conflict path runs; should the VALUES row ever be inserted instead, it is
+ * only under its own claim), so the conflict path runs; should its own row ever be inserted instead, it is
  * already expired (free for the next request with the key) and answers an empty signature.
  */
 function storeInClaimedRow(
@@ -68,14 +68,18 @@ function storeInClaimedRow(
   response: { status: number; body: string | RawBuilder<string>; contentType: string | null },
   committed = true,
 ): RawBuilder<{ signature: string }> {
+  // INSERT … SELECT and EXCLUDED, not VALUES and the values in SET: the body's placeholders are settled by a
+  // sub-select of the account's tables, which Citus refuses in an INSERT's VALUES or SET.
   return sql`
     INSERT INTO idempotency_keys AS k
-      (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at)
-    VALUES (${claim.apiKeyId}, ${claim.key}, '', 'done', ${claim.token}, false, now(), now())
+      (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at,
+       response_status, response_body, response_content_type)
+    SELECT cast(${claim.apiKeyId} as uuid), cast(${claim.key} as text), '', 'done', cast(${claim.token} as uuid), false, now(), now(),
+      cast(${response.status} as integer), cast(${response.body} as text), cast(${response.contentType} as text)
     ON CONFLICT (api_key_id, idempotency_key) DO UPDATE
-    SET ${committed ? sql`committed = true, ` : sql``}state = 'done', response_status = ${response.status},
-        response_body = ${response.body}, response_content_type = ${response.contentType}
-    WHERE k.claim_token = ${claim.token}
+    SET ${committed ? sql`committed = true, ` : sql``}state = 'done', response_status = excluded.response_status,
+        response_body = excluded.response_body, response_content_type = excluded.response_content_type
+    WHERE k.claim_token = excluded.claim_token
     RETURNING k.signature`;
 }
 
