@@ -20,6 +20,20 @@ describe('sales writes', () => {
       (h: { old_status: string | null; new_status: string }) => [h.old_status, h.new_status],
     );
 
+  it('keeps item notes as sent: stored with a lone surrogate as U+FFFD (as in any text field), a written backslash kept', async () => {
+    const { key } = await writer(s);
+    const notes = ['a\ud800b', 'c\udc00', 'emoji \ud83d\ude00 and a backslash \\ud800', '"quoted", \n new line'];
+    const res = await post(key, { items: notes.map((n) => item({ notes: n })) });
+    assert.equal(res.status, 201, res.text);
+    const expected = ['a\ufffdb', 'c\ufffd', notes[2], notes[3]];
+    const read = await s.request('GET', `/v1/sales/${res.body.data.id}?include=items`, { key });
+    assert.equal(read.status, 200);
+    assert.deepEqual(
+      read.body.data.items.map((i: { notes: string }) => i.notes),
+      expected,
+    );
+  });
+
   it('creates a sale with exact totals, its items in body order and no status_history', async () => {
     const { key } = await writer(s);
     const body = {

@@ -10,6 +10,7 @@ import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
 import { type BatchOperationContext, batchOperationOf } from '../http/batch-context.ts';
 import { createIdempotencyHooks, IDEMPOTENCY_HEADER, type IdempotencyHooks, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
+import { settledSerialization } from '../infra/db/send-ahead.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { idParamsSchema } from '../query/schemas.ts';
 import { type TypedApp, typedRoutes } from '../http/typed-routes.ts';
@@ -245,11 +246,15 @@ function creationTag(status: number, body: string): Record<string, string> | und
   }
 }
 
-/** The last answer of `fn`, reused while it is asked about the same record. */
+/**
+ * The last answer of `fn`, reused while it is asked about the same record. A creation's stored response is
+ * serialized while its record still carries placeholders; the answer sent after the commit is that text with
+ * the settled values in place of the tokens, not a second serialization.
+ */
 function memoize(fn: (record: Row) => string): (record: Row) => string {
   let last: { record: Row; text: string } | undefined;
   return (record) => {
-    if (last?.record !== record) last = { record, text: fn(record) };
+    if (last?.record !== record) last = { record, text: (last && settledSerialization(last.text, last.record, record)) ?? fn(record) };
     return last.text;
   };
 }

@@ -68,8 +68,35 @@ export interface Placeholder {
   value: Expression<string>;
 }
 
+const TOKEN_PREFIX = 'balcao-pending-';
+
 export function placeholder(value: Expression<string>): Placeholder {
-  return { token: `balcao-pending-${randomUUID()}`, value };
+  return { token: `${TOKEN_PREFIX}${randomUUID()}`, value };
+}
+
+/**
+ * The text serializing `settled` would give, made from `text`, which serialized `withTokens`: the same record
+ * while its placeholders held their tokens. Each token is replaced by its field's settled value, as SQL does for
+ * stored copies (`settledText`). Undefined when the two records differ otherwise, or a value would need escaping
+ * in JSON: the caller then serializes `settled` itself.
+ */
+export function settledSerialization(
+  text: string,
+  withTokens: Readonly<Record<string, unknown>>,
+  settled: Readonly<Record<string, unknown>>,
+): string | undefined {
+  let out = text;
+  for (const field of Object.keys(settled)) {
+    const token = withTokens[field];
+    const value = settled[field];
+    if (token === value) continue;
+    if (typeof token !== 'string' || !token.startsWith(TOKEN_PREFIX) || typeof value !== 'string') return undefined;
+    if (JSON.stringify(value).length !== value.length + 2) return undefined;
+    const at = out.indexOf(`"${token}"`);
+    if (at < 0) return undefined;
+    out = `${out.slice(0, at + 1)}${value}${out.slice(at + 1 + token.length)}`;
+  }
+  return Object.keys(withTokens).length === Object.keys(settled).length ? out : undefined;
 }
 
 /** `text` (a serialized record) with each placeholder's token replaced by its value, as SQL text. */

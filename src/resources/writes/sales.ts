@@ -10,7 +10,7 @@ import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, IncludedRows, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
 import { sendAhead } from '../../infra/db/send-ahead.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
-import { insertStatement, insertsStatement } from '../insert-statement.ts';
+import { insertStatement, jsonRowsStatement } from '../insert-statement.ts';
 import { printedTimestamp } from '../../infra/db/timestamp-text.ts';
 import { numberedSaleInsert, numberOf } from './transaction-number.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
@@ -187,6 +187,22 @@ function historyRow(transactionId: unknown, oldStatus: unknown, newStatus: unkno
   };
 }
 
+/** The columns of a sale's item the creation writes (besides the tenant's). */
+const ITEM_COLUMNS = [
+  'id',
+  'transaction_id',
+  'catalog_type',
+  'catalog_item_id',
+  'quantity',
+  'unit_price',
+  'discount_amount',
+  'discount_percentage',
+  'subtotal',
+  'total_amount',
+  'notes',
+  'created_at',
+] as const;
+
 /** The items and the first history entry, in one statement sent with the sale's insert (nothing awaited);
  *  answers the items as the API prints them, in the body's order. */
 async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
@@ -223,12 +239,12 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<In
       created_at: createdAt,
     });
   });
-  const inserts = [
-    // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
-    { table: 'transaction_status_history', rows: [historyRow(sale.id, null, sale.status, createdAt)] },
-    { table: 'transaction_items', rows: items },
-  ];
-  await sendAhead(ctx.trx, insertsStatement(ctx.trx, ctx.tenant, inserts, false));
+  // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
+  const history = { table: 'transaction_status_history', rows: [historyRow(sale.id, null, sale.status, createdAt)] as [Row] };
+  await sendAhead(
+    ctx.trx,
+    jsonRowsStatement(ctx.trx, ctx.tenant, { table: 'transaction_items', columns: ITEM_COLUMNS, rows: items }, history),
+  );
   return { items: answered };
 }
 
