@@ -292,7 +292,7 @@ export const saleWrite: WriteDescriptor = {
     answeredFromValues,
     settledInInsert: (ctx, row, returningAll) => ({
       statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll),
-      fields: { transaction_number: numberOf(ctx.trx, ctx.tenant, String(row.id)) },
+      fields: { transaction_number: numberOf(ctx.tenant, String(row.id)) },
     }),
     toUpdate,
     afterChange,

@@ -5,7 +5,7 @@ import { type CompiledQuery, type Expression, sql } from 'kysely';
 import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/database.ts';
-import { sameAccountSql, selectScoped, TENANT_COLUMNS, tenantValuesAs, updateScoped } from '../../infra/db/tenancy.ts';
+import { conditionScopedSql, sameAccountSql, selectScoped, TENANT_COLUMNS, tenantValuesAs, updateScoped } from '../../infra/db/tenancy.ts';
 import type { Row } from '../../infra/db/row.ts';
 import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
 
@@ -126,7 +126,9 @@ function withNextNumber(trx: Db, tenant: Tenant) {
     .with('next', (db) => db.selectFrom('bumped').select('value').unionAll(db.selectFrom('created').select('value')));
 }
 
-/** The sale's number as a later statement of the numbering transaction reads it. */
-export function numberOf(trx: Db, tenant: Tenant, saleId: string): Expression<string> {
-  return sql<string>`(${selectScoped(trx, 'transactions', tenant).select('transaction_number').where('id', '=', saleId)})`;
+/** The sale's number as a later statement of the numbering transaction reads it. Raw SQL with the tenancy
+ *  helper's condition: it is compiled into two statements of every sale (its event and its stored response),
+ *  and a Kysely select built and compiled twice per sale showed in the profile (docs/performance.md). */
+export function numberOf(tenant: Tenant, saleId: string): Expression<string> {
+  return sql<string>`(SELECT t.transaction_number FROM transactions AS t WHERE ${conditionScopedSql(tenant, 't')} AND t.id = cast(${saleId} as uuid))`;
 }
