@@ -130,7 +130,7 @@ export interface JsonRows {
  * The INSERT of many rows into the tenant's `into.table`, the rows sent as one JSON parameter that
  * `json_populate_recordset` reads back with the table's own row type (each value through its column's input
  * function, as a parameter would be), after the one-row insert `before` as a CTE. Ten items of a sale are then
- * seven parameters, not a hundred and forty: binding each one was the driver's largest cost per sale
+ * ten parameters, not a hundred and forty-seven: binding each one was the driver's largest cost per sale
  * (docs/performance.md). One text per table and columns, whatever the number of rows. The tenant's columns
  * come from their own parameters, never from the JSON. The JSON is bound as text, then cast: postgres.js
  * would encode a json-typed parameter as JSON once more.

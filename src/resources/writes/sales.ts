@@ -187,22 +187,6 @@ function historyRow(transactionId: unknown, oldStatus: unknown, newStatus: unkno
   };
 }
 
-/** The columns of a sale's item the creation writes (besides the tenant's). */
-const ITEM_COLUMNS = [
-  'id',
-  'transaction_id',
-  'catalog_type',
-  'catalog_item_id',
-  'quantity',
-  'unit_price',
-  'discount_amount',
-  'discount_percentage',
-  'subtotal',
-  'total_amount',
-  'notes',
-  'created_at',
-] as const;
-
 /** The items and the first history entry, in one statement sent with the sale's insert (nothing awaited);
  *  answers the items as the API prints them, in the body's order. */
 async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
@@ -243,7 +227,7 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<In
   const history = { table: 'transaction_status_history', rows: [historyRow(sale.id, null, sale.status, createdAt)] as [Row] };
   await sendAhead(
     ctx.trx,
-    jsonRowsStatement(ctx.trx, ctx.tenant, { table: 'transaction_items', columns: ITEM_COLUMNS, rows: items }, history),
+    jsonRowsStatement(ctx.trx, ctx.tenant, { table: 'transaction_items', columns: Object.keys(items[0] as Row), rows: items }, history),
   );
   return { items: answered };
 }
