@@ -29,7 +29,11 @@ const scansStoredNumbers = (n: PlanNode): boolean =>
 test('the counter UPDATE scans the stored numbers only through a SubPlan, never an InitPlan', async () => {
   const account = await s.createAccount();
   const sale = { id: randomUUID(), transaction_type: 'sale', status: 'pending', created_at: new Date().toISOString() };
-  const statement = numberedSaleInsert(s.db, { accountId: account.id, mode: 'live' } as never, sale, false);
+  const followUps = {
+    history: { transaction_id: sale.id, old_status: null, new_status: 'pending', change_reason: null, created_at: sale.created_at },
+    items: { columns: ['id', 'transaction_id'], rows: [{ id: randomUUID(), transaction_id: sale.id }] },
+  };
+  const statement = numberedSaleInsert(s.db, { accountId: account.id, mode: 'live' } as never, sale, false, followUps);
   const { rows } = await s.db.executeQuery<{ 'QUERY PLAN': unknown }>(
     CompiledQuery.raw(`explain (format json) ${statement.sql}`, [...statement.parameters]),
   );

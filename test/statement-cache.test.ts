@@ -154,11 +154,19 @@ describe('statement cache', () => {
         status: `status ${i}`,
         created_at: '2026-11-26T10:00:00.000Z',
       };
+      const followUps = {
+        history: { transaction_id: sale.id, old_status: null, new_status: sale.status, change_reason: null, created_at: sale.created_at },
+        items: { columns: ['id', 'notes'], rows: [{ id: `item of ${i}`, notes: `note ${i}` }] },
+      };
       for (const returningAll of [false, true]) {
-        const built = plain(numberedSaleInsert(fresh, tenant, sale, returningAll));
-        assert.deepEqual(plain(numberedSaleInsert(db, tenant, sale, returningAll)), built);
+        const built = plain(numberedSaleInsert(fresh, tenant, sale, returningAll, followUps));
+        assert.deepEqual(plain(numberedSaleInsert(db, tenant, sale, returningAll, followUps)), built);
         assert.ok(
           built.parameters.includes(scope.accountId) && built.parameters.includes(sale.id) && built.parameters.includes(sale.status),
+        );
+        assert.ok(
+          built.parameters.some((p) => typeof p === 'string' && p.includes(`note ${i}`)),
+          'the items go as one JSON parameter',
         );
       }
     }

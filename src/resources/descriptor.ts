@@ -84,6 +84,9 @@ export interface SettledInInsert {
   statement: CompiledQuery;
   /** Each field as SQL reads it later in the same transaction. */
   fields: Readonly<Record<string, Expression<string>>>;
+  /** Rows of `createIncludes` the statement writes too (a sale's items), all columns, in the include's order:
+   *  the answer is made from them and the inserted row, with no read back. */
+  included?: IncludedRows;
 }
 
 /** Rows written for a creation's includes, by include name (all columns). */
@@ -103,14 +106,6 @@ export interface WriteRules {
   /** The columns of the new row, from the validated body (defaults, computed values). Default: the body. */
   toInsert?(ctx: WriteContext, body: Body): Promise<Row> | Row;
   /**
-   * Follow-up writes of a creation, in its transaction (sale items, first status-history entry). It may
-   * return the stored rows (all columns, in the include's order) of `createIncludes` it wrote, by include
-   * name: the answer is then made from them and the inserted row, with no read back. `row` holds the
-   * values sent, with the new id: the insert is still in flight, so follow-ups that need no answer
-   * (sendAhead) travel with it, and the first statement awaited reports its failure.
-   */
-  afterInsert?(ctx: WriteContext, row: Row, body: Body): Promise<IncludedRows | undefined>;
-  /**
    * The new record as the API answers it, made from the values inserted (`row`, with its id) when they fix
    * every field but those `settledInInsert` settles; undefined to read the row the insert returns instead. With
    * it, nothing of a creation is awaited before its commit: all its statements travel in one round trip.
@@ -120,9 +115,10 @@ export interface WriteRules {
    * The creation's INSERT when the resource writes it itself, because the database settles some text fields
    * of the new row in it (the sale's number, which locks the tenant's counter until commit). It answers the
    * settled fields, or the whole row with `returningAll` (when the answer is read from it); until then, the
-   * record carries placeholders for them (send-ahead.ts).
+   * record carries placeholders for them (send-ahead.ts). The same statement may write the rows that go with
+   * the new one (a sale's items and first history entry), handing back those the answer includes.
    */
-  settledInInsert?(ctx: WriteContext, row: Row, returningAll: boolean): SettledInInsert;
+  settledInInsert?(ctx: WriteContext, row: Row, returningAll: boolean, body: Body): SettledInInsert;
   /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
   toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
   /** After a PATCH or DELETE changed the row, in its transaction (status history). */

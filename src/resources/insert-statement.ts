@@ -4,9 +4,9 @@
 // Kysely in the profile of `POST /v1/sales` (docs/performance.md).
 import type { KeyMode } from '../domain/api-keys.ts';
 import type { Tenant } from '../domain/tenant.ts';
-import { type CompiledQuery, type QueryCreator, type RawBuilder, sql } from 'kysely';
+import type { CompiledQuery, QueryCreator, RawBuilder } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
-import { columnsScopedSql, insertScoped, valuesScopedSql } from '../infra/db/tenancy.ts';
+import { insertScoped } from '../infra/db/tenancy.ts';
 import { sharedStatementCache } from '../infra/db/statement-cache.ts';
 import type { Row } from '../infra/db/row.ts';
 
@@ -48,7 +48,7 @@ export function insertStatement(trx: Db, table: string, tenant: Tenant, rows: re
 }
 
 /**
- * One statement that inserts into several tables of the tenant (a sale's items and its first history entry):
+ * One statement that inserts into several tables of the tenant:
  * each but the last as a CTE. One statement fewer than one per table: each costs its set-up and its messages
  * on both sides (docs/performance.md). The rows may not depend on one another (Citus runs such CTEs apart).
  */
@@ -110,46 +110,13 @@ function buildInserts(trx: Db, tenant: Tenant, inserts: readonly TableRows[], re
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /**
- * The rows as JSON text. JSON.stringify writes a lone surrogate (a body may hold one: `"\ud800"`) as an escape,
+ * The rows as JSON text, for an insert that reads them back from one parameter (`insertScopedFromJson`): ten
+ * items of a sale are then one parameter, not a hundred and forty (binding each one was the driver's largest
+ * cost per sale, docs/performance.md). JSON.stringify writes a lone surrogate (a body may hold one: `"\ud800"`) as an escape,
  * which PostgreSQL's json refuses; as a parameter of its own the driver sent it as U+FFFD, and so does this.
  */
-function jsonOfRows(rows: readonly Row[]): string {
+export function rowsAsJson(rows: readonly Row[]): string {
   const json = JSON.stringify(rows);
   if (!json.includes('\\ud')) return json;
   return JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value));
-}
-
-/** Rows sent as one JSON parameter (`jsonRowsStatement`): every row has the same `columns`. */
-export interface JsonRows {
-  table: string;
-  columns: readonly string[];
-  rows: readonly Row[];
-}
-
-/**
- * The INSERT of many rows into the tenant's `into.table`, the rows sent as one JSON parameter that
- * `json_populate_recordset` reads back with the table's own row type (each value through its column's input
- * function, as a parameter would be), after the one-row insert `before` as a CTE. Ten items of a sale are then
- * ten parameters, not a hundred and forty-seven: binding each one was the driver's largest cost per sale
- * (docs/performance.md). One text per table and columns, whatever the number of rows. The tenant's columns
- * come from their own parameters, never from the JSON. The JSON is bound as text, then cast: postgres.js
- * would encode a json-typed parameter as JSON once more.
- */
-export function jsonRowsStatement(trx: Db, tenant: Tenant, into: JsonRows, before: TableRows & { rows: readonly [Row] }): CompiledQuery {
-  const [beforeRow] = before.rows;
-  const beforeColumns = Object.keys(beforeRow).filter((column) => beforeRow[column] !== undefined);
-  const key = `${into.table}(${into.columns.join(',')})|${before.table}(${beforeColumns.join(',')})`;
-  const values = [tenant.accountId, tenant.mode, ...beforeColumns.map((column) => beforeRow[column]), jsonOfRows(into.rows)];
-  return sharedStatementCache(trx).statement(ownerOf(`json:${key}`), key, 0, values, (bound) => {
-    const scope = { accountId: bound[0] as string, mode: bound[1] as KeyMode };
-    const statement = sql`
-      WITH inserted_0 AS (
-        INSERT INTO ${sql.table(before.table)} (${columnsScopedSql(beforeColumns)})
-        VALUES (${valuesScopedSql(scope)}, ${sql.join(bound.slice(2, 2 + beforeColumns.length))})
-      )
-      INSERT INTO ${sql.table(into.table)} (${columnsScopedSql(into.columns)})
-      SELECT cast(${scope.accountId} as uuid), cast(${scope.mode} as text), ${sql.join(into.columns.map((column) => sql.ref(`r.${column}`)))}
-      FROM json_populate_recordset(cast(NULL as ${sql.table(into.table)}), cast(cast(${bound[bound.length - 1]} as text) as json)) AS r`;
-    return [{ compile: () => statement.compile(trx) }];
-  })!;
 }

@@ -189,18 +189,17 @@ export async function createRecord(
   const created = await transact(db, options, async (trx, after) => {
     await options.claim?.(trx);
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
-    // The id is made here, not by the database, so the follow-up rows can name it before the insert answers.
+    // The id is made here, not by the database, so the rows written with it can name it before the insert answers.
     const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
     // Answered from its own values, the insert need not return its row: nothing is awaited before the commit.
     const answered = w.rules?.answeredFromValues?.(values);
-    const settling = w.rules?.settledInInsert?.(ctx, values, !answered);
+    const settling = w.rules?.settledInInsert?.(ctx, values, !answered, body);
     const insert = settling?.statement ?? insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
-    // The insert and its follow-ups travel in one round trip: the insert is sent without waiting.
-    const inserted = answered || w.rules?.afterInsert ? await sendAhead(trx, insert) : undefined;
-    const included = (await w.rules?.afterInsert?.(ctx, values, body)) ?? undefined;
-    const [row] = answered ? [answered] : inserted ? ((await inserted.rows) as Row[]) : ((await trx.executeQuery(insert)).rows as Row[]);
+    // Answered already, the insert is sent without waiting: it travels with the statements that follow it.
+    const inserted = answered ? await sendAhead(trx, insert) : undefined;
+    const [row] = answered ? [answered] : ((await trx.executeQuery(insert)).rows as Row[]);
     if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
-    const record = answerOf(d, w, row, included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
+    const record = answerOf(d, w, row, settling?.included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
     // A record answered before the database did carries placeholders for the fields the insert settles; what
     // stores a copy of the record replaces them in SQL, and the answer takes the insert's values after the commit.
     const placeholders: Placeholder[] = [];

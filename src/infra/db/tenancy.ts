@@ -152,6 +152,30 @@ export function insertScoped(
     .values(Array.isArray(rows) ? rows.map(owned) : owned(rows as Values));
 }
 
+/**
+ * New rows of the tenant sent as one JSON text (an array of objects keyed by `columns`), read back by
+ * `json_populate_recordset` with the table's own row type: each value goes through its column's input
+ * function, as a bound parameter would. The tenant columns come from their own parameters, never from the
+ * JSON. The text is cast to json in SQL: postgres.js would encode a json-typed parameter as JSON once more.
+ */
+export function insertScopedFromJson(
+  db: Db | QueryCreator<any>,
+  table: string,
+  scope: Tenant,
+  columns: readonly string[],
+  json: unknown,
+): InsertQueryBuilder<any, any, any> {
+  const rows = sql`json_populate_recordset(cast(NULL as ${sql.table(table)}), cast(cast(${json} as text) as json))`.as('r');
+  return untyped(db)
+    .insertInto(table)
+    .columns([...TENANT_COLUMNS, ...columns])
+    .expression(
+      untyped(db)
+        .selectFrom(rows)
+        .select([...tenantValuesAs(scope), ...columns.map((column) => sql.ref(`r.${column}`).as(column))]),
+    );
+}
+
 /** An UPDATE that can only reach rows of the tenant; the caller adds `set` and its own conditions.
  *  `db` may carry common table expressions (`db.with(…)`), each scoped the same way. */
 export function updateScoped(db: Db | QueryCreator<any>, table: string, scope: Tenant): UpdateQueryBuilder<any, any, any, any> {

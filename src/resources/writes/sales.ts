@@ -7,12 +7,12 @@ import { type Static, Type } from '@sinclair/typebox';
 import { type Dec, dec, money, quantity, toJsonNumber, toSqlNumeric } from '../../domain/money.ts';
 import { type SaleAmounts, saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
-import type { Body, IncludedRows, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
+import type { Body, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
 import { sendAhead } from '../../infra/db/send-ahead.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
-import { insertStatement, jsonRowsStatement } from '../insert-statement.ts';
+import { insertStatement } from '../insert-statement.ts';
 import { printedTimestamp } from '../../infra/db/timestamp-text.ts';
-import { numberedSaleInsert, numberOf } from './transaction-number.ts';
+import { numberedSaleInsert, numberOf, type SaleFollowUps } from './transaction-number.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
@@ -187,13 +187,12 @@ function historyRow(transactionId: unknown, oldStatus: unknown, newStatus: unkno
   };
 }
 
-/** The items and the first history entry, in one statement sent with the sale's insert (nothing awaited);
- *  answers the items as the API prints them, in the body's order. */
-async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<IncludedRows> {
+/** What a new sale writes besides its row, and its items as the API answers them, in the body's order. */
+function followUpsOf(sale: Row, body: Body): { followUps: SaleFollowUps; items: Row[] } {
   const input = body as CreateSale;
   const amounts = amountsOf(body);
   const createdAt = String(sale.created_at);
-  const items: Row[] = [];
+  const rows: Row[] = [];
   const answered: Row[] = [];
   input.items.forEach((item: ItemInput, i) => {
     const a = amounts.items[i] as (typeof amounts.items)[number];
@@ -211,7 +210,7 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<In
       notes: item.notes ?? null,
       created_at: itemCreatedAt(createdAt, i),
     };
-    items.push(row);
+    rows.push(row);
     answered.push({
       ...row,
       quantity: toJsonNumber(a.quantity),
@@ -223,13 +222,14 @@ async function afterInsert(ctx: WriteContext, sale: Row, body: Body): Promise<In
       created_at: createdAt,
     });
   });
-  // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
-  const history = { table: 'transaction_status_history', rows: [historyRow(sale.id, null, sale.status, createdAt)] as [Row] };
-  await sendAhead(
-    ctx.trx,
-    jsonRowsStatement(ctx.trx, ctx.tenant, { table: 'transaction_items', columns: Object.keys(items[0] as Row), rows: items }, history),
-  );
-  return { items: answered };
+  return {
+    followUps: {
+      // Only the final state of a creation is recorded (SPEC part 3): one entry, old_status null.
+      history: historyRow(sale.id, null, sale.status, createdAt),
+      items: { columns: Object.keys(rows[0] as Row), rows },
+    },
+    items: answered,
+  };
 }
 
 /** The six PATCH fields; a delivery_fee change recomputes total_amount from the stored items. */
@@ -272,12 +272,15 @@ export const saleWrite: WriteDescriptor = {
   rules: {
     check: (body, current) => (current ? [] : [...quantitiesAfterRounding(body), ...amountLimits(body)]),
     toInsert,
-    afterInsert,
     answeredFromValues,
-    settledInInsert: (ctx, row, returningAll) => ({
-      statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll),
-      fields: { transaction_number: numberOf(ctx.tenant, String(row.id)) },
-    }),
+    settledInInsert: (ctx, row, returningAll, body) => {
+      const { followUps, items } = followUpsOf(row, body);
+      return {
+        statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll, followUps),
+        fields: { transaction_number: numberOf(ctx.tenant, String(row.id)) },
+        included: { items },
+      };
+    },
     toUpdate,
     afterChange,
   },

@@ -5,7 +5,17 @@ import { type CompiledQuery, type Expression, sql } from 'kysely';
 import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/database.ts';
-import { conditionScopedSql, sameAccountSql, selectScoped, TENANT_COLUMNS, tenantValuesAs, updateScoped } from '../../infra/db/tenancy.ts';
+import {
+  conditionScopedSql,
+  insertScoped,
+  insertScopedFromJson,
+  sameAccountSql,
+  selectScoped,
+  TENANT_COLUMNS,
+  tenantValuesAs,
+  updateScoped,
+} from '../../infra/db/tenancy.ts';
+import { rowsAsJson } from '../insert-statement.ts';
 import type { Row } from '../../infra/db/row.ts';
 import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
 
@@ -27,19 +37,36 @@ import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
  * INSERT … SELECT from the counter's value, not with sub-selects in VALUES or ON CONFLICT, which Citus
  * refuses (docs/scale-out.md). Each value is cast to its column's type, which a SELECT list needs.
  * `values` are the sale's columns but the tenant's and the number (plain values, all of SALE_COLUMN_TYPES);
- * it answers the row's `transaction_number`, or the whole row with `returningAll`.
+ * it answers the row's `transaction_number`, or the whole row with `returningAll`. The sale's first history entry
+ * and its items are inserted by the same statement: one statement fewer per sale, whose set-up and messages
+ * cost both sides (docs/performance.md).
  */
-export function numberedSaleInsert(trx: Db, tenant: Tenant, values: Row, returningAll: boolean): CompiledQuery {
+export function numberedSaleInsert(trx: Db, tenant: Tenant, values: Row, returningAll: boolean, followUps: SaleFollowUps): CompiledQuery {
   const columns = Object.keys(values).filter((column) => values[column] !== undefined);
-  const key = `${returningAll ? '*' : ''}${columns.join(',')}`;
-  // One shape per column list: built once, then only bound (src/infra/db/statement-cache.ts).
-  return sharedStatementCache(trx).statement(
-    NUMBERED_INSERT,
-    key,
-    0,
-    [tenant.accountId, tenant.mode, ...columns.map((c) => values[c])],
-    (bound) => [buildNumberedInsert(trx, { accountId: bound[0], mode: bound[1] } as Tenant, columns, bound.slice(2), returningAll)],
-  )!;
+  const historyColumns = Object.keys(followUps.history).filter((column) => followUps.history[column] !== undefined);
+  const { columns: itemColumns } = followUps.items;
+  const key = `${returningAll ? '*' : ''}${columns.join(',')}|${historyColumns.join(',')}|${itemColumns.join(',')}`;
+  const bound = [
+    tenant.accountId,
+    tenant.mode,
+    ...columns.map((c) => values[c]),
+    ...historyColumns.map((c) => followUps.history[c]),
+    rowsAsJson(followUps.items.rows),
+  ];
+  // One shape per column lists: built once, then only bound (src/infra/db/statement-cache.ts).
+  return sharedStatementCache(trx).statement(NUMBERED_INSERT, key, 0, bound, (b) => {
+    const scope = { accountId: b[0], mode: b[1] } as Tenant;
+    const sale = b.slice(2, 2 + columns.length);
+    const history = Object.fromEntries(historyColumns.map((c, i) => [c, b[2 + columns.length + i]]));
+    return [buildNumberedInsert(trx, scope, columns, sale, returningAll, { history, itemColumns, itemsJson: b[b.length - 1] })];
+  })!;
+}
+
+/** What a new sale writes besides its row, in the same statement: its first history entry and its items. */
+export interface SaleFollowUps {
+  history: Row;
+  /** Every row has `columns` (as JSON, one parameter). */
+  items: { columns: readonly string[]; rows: readonly Row[] };
 }
 
 const NUMBERED_INSERT = { statement: 'numbered sale insert' };
@@ -66,21 +93,39 @@ const SALE_COLUMN_TYPES: Readonly<Record<string, string>> = {
   created_at: 'timestamptz',
 };
 
-function buildNumberedInsert(trx: Db, tenant: Tenant, columns: readonly string[], bound: readonly unknown[], returningAll: boolean) {
+function buildNumberedInsert(
+  trx: Db,
+  tenant: Tenant,
+  columns: readonly string[],
+  bound: readonly unknown[],
+  returningAll: boolean,
+  followUps: { history: Row; itemColumns: readonly string[]; itemsJson: unknown },
+) {
   const selected = columns.map((column, i) => {
     const type = SALE_COLUMN_TYPES[column];
     if (!type) throw new Error(`numberedSaleInsert: no SQL type for the column ${column}`);
     return sql`cast(${bound[i]} as ${sql.raw(type)})`.as(column);
   });
-  const insert = withNextNumber(trx, tenant)
-    .insertInto('transactions')
-    .columns([...TENANT_COLUMNS, ...columns, 'transaction_number'] as never)
-    .expression((db) =>
-      db
-        .selectFrom('next')
-        .select([...tenantValuesAs(tenant), ...selected, sql<string>`cast("next"."value" as text)`.as('transaction_number')]),
-    );
-  return returningAll ? insert.returningAll() : insert.returning('transaction_number');
+  return (
+    withNextNumber(trx, tenant)
+      .with('sale', (db) => {
+        const insert = db
+          .insertInto('transactions')
+          .columns([...TENANT_COLUMNS, ...columns, 'transaction_number'] as never)
+          .expression((from) =>
+            from
+              .selectFrom('next')
+              .select([...tenantValuesAs(tenant), ...selected, sql<string>`cast("next"."value" as text)`.as('transaction_number')]),
+          );
+        return returningAll ? insert.returningAll() : insert.returning('transaction_number');
+      })
+      // The follow-ups come after the sale: Citus runs a statement's CTEs one by one, in order, and their
+      // foreign keys need the sale's row; PostgreSQL checks them at the statement's end.
+      .with('history', (db) => insertScoped(db, 'transaction_status_history', tenant, followUps.history))
+      .with('items', (db) => insertScopedFromJson(db, 'transaction_items', tenant, followUps.itemColumns, followUps.itemsJson))
+      .selectFrom('sale')
+      .selectAll()
+  );
 }
 
 /** The tenant's next sale number, as the CTE `next` (one row, `value`), the counter moved on and locked. */
