@@ -106,17 +106,3 @@ function buildInserts(trx: Db, tenant: Tenant, inserts: readonly TableRows[], re
   const insert = insertScoped(db, last.table, tenant, last.rows);
   return returning ? insert.returningAll() : insert;
 }
-
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/**
- * The rows as JSON text, for an insert that reads them back from one parameter (`insertScopedFromJson`): ten
- * items of a sale are then one parameter, not a hundred and forty (binding each one was the driver's largest
- * cost per sale, docs/performance.md). JSON.stringify writes a lone surrogate (a body may hold one: `"\ud800"`) as an escape,
- * which PostgreSQL's json refuses; as a parameter of its own the driver sent it as U+FFFD, and so does this.
- */
-export function rowsAsJson(rows: readonly Row[]): string {
-  const json = JSON.stringify(rows);
-  if (!json.includes('\\ud')) return json;
-  return JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value));
-}

@@ -176,6 +176,20 @@ export function insertScopedFromJson(
     );
 }
 
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * Rows as the JSON text `insertScopedFromJson` reads back from one parameter: ten items of a sale are then one
+ * parameter, not a hundred and forty (binding each one was the driver's largest cost per sale,
+ * docs/performance.md). JSON.stringify writes a lone surrogate (a body may hold one: `"\ud800"`) as an escape,
+ * which PostgreSQL's json refuses; as a parameter of its own the driver sent it as U+FFFD, and so does this.
+ */
+export function rowsAsJson(rows: readonly Values[]): string {
+  const json = JSON.stringify(rows);
+  if (!json.includes('\\ud')) return json;
+  return JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value));
+}
+
 /** An UPDATE that can only reach rows of the tenant; the caller adds `set` and its own conditions.
  *  `db` may carry common table expressions (`db.with(…)`), each scoped the same way. */
 export function updateScoped(db: Db | QueryCreator<any>, table: string, scope: Tenant): UpdateQueryBuilder<any, any, any, any> {

@@ -9,13 +9,13 @@ import {
   conditionScopedSql,
   insertScoped,
   insertScopedFromJson,
+  rowsAsJson,
   sameAccountSql,
   selectScoped,
   TENANT_COLUMNS,
   tenantValuesAs,
   updateScoped,
 } from '../../infra/db/tenancy.ts';
-import { rowsAsJson } from '../insert-statement.ts';
 import type { Row } from '../../infra/db/row.ts';
 import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
 
