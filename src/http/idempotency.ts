@@ -1,5 +1,5 @@
 // The Idempotency-Key stage of POST routes (SPEC part 8, DECISIONS B.12). A creation of the write engine
-// claims its key in its own transaction (`readKey`, then `createOnce`): one commit per write. Other POSTs
+// records its key with its response in its own transaction (`readKey`, then `createOnce`): one commit per write. Other POSTs
 // claim it in preValidation (`claim`: or replay / refuse). A write stores its response inside its own
 // transaction (`finisher`); onSend stores any other response (a 422) or releases the key. Other methods
 // never declare these hooks.
@@ -23,12 +23,12 @@ interface KeyRead {
   signature: string;
 }
 
-/** A key read from the request, to be claimed by the write's own transaction. */
+/** A key read from the request, to be recorded by the write's own transaction. */
 type PendingClaim = KeyRead & KeyClaim;
 
-/** What a creation runs in its transaction for its key: the claim first, the stored response last. */
+/** What a creation runs last in its transaction for its key: the key recorded with the response, or the response
+ *  stored under a claim taken before. */
 export interface KeyInWrite {
-  claim?: (trx: Db) => Promise<void>;
   finisher?: StoreResponse;
 }
 
@@ -53,10 +53,10 @@ const releases = (status: number) => status >= 500 || status === 409 || status =
 
 export interface IdempotencyHooks {
   claim(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
-  /** preValidation of a creation that claims its key in its own transaction (`createOnce`): reads the key only. */
+  /** preValidation of a creation that records its key in its own transaction (`createOnce`): reads the key only. */
   readKey(request: FastifyRequest): Promise<void>;
   /**
-   * Runs `create` with its key claimed in its transaction. When the key is already recorded, or the creation
+   * Runs `create` with its key recorded in its transaction. When the key is already recorded, or the creation
    * is refused (a 4xx a replay must repeat), the key is settled on its own (`claim`): a replay is sent
    * (undefined is returned), a conflict thrown, or the key taken: the creation then runs again under it, or
    * its refusal is thrown and stored by onSend.
@@ -93,7 +93,7 @@ interface HookState {
   replayHeaders: ReplayHeaders | undefined;
   /** Keys claimed on their own, by request. */
   claims: WeakMap<FastifyRequest, KeyClaim>;
-  /** Keys read by `readKey`, claimed by the creation's transaction. */
+  /** Keys read by `readKey`, recorded by the creation's transaction. */
   pending: WeakMap<FastifyRequest, PendingClaim>;
   /** Requests whose response was stored with their write: onSend leaves a success alone. */
   storedWithWrite: WeakSet<FastifyRequest>;
@@ -146,10 +146,7 @@ async function createOnce<T>(
   if (!claim) return create({ finisher: heldKeyFinisher(state, request, status, respond) });
   state.pending.delete(request);
   try {
-    return await create({
-      claim: (trx) => state.store.claimInTransaction(trx, claim, claim.signature),
-      finisher: storeResponse(state, request, claim, status, respond),
-    });
+    return await create({ finisher: recordWithResponse(state, request, claim, status, respond) });
   } catch (err) {
     const recorded = err instanceof KeyRecordedError;
     if (!recorded && !(err instanceof AppError && !releases(err.status))) throw err;
@@ -175,6 +172,21 @@ async function record(state: HookState, request: FastifyRequest, reply: FastifyR
     request.log.error({ err }, 'idempotency record failed');
   }
   return payload;
+}
+
+/** Records a new key with the write's response, last in the write's transaction; a key already recorded fails it. */
+function recordWithResponse(
+  state: HookState,
+  request: FastifyRequest,
+  claim: PendingClaim,
+  status: number,
+  respond: (record: Row) => string,
+): StoreResponse {
+  return async (trx, written) => {
+    const response = { status, body: respond(written.record), contentType: JSON_CONTENT_TYPE };
+    await state.store.recordInTransaction(trx, claim, claim.signature, response, written.placeholders);
+    state.storedWithWrite.add(request);
+  };
 }
 
 function storeResponse(

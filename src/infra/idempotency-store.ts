@@ -1,8 +1,9 @@
 // Durable Idempotency-Key records (SPEC part 8, DECISIONS B.12) in the `idempotency_keys` table,
 // so every instance sees them. A key is claimed atomically (one INSERT … ON CONFLICT), completed
 // with the response, or released when the request failed; expired records count as absent.
-// A creation of the write engine claims its key in its own transaction (`claimInTransaction`): the claim,
-// the write and the stored response commit together, one commit per write. Other POSTs claim first (`claim`).
+// A creation of the write engine records its key with its response as the last statement of its own
+// transaction (`recordInTransaction`): the write and its key commit together, one commit and one row per
+// write. Other POSTs claim first (`claim`).
 // Crash safety: a write's response is stored in the write's own transaction (`completeInTransaction`),
 // so a committed write always replays. A claim made on its own is a lease: if its request never commits
 // (the process died), a retry takes the key over after `staleSeconds` (5 s).
@@ -11,7 +12,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db } from './db/database.ts';
 import { sendAhead, type Placeholder, settledText } from './db/send-ahead.ts';
 
-/** SQLSTATE 22012, which only the claim checks (`claimInTransaction`, `completeInTransaction`) raise in their statements. */
+/** SQLSTATE 22012, which only the key checks (`recordInTransaction`, `completeInTransaction`) raise in their statements. */
 const isDivisionByZero = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === '22012';
 
 /** The key is already recorded (or was, by a transaction that committed while this claim waited for it). */
@@ -142,21 +143,35 @@ export class IdempotencyStore {
   }
 
   /**
-   * Claims a new key as a statement of the write's own transaction, sent without waiting (it travels with the
-   * write's first statements). A record of the key, or one a concurrent transaction holds (the insert waits
-   * for it to end), fails the statement, and with it the transaction, with `KeyRecordedError`: the caller then
-   * rolls back and settles the key with `claim` (a replay, a conflict, or a stale record taken over).
+   * Records a new key with the write's response, as the last statement of the write's own transaction, sent
+   * without waiting (it travels with the commit): one row written once, and one statement, per keyed write. A
+   * record of the key, or one a concurrent transaction holds (the insert waits for it to end), fails the
+   * statement, and with it the transaction, with `KeyRecordedError`: the caller then rolls back and settles the
+   * key with `claim` (a replay, a conflict, or an expired record taken over). A concurrent duplicate therefore
+   * runs its write too, and rolls it back when it reaches the key; its rows, its number and its event never
+   * commit (docs/decisions.md).
    */
-  async claimInTransaction(trx: Db, claim: KeyClaim, signature: string): Promise<void> {
+  async recordInTransaction(
+    trx: Db,
+    claim: KeyClaim,
+    signature: string,
+    response: { status: number; body: string; contentType: string },
+    placeholders: readonly Placeholder[] | undefined,
+  ): Promise<void> {
+    // INSERT … SELECT, not VALUES: the body's placeholders are settled by a sub-select of the account's tables,
+    // which Citus refuses in an INSERT's VALUES.
     const query = sql`
-      WITH claimed AS (
+      WITH recorded AS (
         INSERT INTO idempotency_keys
-          (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at)
-        VALUES (${claim.apiKeyId}, ${claim.key}, ${signature}, 'in_progress', ${claim.token}, false, now(), now() + make_interval(secs => ${this.ttlSeconds}))
+          (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at,
+           response_status, response_body, response_content_type)
+        SELECT cast(${claim.apiKeyId} as uuid), cast(${claim.key} as text), cast(${signature} as text), 'done',
+          cast(${claim.token} as uuid), true, now(), now() + make_interval(secs => ${this.ttlSeconds}),
+          cast(${response.status} as integer), cast(${settledText(response.body, placeholders)} as text), cast(${response.contentType} as text)
         ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
         RETURNING 1
       )
-      SELECT 1 / (SELECT count(*) FROM claimed) AS claimed`.compile(trx);
+      SELECT 1 / (SELECT count(*) FROM recorded) AS recorded`.compile(trx);
     await sendAhead(trx, query, (err) => (isDivisionByZero(err) ? new KeyRecordedError() : err));
   }
 

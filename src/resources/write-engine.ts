@@ -28,8 +28,6 @@ export interface WriteOptions {
   /** Field errors the schema validation found (Ajv through `toFieldErrors`). */
   schemaErrors?: FieldError[];
   now?: () => number;
-  /** A creation's first statement (its Idempotency-Key's claim): its failure rolls the creation back. */
-  claim?: (trx: Db) => Promise<void>;
   /** Runs inside the creating transaction just before it commits (the idempotency claim marks itself). */
   beforeCommit?: (trx: Db) => Promise<void>;
   /** Runs inside every write's transaction once the record is final (the change feed records its event);
@@ -187,7 +185,6 @@ export async function createRecord(
   const tenant = requireTenant(tenantOrNull, 'write');
   await refuseInvalid(db, w, tenant, body, undefined, options);
   const created = await transact(db, options, async (trx, after) => {
-    await options.claim?.(trx);
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     // The id is made here, not by the database, so the rows written with it can name it before the insert answers.
     const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };

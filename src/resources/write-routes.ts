@@ -128,7 +128,6 @@ function registerCreate({ app, deps, d, w, db, tags, guard }: ResourceRoutes, ho
           now: deps.now,
           ...inBatch(batch),
           onWritten: onWrittenFor(deps, request, 201),
-          claim: key.claim,
           finishers: key.finisher ? [key.finisher] : [],
         }),
       );
