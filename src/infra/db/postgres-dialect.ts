@@ -38,6 +38,15 @@ const MAX_PREPARED_PARAMETERS = 1000;
  */
 const IMMEDIATE_COMMIT = `commit /*${' '.repeat(1024)}*/`;
 
+/**
+ * Sent with every BEGIN on prepared statements: a statement of a transaction (a write's) runs on the generic plan
+ * its connection made once. Left to choose, PostgreSQL planned a new sale's statement again at about one execution
+ * in three, each time for 1.4 ms of CPU, more than the rest of the sale (docs/performance.md). A write's statements
+ * find their rows by key or by tenant, which a generic plan does as well; the reads outside transactions (lists
+ * with filters) keep the custom plans a value can improve.
+ */
+const GENERIC_PLANS = '; set local plan_cache_mode = force_generic_plan';
+
 /** Read after a COMMIT on the same connection: the WAL insert position, at or past the commit record's end. */
 const COMMIT_POSITION = 'select pg_current_wal_insert_lsn()::text as lsn';
 
@@ -236,8 +245,9 @@ class PostgresJsDriver implements Driver {
     await connection.reserve();
     const level = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : '';
     const mode = settings.accessMode ? ` ${settings.accessMode}` : '';
-    // One simple-protocol message (no parameters): its SET LOCALs cost no round trip of their own.
-    connection.begin(`start transaction${level}${mode}${this.pooler?.afterBegin ?? ''}`);
+    // One simple-protocol message (no parameters): its SET LOCALs cost no round trip of their own. Behind a
+    // transaction pooler statements are not prepared: each is planned anyway, and the setting would not matter.
+    connection.begin(`start transaction${level}${mode}${this.pooler?.afterBegin ?? GENERIC_PLANS}`);
   }
   async commitTransaction(connection: PostgresJsConnection): Promise<void> {
     await connection.commit();
