@@ -80,6 +80,8 @@ export interface WriteDescriptor {
 
 /** An INSERT that settles some text fields of the new row, and how later statements read each field. */
 export interface SettledInInsert {
+  /** Sent ahead of `statement`, in the same transaction (a sale's counter row locked). */
+  before?: CompiledQuery;
   /** Answers the new row with the fields it settled. */
   statement: CompiledQuery;
   /** Each field as SQL reads it later in the same transaction. */

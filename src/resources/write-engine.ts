@@ -192,6 +192,7 @@ export async function createRecord(
     const answered = w.rules?.answeredFromValues?.(values);
     const settling = w.rules?.settledInInsert?.(ctx, values, !answered, body);
     const insert = settling?.statement ?? insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
+    if (settling?.before) await sendAhead(trx, settling.before);
     // Answered already, the insert is sent without waiting: it travels with the statements that follow it.
     const inserted = answered ? await sendAhead(trx, insert) : undefined;
     const [row] = answered ? [answered] : ((await trx.executeQuery(insert)).rows as Row[]);

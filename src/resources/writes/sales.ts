@@ -12,7 +12,7 @@ import { sendAhead } from '../../infra/db/send-ahead.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
 import { insertStatement } from '../insert-statement.ts';
 import { printedTimestamp } from '../../infra/db/timestamp-text.ts';
-import { numberedSaleInsert, numberOf, type SaleFollowUps } from './transaction-number.ts';
+import { lockedCounter, numberedSaleInsert, numberOf, type SaleFollowUps } from './transaction-number.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
@@ -276,6 +276,7 @@ export const saleWrite: WriteDescriptor = {
     settledInInsert: (ctx, row, returningAll, body) => {
       const { followUps, items } = followUpsOf(row, body);
       return {
+        before: lockedCounter(ctx.trx, ctx.tenant),
         statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll, followUps),
         fields: { transaction_number: numberOf(ctx.tenant, String(row.id)) },
         included: { items },
