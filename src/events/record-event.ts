@@ -1,7 +1,7 @@
 // Records the event of one write inside the write's transaction, with a delivery row for every
 // enabled webhook endpoint of the tenant that subscribes to its type; once (and only if) the
 // transaction commits, a NOTIFY wakes long polls and delivery workers (commit-notifier.ts).
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
 import { tenantChannelKey } from './channels.ts';
 import type { CommitNotifier } from './commit-notifier.ts';
@@ -10,7 +10,7 @@ import { accountColumnSql, columnsScopedSql, conditionScopedSql, valuesScopedSql
 import { outputRow } from '../query/output.ts';
 import { descriptorMeta } from '../query/row-meta.ts';
 import { eventObjectOf } from '../resources/descriptor.ts';
-import type { AfterCommit, WrittenBeside, WrittenRecord } from '../resources/write-engine.ts';
+import type { AfterCommit, Beside, WrittenBeside, WrittenRecord } from '../resources/write-engine.ts';
 import { type EventAction, eventType, patternsMatching } from './event-types.ts';
 
 /** Fields every update changes, which would make every `previous_attributes` noisy. */
@@ -31,7 +31,7 @@ export async function recordEvent(
   written: WrittenRecord,
   requestId: string | null,
   notifier: CommitNotifier | undefined,
-  beside?: RawBuilder<unknown>,
+  besides: readonly Beside[] = [],
 ): Promise<AfterCommit | undefined> {
   const { descriptor: d, tenant, object } = written;
   const previous =
@@ -68,10 +68,18 @@ export async function recordEvent(
       WHERE ${conditionScopedSql(tenant, 'e')} AND e.enabled
         AND e.enabled_events && cast(ARRAY[${sql.join(patternsMatching(type))}] as text[])
       RETURNING 1
-    )${beside ? sql`, beside AS (${beside})` : sql``}
-    SELECT EXISTS (SELECT 1 FROM deliveries) AS deliveries, (SELECT count(*) FROM event) AS recorded`.compile(trx);
-  // Its answer is read after the commit: the statement goes out with it (a failure still fails the write).
-  const sent = await sendAhead(trx, statement);
+    )${sql.join(
+      besides.map((b, i) => sql`, ${sql.raw(`beside_${i}`)} AS (${b.statement})`),
+      sql``,
+    )}
+    SELECT EXISTS (SELECT 1 FROM deliveries) AS deliveries, (SELECT count(*) FROM event) AS recorded${sql.join(
+      besides.flatMap((b, i) => (b.required ? [sql.raw(`, 1 / (SELECT count(*) FROM beside_${i}) AS beside_${i}_written`)] : [])),
+      sql``,
+    )}`.compile(trx);
+  // Its answer is read after the commit: the statement goes out with it (a failure still fails the write). Only a
+  // required beside's check divides (SQLSTATE 22012): its own meaning names that failure.
+  const required = besides.flatMap((b) => (b.required ? [b.required] : []));
+  const sent = await sendAhead(trx, statement, (err) => required.reduce((meant, meaning) => (meant === err ? meaning(err) : meant), err));
   if (!notifier) return undefined;
   const key = tenantChannelKey(tenant.accountId, tenant.mode);
   return () =>
@@ -81,9 +89,15 @@ export async function recordEvent(
     );
 }
 
-/** The write engine's in-transaction extension for one request; `beside` goes out in the event's statement. */
+/** The write engine's in-transaction extension for one request; `besides` go out in the event's statement. */
 export const eventRecorder =
   (notifier: CommitNotifier | undefined) =>
-  (requestId: string, beside?: WrittenBeside) =>
+  (requestId: string, besides: readonly WrittenBeside[] = []) =>
   (trx: Db, written: WrittenRecord): Promise<AfterCommit | undefined> =>
-    recordEvent(trx, written, requestId, notifier, beside?.(written));
+    recordEvent(
+      trx,
+      written,
+      requestId,
+      notifier,
+      besides.map((beside) => beside(written)),
+    );

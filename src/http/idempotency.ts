@@ -6,10 +6,17 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, errors } from '../errors/app-error.ts';
-import { type ClaimResult, type IdempotencyStore, type KeyClaim, KeyRecordedError } from '../infra/idempotency-store.ts';
+import {
+  type ClaimResult,
+  type IdempotencyStore,
+  type KeyClaim,
+  KeyRecordedError,
+  keyRecordedMeaning,
+} from '../infra/idempotency-store.ts';
 import type { Row } from '../infra/db/row.ts';
 import type { Db } from '../infra/db/database.ts';
-import type { Placeholder } from '../infra/db/send-ahead.ts';
+import type { FailureMeaning, Placeholder } from '../infra/db/send-ahead.ts';
+import type { RawBuilder } from 'kysely';
 import { canonicalJson } from '../schemas/canonical-json.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -27,10 +34,18 @@ interface KeyRead {
 type PendingClaim = KeyRead & KeyClaim;
 
 /** What a creation runs last in its transaction for its key: the key recorded with the response, or the response
- *  stored under a claim taken before. */
+ *  stored under a claim taken before. A new key can instead be recorded by `beside`, a CTE of another statement
+ *  of the write (its event's): one statement fewer. */
 export interface KeyInWrite {
   finisher?: StoreResponse;
+  beside?: RecordBeside;
 }
+
+/** A new key's record as a CTE of another statement of the write (structurally the write engine's `WrittenBeside`). */
+type RecordBeside = (written: { record?: Row; object: Row; placeholders?: readonly Placeholder[] }) => {
+  statement: RawBuilder<unknown>;
+  required: FailureMeaning;
+};
 
 /** Hash of method, path (without query) and canonical body. */
 export function requestSignature(method: string, path: string, body: unknown): string {
@@ -146,7 +161,10 @@ async function createOnce<T>(
   if (!claim) return create({ finisher: heldKeyFinisher(state, request, status, respond) });
   state.pending.delete(request);
   try {
-    return await create({ finisher: recordWithResponse(state, request, claim, status, respond) });
+    return await create({
+      finisher: recordWithResponse(state, request, claim, status, respond),
+      beside: recordBeside(state, request, claim, status, respond),
+    });
   } catch (err) {
     const recorded = err instanceof KeyRecordedError;
     if (!recorded && !(err instanceof AppError && !releases(err.status))) throw err;
@@ -186,6 +204,21 @@ function recordWithResponse(
     const response = { status, body: respond(written.record), contentType: JSON_CONTENT_TYPE };
     await state.store.recordInTransaction(trx, claim, claim.signature, response, written.placeholders);
     state.storedWithWrite.add(request);
+  };
+}
+
+/** `recordWithResponse` as a CTE of another statement of the write; a key already recorded fails that statement. */
+function recordBeside(
+  state: HookState,
+  request: FastifyRequest,
+  claim: PendingClaim,
+  status: number,
+  respond: (record: Row) => string,
+): RecordBeside {
+  return (written) => {
+    const response = { status, body: respond(written.record ?? written.object), contentType: JSON_CONTENT_TYPE };
+    state.storedWithWrite.add(request);
+    return { statement: state.store.recordStatement(claim, claim.signature, response, written.placeholders), required: keyRecordedMeaning };
   };
 }
 

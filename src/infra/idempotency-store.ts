@@ -22,6 +22,9 @@ export class KeyRecordedError extends Error {
   }
 }
 
+/** What the failure of a statement that records a key means: `KeyRecordedError` when its division failed. */
+export const keyRecordedMeaning = (err: unknown): unknown => (isDivisionByZero(err) ? new KeyRecordedError() : err);
+
 /** A key and the token that will hold it. */
 export interface KeyClaim {
   apiKeyId: string;
@@ -158,21 +161,34 @@ export class IdempotencyStore {
     response: { status: number; body: string; contentType: string },
     placeholders: readonly Placeholder[] | undefined,
   ): Promise<void> {
+    const query = sql`
+      WITH recorded AS (${this.recordStatement(claim, signature, response, placeholders)})
+      SELECT 1 / (SELECT count(*) FROM recorded) AS recorded`.compile(trx);
+    await sendAhead(trx, query, keyRecordedMeaning);
+  }
+
+  /**
+   * The INSERT of `recordInTransaction`, for a statement that carries it as a CTE (the write's event): it answers
+   * one row when it recorded the key, none when the key was already recorded. The statement must then fail
+   * (a division by its row count), and `keyRecordedMeaning` names that failure.
+   */
+  recordStatement(
+    claim: KeyClaim,
+    signature: string,
+    response: { status: number; body: string; contentType: string },
+    placeholders: readonly Placeholder[] | undefined,
+  ): RawBuilder<unknown> {
     // INSERT … SELECT, not VALUES: the body's placeholders are settled by a sub-select of the account's tables,
     // which Citus refuses in an INSERT's VALUES.
-    const query = sql`
-      WITH recorded AS (
-        INSERT INTO idempotency_keys
-          (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at,
-           response_status, response_body, response_content_type)
-        SELECT cast(${claim.apiKeyId} as uuid), cast(${claim.key} as text), cast(${signature} as text), 'done',
-          cast(${claim.token} as uuid), true, now(), now() + make_interval(secs => ${this.ttlSeconds}),
-          cast(${response.status} as integer), cast(${settledText(response.body, placeholders)} as text), cast(${response.contentType} as text)
-        ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
-        RETURNING 1
-      )
-      SELECT 1 / (SELECT count(*) FROM recorded) AS recorded`.compile(trx);
-    await sendAhead(trx, query, (err) => (isDivisionByZero(err) ? new KeyRecordedError() : err));
+    return sql`
+      INSERT INTO idempotency_keys
+        (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at,
+         response_status, response_body, response_content_type)
+      SELECT cast(${claim.apiKeyId} as uuid), cast(${claim.key} as text), cast(${signature} as text), 'done',
+        cast(${claim.token} as uuid), true, now(), now() + make_interval(secs => ${this.ttlSeconds}),
+        cast(${response.status} as integer), cast(${settledText(response.body, placeholders)} as text), cast(${response.contentType} as text)
+      ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
+      RETURNING 1`;
   }
 
   /**

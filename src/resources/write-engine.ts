@@ -10,7 +10,7 @@ import { errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
 import type { Db } from '../infra/db/database.ts';
-import { type Placeholder, placeholder, sendAhead } from '../infra/db/send-ahead.ts';
+import { type FailureMeaning, type Placeholder, placeholder, sendAhead } from '../infra/db/send-ahead.ts';
 import { lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
@@ -91,11 +91,20 @@ export interface WrittenRecord {
   /** On creation: fields of `object` (and the answered record) still holding a placeholder token, settled
    *  by a statement sent ahead; a stored copy replaces them in SQL (settledText). */
   placeholders?: readonly Placeholder[];
+  /** On creation: the record as the API answers it, with its includes (a sale's items). */
+  record?: Row;
 }
 
-/** A statement an extension writes inside its own statement for a write, as one more CTE (the write log's entry,
- *  inside the event's statement): one statement fewer per write. */
-export type WrittenBeside = (written: WrittenRecord) => RawBuilder<unknown>;
+/** A statement an extension writes inside the event's statement for a write, as one more CTE (the write log's entry,
+ *  a new Idempotency-Key's record): one statement fewer per write. With `required`, it must write a row (its
+ *  RETURNING answers one): the event's statement fails with SQLSTATE 22012 otherwise, and `required` gives that
+ *  failure its meaning. */
+export interface Beside {
+  statement: RawBuilder<unknown>;
+  required?: FailureMeaning;
+}
+
+export type WrittenBeside = (written: WrittenRecord) => Beside;
 
 const notFoundReference = (field: string): FieldError => ({
   field,
@@ -214,7 +223,7 @@ export async function createRecord(
     const written: WrittenRecord = { descriptor: d, tenant, id: String(row.id), action: 'created', before: null, object, placeholders };
     for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
     await options.beforeCommit?.(trx);
-    after(await options.onWritten?.(trx, written));
+    after(await options.onWritten?.(trx, { ...written, record }));
     return { record, settled };
   });
   if (!created.settled) return created.record;

@@ -33,7 +33,7 @@ export interface WriteRouteDeps {
   resources?: readonly ResourceDescriptor[];
   /** What each write does in its own transaction besides the change (the change feed records its event), per request
    *  id; `beside` (the write log's entry) is written in the event's statement. */
-  recordWrite?: (requestId: string, beside?: WrittenBeside) => WriteOptions['onWritten'];
+  recordWrite?: (requestId: string, besides?: readonly WrittenBeside[]) => WriteOptions['onWritten'];
 }
 
 const IDEMPOTENCY_DOC =
@@ -122,15 +122,17 @@ function registerCreate({ app, deps, d, w, db, tags, guard }: ResourceRoutes, ho
       reply.code(201);
       const respond = memoize((record: Row) => reply.serialize(itemEnvelope(request, record)) as string);
       const batch = batchOperationOf(request);
-      const data = await hooks.createOnce(request, reply, 201, respond, (key) =>
-        createRecord(batch?.trx ?? db, d, request.tenant, request.body, {
+      const data = await hooks.createOnce(request, reply, 201, respond, (key) => {
+        // A new key goes out in the event's statement when there is one: one statement fewer per write.
+        const keyBeside = deps.recordWrite ? key.beside : undefined;
+        return createRecord(batch?.trx ?? db, d, request.tenant, request.body, {
           schemaErrors: schemaErrors(request),
           now: deps.now,
           ...inBatch(batch),
-          onWritten: onWrittenFor(deps, request, 201),
-          finishers: key.finisher ? [key.finisher] : [],
-        }),
-      );
+          onWritten: onWrittenFor(deps, request, 201, keyBeside),
+          finishers: !keyBeside && key.finisher ? [key.finisher] : [],
+        });
+      });
       if (data === undefined) return reply; // a replay, already sent
       // Already serialized (a held Idempotency-Key stores these very bytes): sent as text, past the typed serializer.
       // A new record has not changed yet: its version is its id (updated_at is still null).
@@ -210,9 +212,10 @@ const inBatch = (batch: BatchOperationContext | undefined): Pick<WriteOptions, '
 });
 
 /** What a write does in its transaction besides the change: its event, and its entry in the write log. */
-function onWrittenFor(deps: WriteRouteDeps, request: FastifyRequest, status: number): WriteOptions['onWritten'] {
+function onWrittenFor(deps: WriteRouteDeps, request: FastifyRequest, status: number, keyBeside?: WrittenBeside): WriteOptions['onWritten'] {
   const auth = request.auth;
-  if (!auth) return deps.recordWrite?.(request.id);
+  const besides = keyBeside ? [keyBeside] : [];
+  if (!auth) return deps.recordWrite?.(request.id, besides);
   const batch = batchOperationOf(request);
   const header = request.headers[IDEMPOTENCY_HEADER];
   const entry: WriteRequest = {
@@ -226,7 +229,7 @@ function onWrittenFor(deps: WriteRouteDeps, request: FastifyRequest, status: num
   };
   // The entry goes out in the event's statement: one statement fewer per write.
   return (
-    deps.recordWrite?.(request.id, (written) => logEntrySql(written, entry)) ??
+    deps.recordWrite?.(request.id, [(written) => ({ statement: logEntrySql(written, entry) }), ...besides]) ??
     (async (trx, written) => {
       await logWrite(trx, written, entry);
       return undefined;
