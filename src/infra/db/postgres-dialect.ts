@@ -43,9 +43,13 @@ const IMMEDIATE_COMMIT = `commit /*${' '.repeat(1024)}*/`;
  * its connection made once. Left to choose, PostgreSQL planned a new sale's statement again at about one execution
  * in three, each time for 1.4 ms of CPU, more than the rest of the sale (docs/performance.md). A write's statements
  * find their rows by key or by tenant, which a generic plan does as well; the reads outside transactions (lists
- * with filters) keep the custom plans a value can improve.
+ * with filters) keep the custom plans a value can improve. Not on Citus (CITUS_INSTALLED).
  */
 const GENERIC_PLANS = '; set local plan_cache_mode = force_generic_plan';
+
+/** Citus makes no generic plan of a statement that reads a distributed table ("could not create distributed plan"):
+ *  on a Citus coordinator the transactions leave PostgreSQL to choose (docs/scale-out.md). */
+const CITUS_INSTALLED = "select exists (select 1 from pg_extension where extname = 'citus') as citus";
 
 /** Read after a COMMIT on the same connection: the WAL insert position, at or past the commit record's end. */
 const COMMIT_POSITION = 'select pg_current_wal_insert_lsn()::text as lsn';
@@ -133,6 +137,13 @@ class PostgresJsConnection implements DatabaseConnection {
     );
     sent.catch(() => {}); // handled by the next statement, which awaits it
     this.inFlight.push(sent);
+  }
+
+  /** Whether the Citus extension is installed in the database, asked on the reserved connection. */
+  async citusInstalled(): Promise<boolean> {
+    if (!this.reserved) throw new Error('a question on a connection that is not reserved');
+    const [row] = await this.reserved.unsafe<{ citus: boolean }[]>(CITUS_INSTALLED, [], { prepare: false });
+    return row?.citus === true;
   }
 
   /** Sends BEGIN without waiting for its answer: the next statement follows it on the same connection,
@@ -247,7 +258,18 @@ class PostgresJsDriver implements Driver {
     const mode = settings.accessMode ? ` ${settings.accessMode}` : '';
     // One simple-protocol message (no parameters): its SET LOCALs cost no round trip of their own. Behind a
     // transaction pooler statements are not prepared: each is planned anyway, and the setting would not matter.
-    connection.begin(`start transaction${level}${mode}${this.pooler?.afterBegin ?? GENERIC_PLANS}`);
+    const planning = this.pooler ? this.pooler.afterBegin : (await this.onCitus(connection)) ? '' : GENERIC_PLANS;
+    connection.begin(`start transaction${level}${mode}${planning}`);
+  }
+
+  /** Whether the database is a Citus coordinator: asked by the first transaction, once (again after a failed ask). */
+  private citus: Promise<boolean> | undefined;
+  private onCitus(connection: PostgresJsConnection): Promise<boolean> {
+    this.citus ??= connection.citusInstalled().catch((err: unknown) => {
+      this.citus = undefined;
+      throw err;
+    });
+    return this.citus;
   }
   async commitTransaction(connection: PostgresJsConnection): Promise<void> {
     await connection.commit();
