@@ -161,10 +161,7 @@ async function createOnce<T>(
   if (!claim) return create({ finisher: heldKeyFinisher(state, request, status, respond) });
   state.pending.delete(request);
   try {
-    return await create({
-      finisher: recordWithResponse(state, request, claim, status, respond),
-      beside: recordBeside(state, request, claim, status, respond),
-    });
+    return await create(recordWithResponse(state, request, claim, status, respond));
   } catch (err) {
     const recorded = err instanceof KeyRecordedError;
     if (!recorded && !(err instanceof AppError && !releases(err.status))) throw err;
@@ -192,33 +189,31 @@ async function record(state: HookState, request: FastifyRequest, reply: FastifyR
   return payload;
 }
 
-/** Records a new key with the write's response, last in the write's transaction; a key already recorded fails it. */
+/**
+ * Records a new key with the write's response, last in the write's transaction: as a statement of its own
+ * (`finisher`), or as a CTE of another statement of the write (`beside`). A key already recorded fails that statement.
+ */
 function recordWithResponse(
   state: HookState,
   request: FastifyRequest,
   claim: PendingClaim,
   status: number,
   respond: (record: Row) => string,
-): StoreResponse {
-  return async (trx, written) => {
-    const response = { status, body: respond(written.record), contentType: JSON_CONTENT_TYPE };
-    await state.store.recordInTransaction(trx, claim, claim.signature, response, written.placeholders);
-    state.storedWithWrite.add(request);
-  };
-}
-
-/** `recordWithResponse` as a CTE of another statement of the write; a key already recorded fails that statement. */
-function recordBeside(
-  state: HookState,
-  request: FastifyRequest,
-  claim: PendingClaim,
-  status: number,
-  respond: (record: Row) => string,
-): RecordBeside {
-  return (written) => {
-    const response = { status, body: respond(written.record ?? written.object), contentType: JSON_CONTENT_TYPE };
-    state.storedWithWrite.add(request);
-    return { statement: state.store.recordStatement(claim, claim.signature, response, written.placeholders), required: keyRecordedMeaning };
+): Required<KeyInWrite> {
+  const responseOf = (record: Row) => ({ status, body: respond(record), contentType: JSON_CONTENT_TYPE });
+  return {
+    async finisher(trx, written) {
+      await state.store.recordInTransaction(trx, claim, claim.signature, responseOf(written.record), written.placeholders);
+      state.storedWithWrite.add(request);
+    },
+    beside(written) {
+      state.storedWithWrite.add(request);
+      const response = responseOf(written.record ?? written.object);
+      return {
+        statement: state.store.recordStatement(claim, claim.signature, response, written.placeholders),
+        required: keyRecordedMeaning,
+      };
+    },
   };
 }
 

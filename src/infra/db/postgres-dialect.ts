@@ -258,18 +258,23 @@ class PostgresJsDriver implements Driver {
     const mode = settings.accessMode ? ` ${settings.accessMode}` : '';
     // One simple-protocol message (no parameters): its SET LOCALs cost no round trip of their own. Behind a
     // transaction pooler statements are not prepared: each is planned anyway, and the setting would not matter.
-    const planning = this.pooler ? this.pooler.afterBegin : (await this.onCitus(connection)) ? '' : GENERIC_PLANS;
+    const planning = this.pooler?.afterBegin ?? this.planning ?? (await this.planningOf(connection));
     connection.begin(`start transaction${level}${mode}${planning}`);
   }
 
-  /** Whether the database is a Citus coordinator: asked by the first transaction, once (again after a failed ask). */
-  private citus: Promise<boolean> | undefined;
-  private onCitus(connection: PostgresJsConnection): Promise<boolean> {
-    this.citus ??= connection.citusInstalled().catch((err: unknown) => {
-      this.citus = undefined;
-      throw err;
-    });
-    return this.citus;
+  /** What every BEGIN carries on prepared statements: GENERIC_PLANS, or nothing on a Citus coordinator. Asked by the
+   *  first transaction, once (again after a failed ask), then known without a wait. */
+  private planning: string | undefined;
+  private asking: Promise<string> | undefined;
+  private planningOf(connection: PostgresJsConnection): Promise<string> {
+    this.asking ??= connection.citusInstalled().then(
+      (citus) => (this.planning = citus ? '' : GENERIC_PLANS),
+      (err: unknown) => {
+        this.asking = undefined;
+        throw err;
+      },
+    );
+    return this.asking;
   }
   async commitTransaction(connection: PostgresJsConnection): Promise<void> {
     await connection.commit();
