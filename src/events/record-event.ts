@@ -72,14 +72,11 @@ export async function recordEvent(
       besides.map((b, i) => sql`, ${sql.raw(`beside_${i}`)} AS (${b.statement})`),
       sql``,
     )}
-    SELECT EXISTS (SELECT 1 FROM deliveries) AS deliveries, (SELECT count(*) FROM event) AS recorded${sql.join(
-      besides.flatMap((b, i) => (b.required ? [sql.raw(`, 1 / (SELECT count(*) FROM beside_${i}) AS beside_${i}_written`)] : [])),
-      sql``,
-    )}`.compile(trx);
-  // Its answer is read after the commit: the statement goes out with it (a failure still fails the write). Only a
-  // required beside's check divides (SQLSTATE 22012): its own meaning names that failure.
-  const required = besides.flatMap((b) => (b.required ? [b.required] : []));
-  const sent = await sendAhead(trx, statement, (err) => required.reduce((meant, meaning) => (meant === err ? meaning(err) : meant), err));
+    SELECT EXISTS (SELECT 1 FROM deliveries) AS deliveries, (SELECT count(*) FROM event) AS recorded`.compile(trx);
+  // Its answer is read after the commit: the statement goes out with it (a failure still fails the write). A beside
+  // that can fail the statement names its own failures.
+  const meanings = besides.flatMap((b) => (b.meaning ? [b.meaning] : []));
+  const sent = await sendAhead(trx, statement, (err) => meanings.reduce((meant, meaning) => (meant === err ? meaning(err) : meant), err));
   if (!notifier) return undefined;
   const key = tenantChannelKey(tenant.accountId, tenant.mode);
   return () =>

@@ -44,7 +44,7 @@ export interface KeyInWrite {
 /** A new key's record as a CTE of another statement of the write (structurally the write engine's `WrittenBeside`). */
 type RecordBeside = (written: { record?: Row; object: Row; placeholders?: readonly Placeholder[] }) => {
   statement: RawBuilder<unknown>;
-  required: FailureMeaning;
+  meaning: FailureMeaning;
 };
 
 /** Hash of method, path (without query) and canonical body. */
@@ -211,7 +211,7 @@ function recordWithResponse(
       const response = responseOf(written.record ?? written.object);
       return {
         statement: state.store.recordStatement(claim, claim.signature, response, written.placeholders),
-        required: keyRecordedMeaning,
+        meaning: keyRecordedMeaning,
       };
     },
   };

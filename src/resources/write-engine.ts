@@ -96,12 +96,11 @@ export interface WrittenRecord {
 }
 
 /** A statement an extension writes inside the event's statement for a write, as one more CTE (the write log's entry,
- *  a new Idempotency-Key's record): one statement fewer per write. With `required`, it must write a row (its
- *  RETURNING answers one): the event's statement fails with SQLSTATE 22012 otherwise, and `required` gives that
- *  failure its meaning. */
+ *  a new Idempotency-Key's record): one statement fewer per write. A beside that can fail the event's statement (a
+ *  key already recorded breaks its unique index) gives that failure its meaning with `meaning`. */
 export interface Beside {
   statement: RawBuilder<unknown>;
-  required?: FailureMeaning;
+  meaning?: FailureMeaning;
 }
 
 export type WrittenBeside = (written: WrittenRecord) => Beside;
