@@ -34,3 +34,11 @@ export function sqlState(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
+
+/** The constraint a driver error names (postgres.js calls it `constraint_name`, PGlite `constraint`), or ''. On Citus
+ *  a shard's constraint carries the shard's number after the name. */
+export function violatedConstraint(err: unknown): string {
+  const e = err as { constraint_name?: unknown; constraint?: unknown } | null;
+  const name = e?.constraint_name ?? e?.constraint;
+  return typeof name === 'string' ? name : '';
+}

@@ -9,24 +9,16 @@
 // (the process died), a retry takes the key over after `staleSeconds` (5 s).
 import { randomUUID } from 'node:crypto';
 import { type RawBuilder, sql } from 'kysely';
+import { sqlState, violatedConstraint } from '../errors/database-errors.ts';
 import type { Db } from './db/database.ts';
 import { sendAhead, type Placeholder, settledText } from './db/send-ahead.ts';
 
 /** SQLSTATE 22012, which only the claim's check (`completeInTransaction`) raises in its statement. */
-const isDivisionByZero = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === '22012';
-
-/** The constraint a failure names: postgres.js calls it `constraint_name`, PGlite `constraint`. On Citus a shard's
- *  constraint carries the shard's number after the name. */
-function constraintOf(err: unknown): string {
-  const e = err as { constraint_name?: unknown; constraint?: unknown } | null;
-  const name = e?.constraint_name ?? e?.constraint;
-  return typeof name === 'string' ? name : '';
-}
+const isDivisionByZero = (err: unknown): boolean => sqlState(err) === '22012';
 
 /** A unique violation (23505) of the key's primary key: the key is recorded, or was by a transaction that committed
  *  while this insert waited for it. */
-const isKeyRecorded = (err: unknown): boolean =>
-  (err as { code?: unknown } | null)?.code === '23505' && constraintOf(err).startsWith('idempotency_keys_pkey');
+const isKeyRecorded = (err: unknown): boolean => sqlState(err) === '23505' && violatedConstraint(err).startsWith('idempotency_keys_pkey');
 
 /** The key is already recorded (or was, by a transaction that committed while this claim waited for it). */
 export class KeyRecordedError extends Error {
@@ -162,10 +154,10 @@ export class IdempotencyStore {
    * Records a new key with the write's response, as the last statement of the write's own transaction, sent
    * without waiting (it travels with the commit): one row written once, and one statement, per keyed write. A
    * record of the key, or one a concurrent transaction holds (the insert waits for it to end), fails the
-   * statement on the key's unique index, and with it the transaction, with `KeyRecordedError`: the caller then rolls back and settles the
-   * key with `claim` (a replay, a conflict, or an expired record taken over). A concurrent duplicate therefore
-   * runs its write too, and rolls it back when it reaches the key; its rows, its number and its event never
-   * commit (docs/decisions.md).
+   * statement on the key's unique index, and with it the transaction, with `KeyRecordedError`: the caller then
+   * rolls back and settles the key with `claim` (a replay, a conflict, or an expired record taken over). A
+   * concurrent duplicate therefore runs its write too, and rolls it back when it reaches the key; its rows, its
+   * number and its event never commit (docs/decisions.md).
    */
   async recordInTransaction(
     trx: Db,
