@@ -14,6 +14,7 @@ import { type Database, openDatabase } from '../src/infra/db/database.ts';
 import { migrate } from '../src/infra/db/migrate.ts';
 import { sales } from '../src/resources/sales.ts';
 import { createRecord } from '../src/resources/write-engine.ts';
+import { keepEndpointsFlag } from '../src/webhooks/endpoint-repository.ts';
 import { createKey } from '../src/accounts/key-repository.ts';
 import { benchAccount } from './bench-account.ts';
 import { freshDatabase } from './throwaway-servers.ts';
@@ -71,6 +72,8 @@ async function saleWrites(label: string, withEvents: boolean, endpoint: boolean)
         enabled: true,
       })
       .execute();
+  // Inserted as SQL, so the flag events read is set as an endpoint change through the API would set it.
+  if (endpoint) await keepEndpointsFlag(database.db, tenant);
   // As served: the wake-ups of the events leave after their commits (src/events/commit-notifier.ts).
   const notifier = new CommitNotifier(database.db);
   const options = withEvents ? { onWritten: eventRecorder(notifier)('bench') } : {};
@@ -142,6 +145,7 @@ async function deliveries(): Promise<number> {
     .insertInto('webhook_endpoints')
     .values({ team_id: accountId, mode: 'live', url, enabled_events: ['*'], secret: 'whsec_QmFsY2FvQmVuY2hTZWNyZXQxMjM0NTY3OA==' })
     .execute();
+  await keepEndpointsFlag(database.db, tenant);
   // Queued before any worker runs, then drained by one: the worker's pace alone.
   const notifier = new CommitNotifier(database.db);
   const onWritten = eventRecorder(notifier)('bench');

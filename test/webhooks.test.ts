@@ -7,10 +7,12 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { isPublicAddress } from '../src/webhooks/address-safety.ts';
+import { keepEndpointsFlag } from '../src/webhooks/endpoint-repository.ts';
 import { openTestDatabase, startTestServer, type TestServer } from './helpers/harness.ts';
 import { until } from './helpers/poll.ts';
+import { StatementRecorder } from './helpers/statement-recorder.ts';
 import { startReceiver } from './helpers/webhook-receiver.ts';
-import { writer } from './helpers/write-fixtures.ts';
+import { item, writer } from './helpers/write-fixtures.ts';
 
 // A generous timeout: on a busy machine a local receiver's answer can take a while; the timeout test sets its own.
 const LOCAL = { BALCAO_WEBHOOK_ALLOW_PRIVATE: '1', BALCAO_WEBHOOK_RETRY_SCHEDULE: '0.05,0.05,0.05', BALCAO_WEBHOOK_TIMEOUT_SECONDS: '5' };
@@ -312,6 +314,80 @@ describe('webhooks across two instances', () => {
   });
 });
 
+describe('webhooks of an account whose events skipped the fan-out', () => {
+  it('reaches the next write of an instance that saw no endpoint, once one was created elsewhere', async () => {
+    const database = await openTestDatabase();
+    const one = await startTestServer({ env: LOCAL, database });
+    const recorder = new StatementRecorder(true);
+    const two = await startTestServer({ env: LOCAL, database, plugin: recorder });
+    // The event statements `two` sent from the `from`-th statement on: whether each fanned out.
+    const fanOuts = (from: number) =>
+      recorder
+        .texts(from)
+        .filter((text) => text.includes('INSERT INTO events'))
+        .map((text) => text.includes('INSERT INTO webhook_deliveries'));
+    try {
+      const { key, accountId } = await writer(one);
+      // Two writes through `two`: the first finds no endpoint, the second goes out without the fan-out.
+      const first = recorder.nodes.length;
+      for (const name of ['Before 1', 'Before 2']) {
+        const res = await two.request('POST', '/v1/customers', { key, body: { full_name: name, email: 'a@example.com' } });
+        assert.equal(res.status, 201, res.text);
+      }
+      assert.deepEqual(fanOuts(first), [true, false]);
+      const created = await endpoint(one, key, 'https://hooks.example.com/a');
+      const flag = async () =>
+        (
+          await database.db
+            .selectFrom('tenant_counters')
+            .select('has_endpoints')
+            .where('team_id', '=', accountId)
+            .where('mode', '=', 'live')
+            .where('name', '=', 'events')
+            .executeTakeFirst()
+        )?.has_endpoints;
+      assert.equal(await flag(), true);
+
+      // `two` still believes the account has none: its write fails on the flag and runs again, with the fan-out.
+      const after = recorder.nodes.length;
+      const customer = await two.request('POST', '/v1/customers', { key, body: { full_name: 'After', email: 'a@example.com' } });
+      assert.equal(customer.status, 201, customer.text);
+      const saleBody = { items: [item()] };
+      const sale = await two.request('POST', '/v1/sales', { key, body: saleBody, headers: { 'idempotency-key': 'after-endpoint' } });
+      assert.equal(sale.status, 201, sale.text);
+      const batch = await two.request('POST', '/v1/batch', {
+        key,
+        body: { atomic: true, operations: [{ method: 'POST', path: '/v1/suppliers', body: { name: 'F' } }] },
+      });
+      assert.equal(batch.status, 200, batch.text);
+      assert.equal(batch.body.data[0].status, 201, JSON.stringify(batch.body));
+      // The customer's write ran twice, the sale's once (`two` learned), the atomic batch's once and never without.
+      assert.deepEqual(fanOuts(after), [false, true, true, true]);
+      assert.deepEqual(
+        (await deliveriesOf(one, created.id)).map((d) => d.type),
+        ['customer.created', 'sale.created', 'supplier.created'],
+      );
+      assert.equal((await deliveriesOf(one, created.id))[0]?.name, 'After');
+      // Run once each: one row per write, the sale numbered after the rolled-back attempt gave its number back.
+      const customers = await two.request('GET', '/v1/customers', { key });
+      assert.deepEqual(customers.body.data.map((c: { full_name: string }) => c.full_name).sort(), ['After', 'Before 1', 'Before 2']);
+      assert.equal(sale.body.data.transaction_number, '1');
+      const replay = await two.request('POST', '/v1/sales', { key, body: saleBody, headers: { 'idempotency-key': 'after-endpoint' } });
+      assert.equal(replay.status, 201);
+      assert.equal(replay.text, sale.text, 'the key was recorded with the write that committed');
+
+      // With no enabled endpoint left, the account's flag is down again.
+      assert.equal((await one.request('DELETE', `/v1/webhook-endpoints/${created.id}`, { key })).status, 204);
+      assert.equal(await flag(), false);
+    } finally {
+      await one.close();
+      await two.close();
+      await database.close();
+      await database.drop();
+    }
+  });
+});
+
 describe('webhooks on a graceful stop', () => {
   it('releases an attempt still in flight, uncounted, for the next start', async () => {
     const receiver = await startReceiver(() => 'hang');
@@ -402,6 +478,8 @@ describe('webhook address safety', () => {
         .values({ ...tenant, url: `https://127.0.0.1:${port}/hook`, enabled_events: ['*'], secret: `whsec_${'A'.repeat(32)}` })
         .returning('id')
         .execute();
+      // Inserted as SQL, so the flag events read is set as an endpoint change through the API would set it.
+      await keepEndpointsFlag(s.db, { accountId: tenant.team_id, mode: 'live' });
       await s.request('POST', '/v1/suppliers', { key, body: { name: 'F' } });
       const attempts = await until('the delivery fails', () => s.request('GET', `/v1/webhook-endpoints/${row?.id}/deliveries`, { key }), {
         done: (res) => res.body.data.some((a: any) => a.status === 'failed'),

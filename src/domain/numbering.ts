@@ -6,6 +6,9 @@ import { randomInt } from 'node:crypto';
 /** The tenant_counters row of sale numbers. */
 export const TRANSACTION_COUNTER = 'transaction_number';
 
+/** The tenant_counters row of event sequence numbers; it also says whether the tenant has webhook endpoints. */
+export const EVENTS_COUNTER = 'events';
+
 const BASE36 = '0123456789abcdefghijklmnopqrstuvwxyz';
 
 /** `API-<unix milliseconds>-<6 random base36 characters>`. */

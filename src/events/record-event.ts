@@ -1,10 +1,13 @@
 // Records the event of one write inside the write's transaction, with a delivery row for every
-// enabled webhook endpoint of the tenant that subscribes to its type; once (and only if) the
-// transaction commits, a NOTIFY wakes long polls and delivery workers (commit-notifier.ts).
+// enabled webhook endpoint of the tenant that subscribes to its type (none, without a query, for a tenant
+// known to have no endpoint: fan-out.ts); once (and only if) the transaction commits, a NOTIFY wakes long
+// polls and delivery workers (commit-notifier.ts).
 import { sql } from 'kysely';
+import { EVENTS_COUNTER } from '../domain/numbering.ts';
 import type { Db } from '../infra/db/database.ts';
 import { tenantChannelKey } from './channels.ts';
 import type { CommitNotifier } from './commit-notifier.ts';
+import { FanOutMemory } from './fan-out.ts';
 import { sendAhead, settledText } from '../infra/db/send-ahead.ts';
 import { accountColumnSql, columnsScopedSql, conditionScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
@@ -32,7 +35,8 @@ export async function recordEvent(
   requestId: string | null,
   notifier: CommitNotifier | undefined,
   besides: readonly Beside[] = [],
-): Promise<AfterCommit | undefined> {
+  fanOutMemory: FanOutMemory = new FanOutMemory(),
+): Promise<AfterCommit> {
   const { descriptor: d, tenant, object } = written;
   const previous =
     written.action === 'updated' && written.before
@@ -47,12 +51,16 @@ export async function recordEvent(
   // under that lock), so (created_at, id) grows in lock order: no volatile function in RETURNING,
   // which Citus refuses. The id is a UUIDv7: 48 bits of milliseconds, the version, 42 bits of the
   // tenant's event sequence (ordered within a millisecond too) around the variant, 32 random bits.
+  // Without fan-out (src/events/fan-out.ts), the statement divides by zero when the tenant's counter row says an
+  // endpoint appeared: the row is locked by then, so an endpoint that commits later is seen by later events.
+  const key = tenantChannelKey(tenant.accountId, tenant.mode);
+  const fanOut = fanOutMemory.fansOut(key, written.mayAssume);
   const statement = sql`
     WITH seq AS (
-      INSERT INTO tenant_counters (${columnsScopedSql(['name', 'value', 'last_at'])}) VALUES (${valuesScopedSql(tenant)}, 'events', 1, clock_timestamp())
+      INSERT INTO tenant_counters (${columnsScopedSql(['name', 'value', 'last_at'])}) VALUES (${valuesScopedSql(tenant)}, ${EVENTS_COUNTER}, 1, clock_timestamp())
       ON CONFLICT (${columnsScopedSql(['name'])}) DO UPDATE
         SET value = tenant_counters.value + 1, last_at = greatest(excluded.last_at, tenant_counters.last_at)
-      RETURNING value, last_at AS at
+      RETURNING value, last_at AS at, has_endpoints
     ), event AS (
       INSERT INTO events (${columnsScopedSql(['id', 'type', 'resource', 'data', 'request_id', 'created_at'])})
       SELECT ${valuesScopedSql(tenant)}, cast(
@@ -62,39 +70,51 @@ export async function recordEvent(
         ${type}, ${d.name}, cast(${settledText(data, written.placeholders)} as json), ${requestId}, at
       FROM seq
       RETURNING id
-    ), deliveries AS (
+    )${
+      fanOut
+        ? sql`, deliveries AS (
       INSERT INTO webhook_deliveries (${accountColumnSql()}, endpoint_id, event_id, next_attempt_at)
       SELECT ${accountColumnSql('e')}, e.id, event.id, now() FROM webhook_endpoints e, event
       WHERE ${conditionScopedSql(tenant, 'e')} AND e.enabled
         AND e.enabled_events && cast(ARRAY[${sql.join(patternsMatching(type))}] as text[])
       RETURNING 1
-    )${sql.join(
+    )`
+        : sql``
+    }${sql.join(
       besides.map((b, i) => sql`, ${sql.raw(`beside_${i}`)} AS (${b.statement})`),
       sql``,
     )}
-    SELECT EXISTS (SELECT 1 FROM deliveries) AS deliveries, (SELECT count(*) FROM event) AS recorded`.compile(trx);
+    SELECT (SELECT count(*) FROM event) AS recorded, ${
+      fanOut
+        ? sql`EXISTS (SELECT 1 FROM deliveries) AS deliveries, (SELECT has_endpoints FROM seq) AS has_endpoints`
+        : sql`false AS deliveries, false AS has_endpoints, (SELECT 1 / (1 - cast(has_endpoints as integer)) FROM seq) AS without_endpoints`
+    }`.compile(trx);
   // Its answer is read after the commit: the statement goes out with it (a failure still fails the write). A beside
   // that can fail the statement names its own failures.
-  const meanings = besides.flatMap((b) => (b.meaning ? [b.meaning] : []));
+  const meanings = [...(fanOut ? [] : [fanOutMemory.meaning(key)]), ...besides.flatMap((b) => (b.meaning ? [b.meaning] : []))];
   const sent = await sendAhead(trx, statement, (err) => meanings.reduce((meant, meaning) => (meant === err ? meaning(err) : meant), err));
-  if (!notifier) return undefined;
-  const key = tenantChannelKey(tenant.accountId, tenant.mode);
   return () =>
     void sent.rows.then(
-      ([row]) => notifier.committed(key, Boolean((row as { deliveries?: unknown } | undefined)?.deliveries)),
+      ([row]) => {
+        const answer = (row ?? {}) as { deliveries?: unknown; has_endpoints?: unknown };
+        fanOutMemory.learn(key, Boolean(answer.has_endpoints));
+        notifier?.committed(key, Boolean(answer.deliveries));
+      },
       () => {}, // not reached: the write committed, so its event's statement ran
     );
 }
 
 /** The write engine's in-transaction extension for one request; `besides` go out in the event's statement. */
-export const eventRecorder =
-  (notifier: CommitNotifier | undefined) =>
-  (requestId: string, besides: readonly WrittenBeside[] = []) =>
-  (trx: Db, written: WrittenRecord): Promise<AfterCommit | undefined> =>
-    recordEvent(
-      trx,
-      written,
-      requestId,
-      notifier,
-      besides.map((beside) => beside(written)),
-    );
+export const eventRecorder = (notifier: CommitNotifier | undefined) => {
+  const fanOutMemory = new FanOutMemory();
+  return (requestId: string, besides: readonly WrittenBeside[] = []) =>
+    (trx: Db, written: WrittenRecord): Promise<AfterCommit | undefined> =>
+      recordEvent(
+        trx,
+        written,
+        requestId,
+        notifier,
+        besides.map((beside) => beside(written)),
+        fanOutMemory,
+      );
+};

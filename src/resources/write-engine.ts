@@ -53,24 +53,43 @@ export interface TaggedRecord {
 export type AfterCommit = () => void;
 
 /**
+ * A write's transaction failed on something it took for granted about the account, which changed meanwhile (an
+ * account's first webhook endpoint, src/events/fan-out.ts). Nothing of the write committed: the engine runs it
+ * once more, taking nothing for granted (`WrittenRecord.mayAssume` false).
+ */
+export class WriteMustRunAgain extends Error {
+  constructor(why: string) {
+    super(`the write runs again: ${why}`);
+  }
+}
+
+/**
  * Runs `fn` in a new transaction, or in `db` itself when the caller already holds one, and the write's
  * after-commit work (its `onWritten` answer) once that transaction has committed: here, or by the caller.
+ * A transaction of its own that fails with `WriteMustRunAgain` runs once more; a caller's cannot (`mayAssume` false).
  */
 async function transact<T>(
   db: Db,
   options: WriteOptions,
-  fn: (trx: Db, after: (work: AfterCommit | undefined) => void) => Promise<T>,
+  fn: (trx: Db, after: (work: AfterCommit | undefined) => void, mayAssume: boolean) => Promise<T>,
 ): Promise<T> {
   const works: AfterCommit[] = [];
   const after = (work: AfterCommit | undefined) => {
     if (work) works.push(work);
   };
   if (options.inTransaction) {
-    const result = await fn(db, after);
+    const result = await fn(db, after, false);
     for (const work of works) options.afterCommit?.(work);
     return result;
   }
-  const result = await db.transaction().execute((trx) => fn(trx, after));
+  let result: T;
+  try {
+    result = await db.transaction().execute((trx) => fn(trx, after, true));
+  } catch (err) {
+    if (!(err instanceof WriteMustRunAgain)) throw err;
+    works.length = 0;
+    result = await db.transaction().execute((trx) => fn(trx, after, false));
+  }
   for (const work of works) work();
   return result;
 }
@@ -93,6 +112,9 @@ export interface WrittenRecord {
   placeholders?: readonly Placeholder[];
   /** On creation: the record as the API answers it, with its includes (a sale's items). */
   record?: Row;
+  /** Whether an extension may rely on what it believes of the account and fail with `WriteMustRunAgain` when that
+   *  no longer holds: true when the engine owns the transaction and has not run it again yet. */
+  mayAssume: boolean;
 }
 
 /** A statement an extension writes inside the event's statement for a write, as one more CTE (the write log's entry,
@@ -192,7 +214,7 @@ export async function createRecord(
   const w = writeOf(d);
   const tenant = requireTenant(tenantOrNull, 'write');
   await refuseInvalid(db, w, tenant, body, undefined, options);
-  const created = await transact(db, options, async (trx, after) => {
+  const created = await transact(db, options, async (trx, after, mayAssume) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     // The id is made here, not by the database, so the rows written with it can name it before the insert answers.
     const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
@@ -219,7 +241,16 @@ export async function createRecord(
     }
     const object = { ...record };
     for (const name of w.createIncludes ?? []) delete object[name];
-    const written: WrittenRecord = { descriptor: d, tenant, id: String(row.id), action: 'created', before: null, object, placeholders };
+    const written: WrittenRecord = {
+      descriptor: d,
+      tenant,
+      id: String(row.id),
+      action: 'created',
+      before: null,
+      object,
+      placeholders,
+      mayAssume,
+    };
     for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
     await options.beforeCommit?.(trx);
     after(await options.onWritten?.(trx, { ...written, record }));
@@ -277,14 +308,14 @@ async function changeRow(
 ): Promise<TaggedRecord> {
   const tenant = requireTenant(tenantOrNull, 'write');
   if (!isUuid(id)) throw errors.notFound();
-  return transact(db, options, async (trx, after) => {
+  return transact(db, options, async (trx, after, mayAssume) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
     const { row: current, etag: currentTag, next } = await lockRow(trx, d, tenant, id);
     // Compared under the row lock, so of two writers holding the same tag exactly one gets through.
     if (matchHolds(options.ifMatch, currentTag) === false) throw errors.preconditionFailed();
     const written = await applyChange(ctx, d, current, next, await decide(ctx, current));
     const object = { ...written.data };
-    after(await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current, object }));
+    after(await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current, object, mayAssume }));
     return written;
   });
 }

@@ -5,7 +5,8 @@ import { sql } from 'kysely';
 import { AppError, errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import type { Db } from '../infra/db/database.ts';
-import { deleteScoped, insertScoped, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
+import { EVENTS_COUNTER } from '../domain/numbering.ts';
+import { deleteScoped, insertScoped, selectScoped, TENANT_COLUMNS, updateScoped } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { isUuid } from '../schemas/formats.ts';
@@ -30,10 +31,37 @@ const limitReached = () =>
     detail: `endpoint_limit_reached: an account has at most ${MAX_ENDPOINTS} webhook endpoints per mode; delete one first.`,
   });
 
-export async function createEndpoint(db: Db, tenant: Tenant, body: CreateBody, beforeCommit?: (trx: Db) => Promise<void>) {
+/** Serializes the changes of one tenant's endpoints: the limit holds under concurrent POSTs, and each change
+ *  sets the tenant's `has_endpoints` flag from what the changes before it committed. */
+async function lockTenantEndpoints(trx: Db, tenant: Tenant): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtext(${`webhooks:${tenant.accountId}:${tenant.mode}`}))`.execute(trx);
+}
+
+/**
+ * Sets the tenant's `has_endpoints` flag (on its events counter row) to whether it has an enabled endpoint now,
+ * in the transaction of the change: events skip the fan-out while it is false (src/events/fan-out.ts). Under
+ * `lockTenantEndpoints`, so two changes never set it from snapshots that miss each other.
+ */
+export async function keepEndpointsFlag(trx: Db, tenant: Tenant): Promise<void> {
+  const enabled = await selectScoped(trx, 'webhook_endpoints', tenant).select('id').where('enabled', '=', true).limit(1).executeTakeFirst();
+  const hasEndpoints = enabled !== undefined;
+  await insertScoped(trx, 'tenant_counters', tenant, { name: EVENTS_COUNTER, value: 0, has_endpoints: hasEndpoints })
+    .onConflict((oc) => oc.columns([...TENANT_COLUMNS, 'name']).doUpdateSet({ has_endpoints: hasEndpoints }))
+    .execute();
+}
+
+/** Runs `change` with the tenant's endpoints locked, and keeps the flag events read in the same transaction. */
+function changeEndpoints<T>(db: Db, tenant: Tenant, change: (trx: Db) => Promise<T>): Promise<T> {
   return db.transaction().execute(async (trx) => {
-    // Serializes creations of one tenant so the limit holds under concurrent POSTs.
-    await sql`SELECT pg_advisory_xact_lock(hashtext(${`webhooks:${tenant.accountId}:${tenant.mode}`}))`.execute(trx);
+    await lockTenantEndpoints(trx, tenant);
+    const result = await change(trx);
+    await keepEndpointsFlag(trx, tenant);
+    return result;
+  });
+}
+
+export async function createEndpoint(db: Db, tenant: Tenant, body: CreateBody, beforeCommit?: (trx: Db) => Promise<void>) {
+  return changeEndpoints(db, tenant, async (trx) => {
     const { count } = (await selectScoped(trx, 'webhook_endpoints', tenant)
       .select(sql<number>`count(*)`.as('count'))
       .executeTakeFirstOrThrow()) as { count: number };
@@ -83,17 +111,21 @@ export async function updateEndpoint(db: Db, tenant: Tenant, id: string, body: U
     // Re-enabled by the client: the failure streak starts over.
     if (body.enabled) Object.assign(set, { disabled_reason: null, failing_since: null });
   }
-  const row = (await updateScoped(db, 'webhook_endpoints', tenant).set(set).where('id', '=', id).returningAll().executeTakeFirst()) as
-    | Row
-    | undefined;
-  if (!row) throw errors.notFound();
-  return view(row);
+  return changeEndpoints(db, tenant, async (trx) => {
+    const row = (await updateScoped(trx, 'webhook_endpoints', tenant).set(set).where('id', '=', id).returningAll().executeTakeFirst()) as
+      | Row
+      | undefined;
+    if (!row) throw errors.notFound();
+    return view(row);
+  });
 }
 
 export async function deleteEndpoint(db: Db, tenant: Tenant, id: string): Promise<void> {
   if (!isUuid(id)) throw errors.notFound();
-  const result = await deleteScoped(db, 'webhook_endpoints', tenant).where('id', '=', id).executeTakeFirst();
-  if (Number(result.numDeletedRows) === 0) throw errors.notFound();
+  await changeEndpoints(db, tenant, async (trx) => {
+    const result = await deleteScoped(trx, 'webhook_endpoints', tenant).where('id', '=', id).executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0) throw errors.notFound();
+  });
 }
 
 export async function rotateSecret(db: Db, tenant: Tenant, id: string, beforeCommit?: (trx: Db) => Promise<void>) {

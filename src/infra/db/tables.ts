@@ -371,6 +371,7 @@ export interface Suppliers {
 }
 
 export interface TenantCounters {
+  has_endpoints: Generated<boolean>;
   last_at: TimestampText | null;
   mode: string;
   name: string;
