@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
+import { MAX_ITEMS_AS_VALUES } from '../src/resources/writes/transaction-number.ts';
 import { item, writer } from './helpers/write-fixtures.ts';
 
 describe('sales writes', () => {
@@ -32,6 +33,28 @@ describe('sales writes', () => {
       read.body.data.items.map((i: { notes: string }) => i.notes),
       expected,
     );
+  });
+
+  it('stores items alike whether they travel as parameters or, past MAX_ITEMS_AS_VALUES, as one JSON parameter', async () => {
+    const { key } = await writer(s);
+    for (const count of [MAX_ITEMS_AS_VALUES, MAX_ITEMS_AS_VALUES + 1]) {
+      const items = Array.from({ length: count }, (_, i) =>
+        item({ quantity: i + 1, unit_price: 0.1, notes: i === 0 ? 'x\ud800' : `n${i}` }),
+      );
+      const res = await post(key, { items });
+      assert.equal(res.status, 201, res.text);
+      const read = await s.request('GET', `/v1/sales/${res.body.data.id}?include=items`, { key });
+      assert.equal(read.body.data.items.length, count);
+      assert.deepEqual(
+        read.body.data.items.map((i: { notes: string; quantity: number; subtotal: number; catalog_item_id: string }) => [
+          i.notes,
+          i.quantity,
+          i.subtotal,
+          i.catalog_item_id,
+        ]),
+        items.map((i, n) => [n === 0 ? 'x\ufffd' : `n${n}`, n + 1, Number(((n + 1) * 0.1).toFixed(2)), i.catalog_item_id]),
+      );
+    }
   });
 
   it('creates a sale with exact totals, its items in body order and no status_history', async () => {
