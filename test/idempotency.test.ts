@@ -52,6 +52,25 @@ describe('Idempotency-Key', () => {
     assert.equal(await countSales(accountId), 1);
   });
 
+  it('keeps a large stored response compressed (lz4 on PostgreSQL, pglz on the embedded engine) and replays it byte for byte', async () => {
+    const { key, keyId } = await writer(s);
+    // 30 items: about 10 kB of response, well past the 2 kB from which PostgreSQL compresses a row's text.
+    const body = { items: Array.from({ length: 30 }, (_, i) => item({ quantity: i + 1, unit_price: 10.5, notes: `item ${i}` })) };
+    const first = await post(key, '/v1/sales', body, 'big-sale');
+    assert.equal(first.status, 201);
+    assert.ok(first.text.length > 8_000, `a response of ${first.text.length} characters`);
+    const stored = await sql<{ method: string | null; size: number; length: number }>`
+      SELECT pg_column_compression(response_body) AS method, pg_column_size(response_body) AS size, length(response_body) AS length
+      FROM idempotency_keys WHERE api_key_id = ${keyId} AND idempotency_key = 'big-sale'`.execute(s.db);
+    const [row] = stored.rows;
+    assert.equal(row?.method, s.database.engine === 'postgres' ? 'lz4' : 'pglz');
+    assert.equal(row?.length, first.text.length);
+    assert.ok(row.size < row.length / 2, `stored in ${row.size} bytes for ${row.length} characters`);
+    const replay = await post(key, '/v1/sales', body, 'big-sale');
+    assert.equal(replay.headers.get('idempotent-replay'), 'true');
+    assert.equal(replay.text, first.text);
+  });
+
   it('answers 409 idempotency_conflict for another body or another path, and runs neither', async () => {
     const { key, accountId } = await writer(s);
     const body = { full_name: 'Ana', name: 'Ana', phone: '1' };

@@ -59,7 +59,8 @@ async function allApplied(db: Db, files: readonly string[]): Promise<boolean> {
 
 /**
  * Both drivers run one statement per query (PGlite prepares every query), so a migration file
- * is split at semicolons that end a line. Migrations keep to that form: no function bodies.
+ * is split at semicolons that end a line. Migrations keep to that form: a function body or a DO block
+ * stays on one line (007_lz4_responses.sql).
  */
 export function splitStatements(text: string): string[] {
   return text
