@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import type { Config } from '../config.ts';
 import type { KeyMode } from '../domain/api-keys.ts';
 import { eventRow } from '../events/event-schema.ts';
-import { RETENTION_DAYS } from '../events/list-events.ts';
+import { purgeExpiredEvents } from '../events/event-retention.ts';
 import { DELIVERIES_CHANNEL } from '../events/channels.ts';
 import type { Row } from '../infra/db/row.ts';
 import type { Database } from '../infra/db/database.ts';
@@ -258,7 +258,7 @@ export class DeliveryWorker {
   /** Retention: events (with their deliveries and attempts) go after RETENTION_DAYS. */
   private async purgeExpired(): Promise<void> {
     try {
-      await sql`DELETE FROM events WHERE created_at < now() - interval '${sql.raw(String(RETENTION_DAYS))} days'`.execute(this.database.db);
+      await purgeExpiredEvents(this.database.db);
     } catch (err) {
       this.log.error({ err }, 'event retention failed');
     }
