@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { MAX_ITEMS_AS_VALUES } from '../src/resources/writes/transaction-number.ts';
 import { item, writer } from './helpers/write-fixtures.ts';
+import { StatementRecorder } from './helpers/statement-recorder.ts';
 
 describe('sales writes', () => {
   let s: TestServer;
@@ -288,6 +289,63 @@ describe('sales writes', () => {
     await stored('60');
     assert.equal((await post(key, { items: [item()] })).body.data.transaction_number, '61');
     assert.equal((await post(key, { items: [item()] })).body.data.transaction_number, '62');
+  });
+
+  it('numbers a known tenant by its counter alone, and runs a sale again in full when the next number was taken', async () => {
+    const recorder = new StatementRecorder(true);
+    const own = await startTestServer({ plugin: recorder });
+    try {
+      const { key, accountId } = await writer(own);
+      // The numbering statements a sale sent from the `from`-th statement on: 'full' creates the counter if need be
+      // and jumps past stored numbers; 'known' only moves the counter on.
+      const numbering = (from: number) =>
+        recorder
+          .texts(from)
+          .filter((text) => text.includes('insert into "transactions"'))
+          .map((text) => (text.includes('"created" as (insert into "tenant_counters"') ? 'full' : 'known'));
+      const sale = async () => {
+        const res = await own.request('POST', '/v1/sales', { key, body: { items: [item()] } });
+        assert.equal(res.status, 201, res.text);
+        return res.body.data.transaction_number;
+      };
+      let from = recorder.nodes.length;
+      assert.deepEqual([await sale(), await sale()], ['1', '2']);
+      assert.deepEqual(numbering(from), ['full', 'known']);
+      // The next number taken behind the process's back (as an import's rows): the known-counter statement fails,
+      // nothing of it commits, and the sale runs again in full, past the largest stored number.
+      await own.db
+        .insertInto('transactions')
+        .values({ team_id: accountId, mode: 'live', transaction_type: 'sale', transaction_number: '3' })
+        .execute();
+      from = recorder.nodes.length;
+      assert.equal(await sale(), '4');
+      assert.deepEqual(numbering(from), ['known', 'full']);
+      from = recorder.nodes.length;
+      assert.equal(await sale(), '5');
+      assert.deepEqual(numbering(from), ['known']);
+      // An atomic batch cannot run again on its own: its sale takes the full statement.
+      from = recorder.nodes.length;
+      const batch = await own.request('POST', '/v1/batch', {
+        key,
+        body: { atomic: true, operations: [{ method: 'POST', path: '/v1/sales', body: { items: [item()] } }] },
+      });
+      assert.equal(batch.status, 200, batch.text);
+      assert.equal(batch.body.data[0].body.data.transaction_number, '6');
+      assert.deepEqual(numbering(from), ['full']);
+      // One row per number: the failed attempt left none behind.
+      const numbers = await own.db
+        .selectFrom('transactions')
+        .select('transaction_number')
+        .where('team_id', '=', accountId)
+        .orderBy('transaction_number')
+        .execute();
+      assert.deepEqual(
+        numbers.map((n) => n.transaction_number),
+        ['1', '2', '3', '4', '5', '6'],
+      );
+    } finally {
+      await own.close();
+    }
   });
 
   it('answers 404 to PATCH and DELETE of unknown ids, other accounts, the other mode and non-sale transactions, changing nothing', async () => {

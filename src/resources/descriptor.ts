@@ -8,6 +8,7 @@ import type { ScopeResource } from '../domain/scopes.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import type { FieldError } from '../errors/app-error.ts';
 import type { Db } from '../infra/db/database.ts';
+import type { FailureMeaning } from '../infra/db/send-ahead.ts';
 import type { DeprecationNotice } from '../http/deprecation.ts';
 import type { QueryableResource } from '../query/contract.ts';
 
@@ -84,6 +85,8 @@ export interface SettledInInsert {
   before?: CompiledQuery;
   /** Answers the new row with the fields it settled. */
   statement: CompiledQuery;
+  /** What a failure of `statement` means (default: itself). */
+  meaning?: FailureMeaning;
   /** Each field as SQL reads it later in the same transaction. */
   fields: Readonly<Record<string, Expression<string>>>;
   /** Rows of `createIncludes` the statement writes too (a sale's items), all columns, in the include's order:
@@ -99,6 +102,9 @@ export interface WriteContext {
   trx: Db;
   tenant: Tenant;
   now: () => number;
+  /** Whether the write may rely on what this process believes of the account, and fail with `WriteMustRunAgain`
+   *  when that turned out wrong: false in a caller's transaction (an atomic batch), and when it runs again. */
+  mayAssume: boolean;
 }
 
 export interface WriteRules {

@@ -215,7 +215,7 @@ export async function createRecord(
   const tenant = requireTenant(tenantOrNull, 'write');
   await refuseInvalid(db, w, tenant, body, undefined, options);
   const created = await transact(db, options, async (trx, after, mayAssume) => {
-    const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
+    const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now, mayAssume };
     // The id is made here, not by the database, so the rows written with it can name it before the insert answers.
     const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
     // Answered from its own values, the insert need not return its row: nothing is awaited before the commit.
@@ -224,8 +224,11 @@ export async function createRecord(
     const insert = settling?.statement ?? insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
     if (settling?.before) await sendAhead(trx, settling.before);
     // Answered already, the insert is sent without waiting: it travels with the statements that follow it.
-    const inserted = answered ? await sendAhead(trx, insert) : undefined;
-    const [row] = answered ? [answered] : ((await trx.executeQuery(insert)).rows as Row[]);
+    const meaning = settling?.meaning ?? ((err: unknown) => err);
+    const inserted = answered ? await sendAhead(trx, insert, meaning) : undefined;
+    const [row] = answered
+      ? [answered]
+      : ((await trx.executeQuery(insert).catch((err: unknown) => Promise.reject(meaning(err)))).rows as Row[]);
     if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
     const record = answerOf(d, w, row, settling?.included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
     // A record answered before the database did carries placeholders for the fields the insert settles; what
@@ -309,7 +312,7 @@ async function changeRow(
   const tenant = requireTenant(tenantOrNull, 'write');
   if (!isUuid(id)) throw errors.notFound();
   return transact(db, options, async (trx, after, mayAssume) => {
-    const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now };
+    const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now, mayAssume };
     const { row: current, etag: currentTag, next } = await lockRow(trx, d, tenant, id);
     // Compared under the row lock, so of two writers holding the same tag exactly one gets through.
     if (matchHolds(options.ifMatch, currentTag) === false) throw errors.preconditionFailed();

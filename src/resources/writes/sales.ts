@@ -12,7 +12,7 @@ import { sendAhead } from '../../infra/db/send-ahead.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
 import { insertStatement } from '../insert-statement.ts';
 import { printedTimestamp } from '../../infra/db/timestamp-text.ts';
-import { lockedCounter, numberedSaleInsert, numberOf, type SaleFollowUps } from './transaction-number.ts';
+import { lockedCounter, numberedSaleInsert, numberOf, type SaleFollowUps, SaleNumbering } from './transaction-number.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
@@ -81,6 +81,9 @@ function quantitiesAfterRounding(body: Body): FieldError[] {
 
 /** The amounts of a validated body, computed once and used for both the sale's row and its items. */
 const computedAmounts = new WeakMap<Body, SaleAmounts>();
+
+/** The tenants whose sale counter this process has seen (transaction-number.ts). */
+const numbering = new SaleNumbering();
 
 /** Amounts over what the columns hold (numeric(14, 2)) are refused, not truncated or failed. */
 function amountLimits(body: Body): FieldError[] {
@@ -275,9 +278,11 @@ export const saleWrite: WriteDescriptor = {
     answeredFromValues,
     settledInInsert: (ctx, row, returningAll, body) => {
       const { followUps, items } = followUpsOf(row, body);
+      const counterKnown = numbering.counterKnown(ctx.tenant, ctx.mayAssume);
       return {
         before: lockedCounter(ctx.trx, ctx.tenant),
-        statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll, followUps),
+        statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll, followUps, counterKnown),
+        ...(counterKnown ? { meaning: numbering.meaning(ctx.tenant) } : {}),
         fields: { transaction_number: numberOf(ctx.tenant, String(row.id)) },
         included: { items },
       };
