@@ -224,10 +224,12 @@ export class DeliveryWorker {
     const status = outcome.ok ? 'succeeded' : delay === undefined ? 'failed' : 'pending';
     const nextAt = delay === undefined ? null : new Date(Date.now() + withJitter(delay));
     await this.database.db.transaction().execute(async (trx) => {
-      await sql`
+      const updated = await sql`
         UPDATE webhook_deliveries
         SET status = ${status}, attempt_count = ${attempt}, next_attempt_at = ${nextAt?.toISOString() ?? null}, lease_until = NULL, lease_owner = NULL
         WHERE ${keyScopedSql(c.accountId, c.id)}`.execute(trx);
+      // Deleted while it was posted (its endpoint deleted, or its event past retention): nothing left to record.
+      if (Number(updated.numAffectedRows ?? 0) === 0) return;
       await sql`
         INSERT INTO webhook_attempts (${columnsScopedSql(['delivery_id', 'endpoint_id', 'event_id', 'event_type', 'attempt_number', 'response_status', 'error', 'response_body', 'duration_ms', 'next_attempt_at'])})
         VALUES (${valuesScopedSql(c)}, ${c.id}, ${c.endpoint_id}, ${String(c.event.id)}, ${String(c.event.type)}, ${attempt},

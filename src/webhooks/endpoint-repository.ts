@@ -6,7 +6,7 @@ import { AppError, errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import type { Db } from '../infra/db/database.ts';
 import { EVENTS_COUNTER } from '../domain/numbering.ts';
-import { deleteScoped, insertScoped, selectScoped, TENANT_COLUMNS, updateScoped } from '../infra/db/tenancy.ts';
+import { accountColumnSql, deleteScoped, insertScoped, selectScoped, TENANT_COLUMNS, updateScoped } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { isUuid } from '../schemas/formats.ts';
@@ -50,10 +50,20 @@ export async function keepEndpointsFlag(trx: Db, tenant: Tenant): Promise<void> 
     .execute();
 }
 
-/** Runs `change` with the tenant's endpoints locked, and keeps the flag events read in the same transaction. */
+/**
+ * Runs `change` with the tenant's endpoints locked, and keeps the flag events read in the same transaction.
+ * The rows are locked in the order every other writer of them takes: the tenant's events counter row first (an
+ * event's statement locks it, then reads the endpoints it fans out to), then the endpoint's deliveries, then the
+ * endpoint (the delivery worker records an attempt on its delivery, then marks the endpoint). Taken the other
+ * way, a change and a write, or a deletion and an attempt being recorded, could each wait for the other: a
+ * deadlock, which PostgreSQL ends after a second by failing one of them (a 500 on the deletion).
+ */
 function changeEndpoints<T>(db: Db, tenant: Tenant, change: (trx: Db) => Promise<T>): Promise<T> {
   return db.transaction().execute(async (trx) => {
     await lockTenantEndpoints(trx, tenant);
+    await insertScoped(trx, 'tenant_counters', tenant, { name: EVENTS_COUNTER, value: 0, has_endpoints: false })
+      .onConflict((oc) => oc.columns([...TENANT_COLUMNS, 'name']).doUpdateSet({ has_endpoints: sql`tenant_counters.has_endpoints` }))
+      .execute();
     const result = await change(trx);
     await keepEndpointsFlag(trx, tenant);
     return result;
@@ -123,6 +133,8 @@ export async function updateEndpoint(db: Db, tenant: Tenant, id: string, body: U
 export async function deleteEndpoint(db: Db, tenant: Tenant, id: string): Promise<void> {
   if (!isUuid(id)) throw errors.notFound();
   await changeEndpoints(db, tenant, async (trx) => {
+    // Its deliveries before itself (see changeEndpoints); their attempts go with them (ON DELETE CASCADE).
+    await sql`DELETE FROM webhook_deliveries WHERE ${accountColumnSql()} = ${tenant.accountId} AND endpoint_id = ${id}`.execute(trx);
     const result = await deleteScoped(trx, 'webhook_endpoints', tenant).where('id', '=', id).executeTakeFirst();
     if (Number(result.numDeletedRows) === 0) throw errors.notFound();
   });
