@@ -10,7 +10,7 @@ import type { AuthContext } from '../domain/tenant.ts';
 import { listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
 import { sendAhead } from '../infra/db/send-ahead.ts';
-import { columnsScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
+import { columnsScopedSql, keyTenantSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import type { QueryableResource } from '../query/contract.ts';
 import type { FilterPlan } from '../query/plan.ts';
 import { documentedRecord, listQuerySchema, sparseSchema } from '../query/schemas.ts';
@@ -86,7 +86,7 @@ let nextPurge = 0;
 export async function purgeRequestLog(db: Db): Promise<number> {
   const result = await sql`
     DELETE FROM request_log r USING api_keys k
-    WHERE r.team_id = k.account_id AND r.mode = k.mode AND r.api_key_id = k.id
+    WHERE ${keyTenantSql('r', 'k')} AND r.api_key_id = k.id
       AND r.created_at < now() - interval '24 hours'`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }

@@ -44,9 +44,15 @@ async function lockTenantEndpoints(trx: Db, tenant: Tenant): Promise<void> {
  */
 export async function keepEndpointsFlag(trx: Db, tenant: Tenant): Promise<void> {
   const enabled = await selectScoped(trx, 'webhook_endpoints', tenant).select('id').where('enabled', '=', true).limit(1).executeTakeFirst();
-  const hasEndpoints = enabled !== undefined;
-  await insertScoped(trx, 'tenant_counters', tenant, { name: EVENTS_COUNTER, value: 0, has_endpoints: hasEndpoints })
-    .onConflict((oc) => oc.columns([...TENANT_COLUMNS, 'name']).doUpdateSet({ has_endpoints: hasEndpoints }))
+  await setEndpointsFlag(trx, tenant, enabled !== undefined);
+}
+
+/** The tenant's events counter row with `has_endpoints` set (created at 0 if it has none yet), locked until commit;
+ *  `keep` leaves the flag as it is. */
+async function setEndpointsFlag(trx: Db, tenant: Tenant, hasEndpoints: boolean | 'keep'): Promise<void> {
+  const flag = hasEndpoints === 'keep' ? sql<boolean>`tenant_counters.has_endpoints` : hasEndpoints;
+  await insertScoped(trx, 'tenant_counters', tenant, { name: EVENTS_COUNTER, value: 0, has_endpoints: hasEndpoints === true })
+    .onConflict((oc) => oc.columns([...TENANT_COLUMNS, 'name']).doUpdateSet({ has_endpoints: flag }))
     .execute();
 }
 
@@ -61,9 +67,7 @@ export async function keepEndpointsFlag(trx: Db, tenant: Tenant): Promise<void> 
 function changeEndpoints<T>(db: Db, tenant: Tenant, change: (trx: Db) => Promise<T>): Promise<T> {
   return db.transaction().execute(async (trx) => {
     await lockTenantEndpoints(trx, tenant);
-    await insertScoped(trx, 'tenant_counters', tenant, { name: EVENTS_COUNTER, value: 0, has_endpoints: false })
-      .onConflict((oc) => oc.columns([...TENANT_COLUMNS, 'name']).doUpdateSet({ has_endpoints: sql`tenant_counters.has_endpoints` }))
-      .execute();
+    await setEndpointsFlag(trx, tenant, 'keep');
     const result = await change(trx);
     await keepEndpointsFlag(trx, tenant);
     return result;

@@ -74,6 +74,15 @@ export const conditionScopedSql = (scope: Tenant, alias: string): RawBuilder<Sql
 export const sameAccountSql = (left: string, right: string): RawBuilder<SqlBool> =>
   sql<SqlBool>`${accountColumnSql(left)} = ${accountColumnSql(right)}`;
 
+/** A `sql`-tagged condition: rows of `left` and `right` belong to the same tenant (account and mode). */
+export const sameTenantSql = (left: string, right: string): RawBuilder<SqlBool> =>
+  sql<SqlBool>`${sameAccountSql(left, right)} AND ${sql.raw(`${left}.mode = ${right}.mode`)}`;
+
+/** A `sql`-tagged condition: rows of `alias` belong to the tenant of the API key `keyAlias` (an `api_keys` row,
+ *  whose account column is `account_id`). */
+export const keyTenantSql = (alias: string, keyAlias: string): RawBuilder<SqlBool> =>
+  sql<SqlBool>`${accountColumnSql(alias)} = ${sql.raw(`${keyAlias}.account_id AND ${alias}.mode = ${keyAlias}.mode`)}`;
+
 /** The tenant's values as selected columns named after `TENANT_COLUMNS`, for an INSERT … SELECT. */
 export const tenantValuesAs = (scope: Tenant) =>
   [sql`cast(${scope.accountId} as uuid)`.as(ACCOUNT_COLUMN), sql`cast(${scope.mode} as text)`.as('mode')] as const;

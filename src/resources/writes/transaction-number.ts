@@ -18,8 +18,7 @@ import {
 } from '../../infra/db/tenancy.ts';
 import type { Row } from '../../infra/db/row.ts';
 import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
-import { sqlState } from '../../errors/database-errors.ts';
-import { WriteMustRunAgain } from '../write-engine.ts';
+import { AccountBeliefs } from '../account-beliefs.ts';
 
 /**
  * A new sale's INSERT that takes its number in the same statement, whatever the counter's state: the counter
@@ -257,38 +256,29 @@ function nextNumberTaken(trx: Db, tenant: Tenant) {
 /** Both ways to the next number, as the sale's INSERT reads them: the CTE `next`. */
 type NextNumber = ReturnType<typeof withNextNumberOfKnownCounter>;
 
-/** SQLSTATE 22012: `withNextNumberOfKnownCounter` found no counter to move on, or its next number taken. */
-const isCounterNotAsKnown = (err: unknown): boolean => sqlState(err) === '22012';
-
-/** Tenants remembered at most; past it the memory starts over (a forgotten tenant takes the full statement once). */
-const MAX_REMEMBERED = 100_000;
-
 /**
  * Which tenants' sale counters this process has seen: their next sales take the statement without the rare
  * paths. A tenant is remembered from its first sale's statement on, even before it commits: should that sale
  * roll back and leave no counter, or an import take the next number, the next sale fails once and runs again.
  */
 export class SaleNumbering {
-  private readonly known = new Set<string>();
+  private readonly known = new AccountBeliefs('the sale counter is not as this process knew it');
 
   /** Whether the sale's statement may assume the counter (the write can run again when it may not). */
   counterKnown(tenant: Tenant, mayAssume: boolean): boolean {
-    const key = `${tenant.accountId}:${tenant.mode}`;
-    if (mayAssume && this.known.has(key)) return true;
-    if (this.known.size >= MAX_REMEMBERED) this.known.clear();
-    this.known.add(key);
+    const key = tenantKey(tenant);
+    if (mayAssume && this.known.holds(key)) return true;
+    this.known.hold(key);
     return false;
   }
 
   /** What a failure of the statement that assumed the counter means: the write runs again, in full. */
   meaning(tenant: Tenant): (err: unknown) => unknown {
-    return (err) => {
-      if (!isCounterNotAsKnown(err)) return err;
-      this.known.delete(`${tenant.accountId}:${tenant.mode}`);
-      return new WriteMustRunAgain('the sale counter is not as this process knew it');
-    };
+    return this.known.meaning(tenantKey(tenant));
   }
 }
+
+const tenantKey = (tenant: Tenant) => `${tenant.accountId}:${tenant.mode}`;
 
 /** The sale's number as a later statement of the numbering transaction reads it. Raw SQL with the tenancy
  *  helper's condition: it is compiled into two statements of every sale (its event and its stored response),
