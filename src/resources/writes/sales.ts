@@ -4,8 +4,8 @@
 // appending history on a status change and recomputing the total on a delivery_fee change.
 import { randomUUID } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
-import { type Dec, dec, money, quantity, toJsonNumber, toSqlNumeric } from '../../domain/money.ts';
-import { type SaleAmounts, saleAmounts, saleTotal } from '../../domain/sale-totals.ts';
+import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money.ts';
+import { type SaleFigures, saleFigures, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
 import { sendAhead } from '../../infra/db/send-ahead.ts';
@@ -73,14 +73,15 @@ function quantitiesAfterRounding(body: Body): FieldError[] {
   const items = body.items;
   if (!Array.isArray(items) || items.length > MAX_ITEMS) return [];
   return items.flatMap((item, i) =>
-    item && isNumber(item.quantity) && item.quantity > 0 && quantity(item.quantity).isZero()
+    // From a thousandth up, nothing rounds to zero: the decimal check is for the rare smaller quantity.
+    item && isNumber(item.quantity) && item.quantity > 0 && item.quantity < 0.001 && quantity(item.quantity).isZero()
       ? [{ field: `items[${i}].quantity`, code: 'too_small', message: 'A quantidade deve ser maior que zero (até 3 casas decimais).' }]
       : [],
   );
 }
 
 /** The amounts of a validated body, computed once and used for both the sale's row and its items. */
-const computedAmounts = new WeakMap<Body, SaleAmounts>();
+const computedAmounts = new WeakMap<Body, SaleFigures>();
 
 /** The tenants whose sale counter this process has seen (transaction-number.ts). */
 const numbering = new SaleNumbering();
@@ -100,16 +101,17 @@ function amountLimits(body: Body): FieldError[] {
     discount_amount: isNumber(i.discount_amount) ? i.discount_amount : null,
     discount_percentage: isNumber(i.discount_percentage) ? i.discount_percentage : null,
   }));
-  const amounts = saleAmounts(clean, fee);
+  const amounts = saleFigures(clean, fee);
   // The same amounts as the valid body's: the creation uses them, not computed twice.
   computedAmounts.set(body, amounts);
-  const limit = dec(MAX_MONEY);
+  // Exact comparisons: amounts are rounded to cents, and a double holds every cent amount up to the limit.
+  const limit = MAX_MONEY;
   const out: FieldError[] = amounts.items.flatMap((a, i) =>
-    a.subtotal.greaterThan(limit)
+    a.subtotal > limit
       ? [{ field: `items[${i}].quantity`, code: 'too_big', message: 'Quantidade × preço unitário excede o valor máximo permitido.' }]
       : [],
   );
-  if (out.length === 0 && (amounts.subtotal.greaterThan(limit) || amounts.total_amount.greaterThan(limit))) {
+  if (out.length === 0 && (amounts.subtotal > limit || amounts.total_amount > limit)) {
     out.push({ field: 'items', code: 'too_big', message: 'O total da venda excede o valor máximo permitido.' });
   }
   return out;
@@ -117,11 +119,14 @@ function amountLimits(body: Body): FieldError[] {
 
 const numeric = (value: Dec | null) => (value === null ? null : toSqlNumeric(value));
 
-function amountsOf(body: Body): SaleAmounts {
+/** A numeric column's text from an amount of `saleFigures`: its shortest text is the exact decimal. */
+const numericText = (value: number | null) => (value === null ? null : String(value));
+
+function amountsOf(body: Body): SaleFigures {
   let amounts = computedAmounts.get(body);
   if (!amounts) {
     const input = body as CreateSale;
-    amounts = saleAmounts(input.items, input.delivery_fee);
+    amounts = saleFigures(input.items, input.delivery_fee);
     computedAmounts.set(body, amounts);
   }
   return amounts;
@@ -147,15 +152,15 @@ function toInsert(_ctx: WriteContext, body: Body): Row {
     status: input.status ?? 'pending',
     sale_date: input.sale_date ?? createdAt,
     delivery_date: input.delivery_date ?? null,
-    subtotal: numeric(amounts.subtotal),
-    discount_amount: numeric(amounts.discount_amount),
+    subtotal: numericText(amounts.subtotal),
+    discount_amount: numericText(amounts.discount_amount),
     discount_percentage: null,
     tax_amount: null,
-    total_amount: numeric(amounts.total_amount),
+    total_amount: numericText(amounts.total_amount),
     notes: input.notes ?? null,
     payment_method: input.payment_method ?? null,
     payment_status: input.payment_status ?? null,
-    delivery_fee: numeric(amounts.delivery_fee),
+    delivery_fee: numericText(amounts.delivery_fee),
     order_code: input.order_code ?? null,
     is_active: true,
     created_at: createdAt,
@@ -204,24 +209,24 @@ function followUpsOf(sale: Row, body: Body): { followUps: SaleFollowUps; items: 
       transaction_id: sale.id,
       catalog_type: item.catalog_type,
       catalog_item_id: item.catalog_item_id,
-      quantity: numeric(a.quantity),
-      unit_price: numeric(a.unit_price),
-      discount_amount: numeric(a.discount_amount),
-      discount_percentage: numeric(a.discount_percentage),
-      subtotal: numeric(a.subtotal),
-      total_amount: numeric(a.total_amount),
+      quantity: numericText(a.quantity),
+      unit_price: numericText(a.unit_price),
+      discount_amount: numericText(a.discount_amount),
+      discount_percentage: numericText(a.discount_percentage),
+      subtotal: numericText(a.subtotal),
+      total_amount: numericText(a.total_amount),
       notes: item.notes ?? null,
       created_at: itemCreatedAt(createdAt, i),
     };
     rows.push(row);
     answered.push({
       ...row,
-      quantity: toJsonNumber(a.quantity),
-      unit_price: toJsonNumber(a.unit_price),
-      discount_amount: a.discount_amount === null ? null : toJsonNumber(a.discount_amount),
-      discount_percentage: a.discount_percentage === null ? null : toJsonNumber(a.discount_percentage),
-      subtotal: toJsonNumber(a.subtotal),
-      total_amount: toJsonNumber(a.total_amount),
+      quantity: a.quantity,
+      unit_price: a.unit_price,
+      discount_amount: a.discount_amount,
+      discount_percentage: a.discount_percentage,
+      subtotal: a.subtotal,
+      total_amount: a.total_amount,
       created_at: createdAt,
     });
   });
