@@ -50,19 +50,22 @@ export function numberedSaleInsert(
   followUps: SaleFollowUps,
   counterKnown = false,
 ): CompiledQuery {
-  const columns = Object.keys(values).filter((column) => values[column] !== undefined);
-  const historyColumns = Object.keys(followUps.history).filter((column) => followUps.history[column] !== undefined);
+  const columns = definedColumns(values);
+  const historyColumns = definedColumns(followUps.history);
   const { columns: itemColumns, rows } = followUps.items;
   const itemsAsValues = rows.length > 0 && rows.length <= MAX_ITEMS_AS_VALUES;
-  const key = `${counterKnown ? 'known:' : ''}${returningAll ? '*' : ''}${columns.join(',')}|${historyColumns.join(',')}|${itemColumns.join(',')}|${itemsAsValues ? rows.length : 'json'}`;
-  const items = itemsAsValues ? rows.flatMap((row) => itemColumns.map((c) => row[c])) : [rowsAsJson(rows)];
-  const bound = [
-    tenant.accountId,
-    tenant.mode,
-    ...columns.map((c) => values[c]),
-    ...historyColumns.map((c) => followUps.history[c]),
-    ...items,
-  ];
+  const key = shapeKeys.of(
+    `${counterKnown ? 'known:' : ''}${returningAll ? '*' : ''}${itemsAsValues ? rows.length : 'json'}`,
+    columns,
+    historyColumns,
+    itemColumns,
+  );
+  // Plain loops: this runs for every sale, with about 150 values.
+  const bound: unknown[] = [tenant.accountId, tenant.mode];
+  for (const c of columns) bound.push(values[c]);
+  for (const c of historyColumns) bound.push(followUps.history[c]);
+  if (itemsAsValues) for (const row of rows) for (const c of itemColumns) bound.push(row[c]);
+  else bound.push(rowsAsJson(rows));
   // One shape per column lists (and count of items sent as values): built once, then only bound (src/infra/db/statement-cache.ts).
   return sharedStatementCache(trx).statement(NUMBERED_INSERT, key, 0, bound, (b) => {
     const scope = { accountId: b[0], mode: b[1] } as Tenant;
@@ -85,6 +88,37 @@ export function numberedSaleInsert(
     ];
   })!;
 }
+
+const definedColumns = (row: Row): string[] => {
+  const columns: string[] = [];
+  for (const column in row) if (row[column] !== undefined) columns.push(column);
+  return columns;
+};
+
+/**
+ * The statement cache's key of a shape named by a few column lists: the text of the last one is kept while the lists
+ * stay the same (every sale's are), so a sale compares a few dozen names instead of joining and hashing anew a text
+ * of 400 characters.
+ */
+class ShapeKeys {
+  private lastPrefix = '';
+  private lastLists: readonly (readonly string[])[] = [];
+  private lastKey = '';
+
+  of(prefix: string, ...lists: readonly (readonly string[])[]): string {
+    if (prefix !== this.lastPrefix || !sameLists(lists, this.lastLists)) {
+      this.lastPrefix = prefix;
+      this.lastLists = lists;
+      this.lastKey = `${prefix}|${lists.map((list) => list.join(',')).join('|')}`;
+    }
+    return this.lastKey;
+  }
+}
+
+const sameLists = (a: readonly (readonly string[])[], b: readonly (readonly string[])[]): boolean =>
+  a.length === b.length && a.every((list, i) => list.length === b[i]!.length && list.every((name, j) => name === b[i]![j]));
+
+const shapeKeys = new ShapeKeys();
 
 /**
  * The statement sent ahead of a new sale's INSERT: the tenant's sale counter row, locked. A concurrent sale then waits
