@@ -26,6 +26,9 @@ test('canonicalJson is JSON.stringify with sorted keys', () => {
     '{"2":2,"10":1,"b":[1,null,{"a":[],"z":1}]}',
   );
   assert.equal(canonicalJson(undefined), '');
+  // A toJSON() that asks for canonical JSON itself leaves the outer text whole.
+  const inner = { toJSON: () => canonicalJson({ y: 1, x: 2 }) };
+  assert.equal(canonicalJson({ b: inner, a: 1 }), '{"a":1,"b":"{\\"x\\":2,\\"y\\":1}"}');
 });
 
 test('canonicalJson walks a value nested 100 000 levels deep', () => {

@@ -15,7 +15,16 @@ const startsWithDigit = (k: string) => k.charCodeAt(0) >= 48 && k.charCodeAt(0) 
 /** Keys sorted, array-index keys first in numeric order: the order an object built from sorted keys
  *  enumerates them in, which the signatures stored before this walker were made with. */
 function sortedKeys(record: Record<string, unknown>): string[] {
-  const keys = Object.keys(record).sort();
+  const keys = Object.keys(record);
+  // A body's objects have a few keys each: sorted in place, where sort() would copy them into a work array first.
+  if (keys.length > 12) keys.sort();
+  else
+    for (let i = 1; i < keys.length; i++) {
+      const key = keys[i] as string;
+      let j = i - 1;
+      for (; j >= 0 && (keys[j] as string) > key; j--) keys[j + 1] = keys[j] as string;
+      keys[j + 1] = key;
+    }
   if (!keys.some(startsWithDigit)) return keys;
   return [...keys.filter(isIndex).sort((a, b) => Number(a) - Number(b)), ...keys.filter((k) => !isIndex(k))];
 }
@@ -36,39 +45,69 @@ const RECURSION_LIMIT = 200;
 class TooDeep {}
 const tooDeep = new TooDeep();
 
-/** The recursive writer: the same text as `walked`, or throws `tooDeep` past RECURSION_LIMIT levels. */
-function written(value: unknown, depth: number): string {
+/** A key as JSON text, kept for the keys bodies repeat (every item of a sale has the same four). */
+const quotedKeys = new Map<string, string>();
+const MAX_QUOTED_KEYS = 1_000;
+
+function quotedKey(key: string): string {
+  let quoted = quotedKeys.get(key);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(key);
+    if (quotedKeys.size < MAX_QUOTED_KEYS) quotedKeys.set(key, quoted);
+  }
+  return quoted;
+}
+
+/** The text the recursive writer has written so far (one text grows, no text per value to join). */
+let text = '';
+
+/** The recursive writer: appends the same text as `walked` to `text`, or throws `tooDeep` past RECURSION_LIMIT levels. */
+function write(value: unknown, depth: number): void {
   const item = jsonOf(value);
-  if (item === null || typeof item !== 'object') return JSON.stringify(item) ?? 'null';
+  if (item === null || typeof item !== 'object') {
+    text += JSON.stringify(item) ?? 'null';
+    return;
+  }
   if (depth >= RECURSION_LIMIT) throw tooDeep;
   if (Array.isArray(item)) {
-    let text = '[';
+    text += '[';
     for (let i = 0; i < item.length; i++) {
       if (i > 0) text += ',';
-      text += skipped(item[i]) ? 'null' : written(item[i], depth + 1);
+      if (skipped(item[i])) text += 'null';
+      else write(item[i], depth + 1);
     }
-    return `${text}]`;
+    text += ']';
+    return;
   }
   const record = item as Record<string, unknown>;
-  let text = '{';
+  text += '{';
   let first = true;
   for (const key of sortedKeys(record)) {
     if (skipped(record[key])) continue;
-    text += `${first ? '' : ','}${JSON.stringify(key)}:${written(record[key], depth + 1)}`;
+    if (!first) text += ',';
+    text += quotedKey(key);
+    text += ':';
+    write(record[key], depth + 1);
     first = false;
   }
-  return `${text}}`;
+  text += '}';
 }
 
 /** Canonical JSON text of a JSON value; `undefined` (no body) is the empty string. Same text as
  *  JSON.stringify with sorted keys: members whose value JSON cannot hold are left out, and are null in arrays. */
 export function canonicalJson(value: unknown): string {
   if (value === undefined) return '';
+  // Kept and given back: a value's toJSON() may itself ask for canonical JSON.
+  const outer = text;
+  text = '';
   try {
-    return written(value, 0);
+    write(value, 0);
+    return text;
   } catch (err) {
     if (err !== tooDeep) throw err;
     return walked(value);
+  } finally {
+    text = outer;
   }
 }
 
