@@ -13,9 +13,14 @@ import type { ResourceDescriptor } from '../src/resources/descriptor.ts';
 import { expenses } from '../src/resources/expenses.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { sales } from '../src/resources/sales.ts';
-import { statementCache } from '../src/infra/db/statement-cache.ts';
+import { sharedStatementCache, statementCache } from '../src/infra/db/statement-cache.ts';
 import { constantSql, insertStatement, insertsStatement } from '../src/resources/insert-statement.ts';
-import { numberedSaleInsert } from '../src/resources/writes/transaction-number.ts';
+import { numberedSaleInsert, numberOf } from '../src/resources/writes/transaction-number.ts';
+import { EVENT_STATEMENT, eventShape } from '../src/events/record-event.ts';
+import { IdempotencyStore } from '../src/infra/idempotency-store.ts';
+import { placeholder } from '../src/infra/db/send-ahead.ts';
+import { builtShape, compiledShape } from '../src/infra/db/sql-shape.ts';
+import { logEntryShape } from '../src/resources/request-log.ts';
 
 const dialect = {
   createAdapter: () => new PostgresAdapter(),
@@ -52,6 +57,48 @@ describe('statement cache', () => {
       assertListMatches(db, d, [{ fields: 'id' }, { fields: 'id' }]);
       assertListMatches(db, d, [{ limit: '5' }, { limit: '9' }]);
     }
+  });
+
+  test("a write's event statement, with its log entry, key record and settled number: one template per shape", () => {
+    const fresh = new Kysely<any>({ dialect });
+    const store = new IdempotencyStore(db);
+    const shapeFor = (i: number, fanOut: boolean) => {
+      const scope = tenants[i]!;
+      const id = [ID_A, ID_B][i]!;
+      const number = placeholder(numberOf(scope, id));
+      const written = { descriptor: sales, tenant: scope, id } as never;
+      const entry = {
+        apiKeyId: ID_B,
+        requestId: `req-${i}`,
+        method: 'POST',
+        path: '/v1/sales',
+        status: 201,
+        idempotencyKey: `k${i}`,
+      } as const;
+      const claim = { apiKeyId: ID_A, key: `k${i}`, token: ID_B, signature: `sig-${i}` };
+      const besides = [
+        { shape: logEntryShape(written, entry) },
+        {
+          shape: store.recordShape(
+            claim,
+            claim.signature,
+            { status: 201, body: `{"n":"${number.token}"}`, contentType: 'application/json' },
+            [number],
+          ),
+        },
+      ];
+      return eventShape(scope, 'sale.created', 'sales', `req-${i}`, `{"i":${i},"n":"${number.token}"}`, [number], besides, fanOut);
+    };
+    for (const fanOut of [false, true]) {
+      for (const i of [0, 1]) {
+        const shape = shapeFor(i, fanOut);
+        const built = plain(builtShape(shape).compile(fresh));
+        assert.deepEqual(plain(compiledShape(db, EVENT_STATEMENT, shape)), built);
+        assert.ok(built.parameters.includes(tenants[i]!.accountId) && built.parameters.includes(`req-${i}`));
+      }
+    }
+    // Every value is a parameter, so each shape has a template: nothing is built again per write.
+    assert.equal(sharedStatementCache(db).cachedShapes(EVENT_STATEMENT), 2);
   });
 
   test('the row limit is written into the text (one text per limit), never sent as a parameter', () => {

@@ -2,13 +2,15 @@
 // enabled webhook endpoint of the tenant that subscribes to its type (none, without a query, for a tenant
 // known to have no endpoint: fan-out.ts); once (and only if) the transaction commits, a NOTIFY wakes long
 // polls and delivery workers (commit-notifier.ts).
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
+import type { Tenant } from '../domain/tenant.ts';
 import { EVENTS_COUNTER } from '../domain/numbering.ts';
 import type { Db } from '../infra/db/database.ts';
 import { tenantChannelKey } from './channels.ts';
 import type { CommitNotifier } from './commit-notifier.ts';
 import { FanOutMemory } from './fan-out.ts';
-import { sendAhead, settledText } from '../infra/db/send-ahead.ts';
+import { type Placeholder, sendAhead, settledTextShape } from '../infra/db/send-ahead.ts';
+import { compiledShape, composedShape, plainValues, type SqlShape } from '../infra/db/sql-shape.ts';
 import { accountColumnSql, columnsScopedSql, conditionScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { descriptorMeta } from '../query/row-meta.ts';
@@ -28,6 +30,88 @@ function changedAttributes(before: Record<string, unknown>, after: Record<string
   return previous;
 }
 
+/** The statement cache's owner of the event statements' shapes. */
+export const EVENT_STATEMENT = { statement: 'event' };
+
+/**
+ * The event's statement from its parts: the values (tenant, type, resource, request id, and with fan-out the
+ * patterns its type matches), the event's data as settled text, and the besides (each one more CTE). With fan-out or
+ * without, two shapes of their own (the key names which).
+ */
+const eventSql =
+  (fanOut: boolean) =>
+  ([, data, ...besides]: RawBuilder<unknown>[], [values]: (readonly unknown[])[]): RawBuilder<unknown> => {
+    const [accountId, mode, type, resource, requestId, ...patterns] = values ?? [];
+    const tenant = { accountId, mode } as Tenant;
+    // One statement. The tenant's event counter row stays locked until commit, so the next event of
+    // this tenant takes its time and id after this one is visible: a reader walking forward never
+    // skips a late commit. Its time is never earlier than the tenant's previous event's (last_at, kept
+    // under that lock), so (created_at, id) grows in lock order: no volatile function in RETURNING,
+    // which Citus refuses. The id is a UUIDv7: 48 bits of milliseconds, the version, 42 bits of the
+    // tenant's event sequence (ordered within a millisecond too) around the variant, 32 random bits.
+    // Without fan-out (src/events/fan-out.ts), the statement divides by zero when the tenant's counter row says an
+    // endpoint appeared: the row is locked by then, so an endpoint that commits later is seen by later events.
+    return sql`
+    WITH seq AS (
+      INSERT INTO tenant_counters (${columnsScopedSql(['name', 'value', 'last_at'])}) VALUES (${valuesScopedSql(tenant)}, ${EVENTS_COUNTER}, 1, clock_timestamp())
+      ON CONFLICT (${columnsScopedSql(['name'])}) DO UPDATE
+        SET value = tenant_counters.value + 1, last_at = greatest(excluded.last_at, tenant_counters.last_at)
+      RETURNING value, last_at AS at, has_endpoints
+    ), event AS (
+      INSERT INTO events (${columnsScopedSql(['id', 'type', 'resource', 'data', 'request_id', 'created_at'])})
+      SELECT ${valuesScopedSql(tenant)}, cast(
+          lpad(to_hex(cast(floor(extract(epoch from at) * 1000) as bigint)), 12, '0') || '7' ||
+          lpad(to_hex((value >> 30) & 4095), 3, '0') || to_hex(8 | ((value >> 28) & 3)) ||
+          lpad(to_hex(value & 268435455), 7, '0') || substr(md5(random()::text), 1, 8) as uuid),
+        ${type}, ${resource}, cast(${data} as json), ${requestId}, at
+      FROM seq
+      RETURNING id
+    )${
+      fanOut
+        ? sql`, deliveries AS (
+      INSERT INTO webhook_deliveries (${accountColumnSql()}, endpoint_id, event_id, next_attempt_at)
+      SELECT ${accountColumnSql('e')}, e.id, event.id, now() FROM webhook_endpoints e, event
+      WHERE ${conditionScopedSql(tenant, 'e')} AND e.enabled
+        AND e.enabled_events && cast(ARRAY[${sql.join(patterns)}] as text[])
+      RETURNING 1
+    )`
+        : sql``
+    }${sql.join(
+      besides.map((b, i) => sql`, ${sql.raw(`beside_${i}`)} AS (${b})`),
+      sql``,
+    )}
+    SELECT (SELECT count(*) FROM event) AS recorded, ${
+      fanOut
+        ? sql`EXISTS (SELECT 1 FROM deliveries) AS deliveries, (SELECT has_endpoints FROM seq) AS has_endpoints`
+        : sql`false AS deliveries, false AS has_endpoints, (SELECT 1 / (1 - cast(has_endpoints as integer)) FROM seq) AS without_endpoints`
+    }`;
+  };
+
+const eventWithFanOut = eventSql(true);
+const eventWithoutFanOut = eventSql(false);
+
+/** The event's statement as a shape: `data` (its JSON) with the record's placeholders settled, and the besides. */
+export function eventShape(
+  tenant: Tenant,
+  type: string,
+  resource: string,
+  requestId: string | null,
+  data: string,
+  placeholders: readonly Placeholder[] | undefined,
+  besides: readonly Beside[],
+  fanOut: boolean,
+): SqlShape {
+  return composedShape(
+    fanOut ? 'event, fan-out' : 'event',
+    [
+      plainValues(tenant.accountId, tenant.mode, type, resource, requestId, ...(fanOut ? patternsMatching(type) : [])),
+      settledTextShape(data, placeholders),
+      ...besides.map((b) => b.shape),
+    ],
+    fanOut ? eventWithFanOut : eventWithoutFanOut,
+  );
+}
+
 /** Writes the event; answers what wakes its readers once the transaction has committed. */
 export async function recordEvent(
   trx: Db,
@@ -45,50 +129,14 @@ export async function recordEvent(
   const type = eventType(eventObjectOf(d), written.action as EventAction);
 
   const data = JSON.stringify({ object, previous_attributes: previous });
-  // One statement. The tenant's event counter row stays locked until commit, so the next event of
-  // this tenant takes its time and id after this one is visible: a reader walking forward never
-  // skips a late commit. Its time is never earlier than the tenant's previous event's (last_at, kept
-  // under that lock), so (created_at, id) grows in lock order: no volatile function in RETURNING,
-  // which Citus refuses. The id is a UUIDv7: 48 bits of milliseconds, the version, 42 bits of the
-  // tenant's event sequence (ordered within a millisecond too) around the variant, 32 random bits.
-  // Without fan-out (src/events/fan-out.ts), the statement divides by zero when the tenant's counter row says an
-  // endpoint appeared: the row is locked by then, so an endpoint that commits later is seen by later events.
   const key = tenantChannelKey(tenant.accountId, tenant.mode);
   const fanOut = fanOutMemory.fansOut(key, written.mayAssume);
-  const statement = sql`
-    WITH seq AS (
-      INSERT INTO tenant_counters (${columnsScopedSql(['name', 'value', 'last_at'])}) VALUES (${valuesScopedSql(tenant)}, ${EVENTS_COUNTER}, 1, clock_timestamp())
-      ON CONFLICT (${columnsScopedSql(['name'])}) DO UPDATE
-        SET value = tenant_counters.value + 1, last_at = greatest(excluded.last_at, tenant_counters.last_at)
-      RETURNING value, last_at AS at, has_endpoints
-    ), event AS (
-      INSERT INTO events (${columnsScopedSql(['id', 'type', 'resource', 'data', 'request_id', 'created_at'])})
-      SELECT ${valuesScopedSql(tenant)}, cast(
-          lpad(to_hex(cast(floor(extract(epoch from at) * 1000) as bigint)), 12, '0') || '7' ||
-          lpad(to_hex((value >> 30) & 4095), 3, '0') || to_hex(8 | ((value >> 28) & 3)) ||
-          lpad(to_hex(value & 268435455), 7, '0') || substr(md5(random()::text), 1, 8) as uuid),
-        ${type}, ${d.name}, cast(${settledText(data, written.placeholders)} as json), ${requestId}, at
-      FROM seq
-      RETURNING id
-    )${
-      fanOut
-        ? sql`, deliveries AS (
-      INSERT INTO webhook_deliveries (${accountColumnSql()}, endpoint_id, event_id, next_attempt_at)
-      SELECT ${accountColumnSql('e')}, e.id, event.id, now() FROM webhook_endpoints e, event
-      WHERE ${conditionScopedSql(tenant, 'e')} AND e.enabled
-        AND e.enabled_events && cast(ARRAY[${sql.join(patternsMatching(type))}] as text[])
-      RETURNING 1
-    )`
-        : sql``
-    }${sql.join(
-      besides.map((b, i) => sql`, ${sql.raw(`beside_${i}`)} AS (${b.statement})`),
-      sql``,
-    )}
-    SELECT (SELECT count(*) FROM event) AS recorded, ${
-      fanOut
-        ? sql`EXISTS (SELECT 1 FROM deliveries) AS deliveries, (SELECT has_endpoints FROM seq) AS has_endpoints`
-        : sql`false AS deliveries, false AS has_endpoints, (SELECT 1 / (1 - cast(has_endpoints as integer)) FROM seq) AS without_endpoints`
-    }`.compile(trx);
+  // Built and compiled once per shape (sql-shape.ts): a write binds its values only.
+  const statement = compiledShape(
+    trx,
+    EVENT_STATEMENT,
+    eventShape(tenant, type, d.name, requestId, data, written.placeholders, besides, fanOut),
+  );
   // Its answer is read after the commit: the statement goes out with it (a failure still fails the write). A beside
   // that can fail the statement names its own failures.
   const meanings = [...(fanOut ? [] : [fanOutMemory.meaning(key)]), ...besides.flatMap((b) => (b.meaning ? [b.meaning] : []))];

@@ -16,7 +16,7 @@ import {
 import type { Row } from '../infra/db/row.ts';
 import type { Db } from '../infra/db/database.ts';
 import type { FailureMeaning, Placeholder } from '../infra/db/send-ahead.ts';
-import type { RawBuilder } from 'kysely';
+import type { SqlShape } from '../infra/db/sql-shape.ts';
 import { canonicalJson } from '../schemas/canonical-json.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -43,7 +43,7 @@ export interface KeyInWrite {
 
 /** A new key's record as a CTE of another statement of the write (structurally the write engine's `WrittenBeside`). */
 type RecordBeside = (written: { record?: Row; object: Row; placeholders?: readonly Placeholder[] }) => {
-  statement: RawBuilder<unknown>;
+  shape: SqlShape;
   meaning: FailureMeaning;
 };
 
@@ -210,7 +210,7 @@ function recordWithResponse(
       state.storedWithWrite.add(request);
       const response = responseOf(written.record ?? written.object);
       return {
-        statement: state.store.recordStatement(claim, claim.signature, response, written.placeholders),
+        shape: state.store.recordShape(claim, claim.signature, response, written.placeholders),
         meaning: keyRecordedMeaning,
       };
     },

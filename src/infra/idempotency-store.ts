@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { type RawBuilder, sql } from 'kysely';
 import { sqlState, violatedConstraint } from '../errors/database-errors.ts';
 import type { Db } from './db/database.ts';
-import { sendAhead, type Placeholder, settledText } from './db/send-ahead.ts';
+import { sendAhead, type Placeholder, settledText, settledTextShape } from './db/send-ahead.ts';
+import { builtShape, composedShape, plainValues, type SqlShape } from './db/sql-shape.ts';
 
 /** SQLSTATE 22012, which only the claim's check (`completeInTransaction`) raises in its statement. */
 const isDivisionByZero = (err: unknown): boolean => sqlState(err) === '22012';
@@ -92,6 +93,19 @@ function storeInClaimedRow(
     RETURNING k.signature`;
 }
 
+// INSERT … SELECT, not VALUES: the body's placeholders are settled by a sub-select of the account's tables,
+// which Citus refuses in an INSERT's VALUES.
+const recordSql = ([, body]: RawBuilder<unknown>[], [scalars]: (readonly unknown[])[]) => {
+  const [apiKeyId, key, signature, token, ttlSeconds, status, contentType] = scalars ?? [];
+  return sql`
+      INSERT INTO idempotency_keys
+        (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at,
+         response_status, response_body, response_content_type)
+      SELECT cast(${apiKeyId} as uuid), cast(${key} as text), cast(${signature} as text), 'done',
+        cast(${token} as uuid), true, now(), now() + make_interval(secs => ${ttlSeconds}),
+        cast(${status} as integer), cast(${body} as text), cast(${contentType} as text)`;
+};
+
 export class IdempotencyStore {
   readonly ttlSeconds: number;
   readonly staleSeconds: number;
@@ -166,7 +180,7 @@ export class IdempotencyStore {
     response: { status: number; body: string; contentType: string },
     placeholders: readonly Placeholder[] | undefined,
   ): Promise<void> {
-    await sendAhead(trx, this.recordStatement(claim, signature, response, placeholders).compile(trx), keyRecordedMeaning);
+    await sendAhead(trx, builtShape(this.recordShape(claim, signature, response, placeholders)).compile(trx), keyRecordedMeaning);
   }
 
   /**
@@ -175,21 +189,14 @@ export class IdempotencyStore {
    * ON CONFLICT DO NOTHING with a check of its row count: a speculative insertion and the check cost
    * PostgreSQL 34 µs more per sale (docs/performance.md).
    */
-  recordStatement(
+  recordShape(
     claim: KeyClaim,
     signature: string,
     response: { status: number; body: string; contentType: string },
     placeholders: readonly Placeholder[] | undefined,
-  ): RawBuilder<unknown> {
-    // INSERT … SELECT, not VALUES: the body's placeholders are settled by a sub-select of the account's tables,
-    // which Citus refuses in an INSERT's VALUES.
-    return sql`
-      INSERT INTO idempotency_keys
-        (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at,
-         response_status, response_body, response_content_type)
-      SELECT cast(${claim.apiKeyId} as uuid), cast(${claim.key} as text), cast(${signature} as text), 'done',
-        cast(${claim.token} as uuid), true, now(), now() + make_interval(secs => ${this.ttlSeconds}),
-        cast(${response.status} as integer), cast(${settledText(response.body, placeholders)} as text), cast(${response.contentType} as text)`;
+  ): SqlShape {
+    const values = plainValues(claim.apiKeyId, claim.key, signature, claim.token, this.ttlSeconds, response.status, response.contentType);
+    return composedShape('key record', [values, settledTextShape(response.body, placeholders)], recordSql);
   }
 
   /**

@@ -2,13 +2,14 @@
 // The query side of a descriptor is the query layer's contract (query/contract.ts); the write
 // side and the rules the write engine calls live here, beside it.
 import type { TObject } from '@sinclair/typebox';
-import type { CompiledQuery, Expression } from 'kysely';
+import type { CompiledQuery } from 'kysely';
 import type { ModuleName } from '../domain/modules.ts';
 import type { ScopeResource } from '../domain/scopes.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import type { FieldError } from '../errors/app-error.ts';
 import type { Db } from '../infra/db/database.ts';
 import type { FailureMeaning } from '../infra/db/send-ahead.ts';
+import type { SqlShape } from '../infra/db/sql-shape.ts';
 import type { DeprecationNotice } from '../http/deprecation.ts';
 import type { QueryableResource } from '../query/contract.ts';
 
@@ -88,7 +89,7 @@ export interface SettledInInsert {
   /** What a failure of `statement` means (default: itself). */
   meaning?: FailureMeaning;
   /** Each field as SQL reads it later in the same transaction. */
-  fields: Readonly<Record<string, Expression<string>>>;
+  fields: Readonly<Record<string, SqlShape<string>>>;
   /** Rows of `createIncludes` the statement writes too (a sale's items), all columns, in the include's order:
    *  the answer is made from them and the inserted row, with no read back. */
   included?: IncludedRows;

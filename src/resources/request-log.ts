@@ -5,11 +5,12 @@
 // key and the retention added to the plan as conditions the client cannot name or lift.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { type RawBuilder, sql } from 'kysely';
-import type { AuthContext } from '../domain/tenant.ts';
+import { sql } from 'kysely';
+import type { AuthContext, Tenant } from '../domain/tenant.ts';
 import { listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
 import { sendAhead } from '../infra/db/send-ahead.ts';
+import { builtShape, type SqlShape } from '../infra/db/sql-shape.ts';
 import { columnsScopedSql, keyTenantSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import type { QueryableResource } from '../query/contract.ts';
 import type { FilterPlan } from '../query/plan.ts';
@@ -66,16 +67,33 @@ export interface WriteRequest {
 }
 
 /** The INSERT of a write's entry: a statement of its own (logWrite), or a CTE of the write's event statement. */
-export function logEntrySql(written: WrittenRecord, request: WriteRequest): RawBuilder<unknown> {
-  return sql`
-    INSERT INTO request_log (${columnsScopedSql(['id', 'api_key_id', 'request_id', 'method', 'path', 'status', 'idempotency_key', 'resource', 'resource_id'])})
-    VALUES (${valuesScopedSql(written.tenant)}, gen_random_uuid(), ${request.apiKeyId}, ${request.requestId}, ${request.method},
-      ${request.path}, ${request.status}, ${request.idempotencyKey}, ${written.descriptor.name}, ${written.id})`;
+export function logEntryShape(written: WrittenRecord, request: WriteRequest): SqlShape {
+  return {
+    key: 'request log entry',
+    values: [
+      written.tenant.accountId,
+      written.tenant.mode,
+      request.apiKeyId,
+      request.requestId,
+      request.method,
+      request.path,
+      request.status,
+      request.idempotencyKey,
+      written.descriptor.name,
+      written.id,
+    ],
+    build: logEntrySql,
+  };
 }
+
+const logEntrySql = ([accountId, mode, apiKeyId, requestId, method, path, status, idempotencyKey, resource, id]: readonly unknown[]) => sql`
+    INSERT INTO request_log (${columnsScopedSql(['id', 'api_key_id', 'request_id', 'method', 'path', 'status', 'idempotency_key', 'resource', 'resource_id'])})
+    VALUES (${valuesScopedSql({ accountId, mode } as Tenant)}, gen_random_uuid(), ${apiKeyId}, ${requestId}, ${method},
+      ${path}, ${status}, ${idempotencyKey}, ${resource}, ${id})`;
 
 /** Records the entry of a write in its transaction; sent ahead, with the write's last statements. */
 export async function logWrite(trx: Db, written: WrittenRecord, request: WriteRequest): Promise<void> {
-  await sendAhead(trx, logEntrySql(written, request).compile(trx));
+  await sendAhead(trx, builtShape(logEntryShape(written, request)).compile(trx));
 }
 
 let nextPurge = 0;

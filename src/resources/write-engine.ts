@@ -14,7 +14,8 @@ import { type FailureMeaning, type Placeholder, placeholder, sendAhead } from '.
 import { lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
+import type { SqlShape } from '../infra/db/sql-shape.ts';
 import { randomUUID } from 'node:crypto';
 import { outputRow, rowOutput } from '../query/output.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
@@ -121,7 +122,7 @@ export interface WrittenRecord {
  *  a new Idempotency-Key's record): one statement fewer per write. A beside that can fail the event's statement (a
  *  key already recorded breaks its unique index) gives that failure its meaning with `meaning`. */
 export interface Beside {
-  statement: RawBuilder<unknown>;
+  shape: SqlShape;
   meaning?: FailureMeaning;
 }
 

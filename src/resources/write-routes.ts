@@ -18,7 +18,7 @@ import { type ResourceDescriptor, type Row, resourceTag, type WriteDescriptor, w
 import { RESOURCES } from './registry.ts';
 import { isSqlFragment } from './insert-statement.ts';
 import { etagOf } from './etag.ts';
-import { logEntrySql, logWrite, type WriteRequest } from './request-log.ts';
+import { logEntryShape, logWrite, type WriteRequest } from './request-log.ts';
 import { createRecord, deleteRecord, updateRecord, type WriteOptions, type WrittenBeside } from './write-engine.ts';
 
 /** The resources that accept writes: those of the registry with a `write` section, in its order. */
@@ -229,7 +229,7 @@ function onWrittenFor(deps: WriteRouteDeps, request: FastifyRequest, status: num
   };
   // The entry goes out in the event's statement: one statement fewer per write.
   return (
-    deps.recordWrite?.(request.id, [(written) => ({ statement: logEntrySql(written, entry) }), ...besides]) ??
+    deps.recordWrite?.(request.id, [(written) => ({ shape: logEntryShape(written, entry) }), ...besides]) ??
     (async (trx, written) => {
       await logWrite(trx, written, entry);
       return undefined;

@@ -4,7 +4,8 @@
 // tenant's counters) are then held while the server runs them, not across round trips through a busy
 // event loop. On PGlite, which has no round trip to save, they run at once like any statement.
 import { randomUUID } from 'node:crypto';
-import { type CompiledQuery, type Expression, type RawBuilder, sql } from 'kysely';
+import { type CompiledQuery, type RawBuilder, sql } from 'kysely';
+import { boundValue, builtShape, composedShape, type SqlShape } from './sql-shape.ts';
 
 /** Turns a failure of a statement sent ahead into the error its caller means (or returns it unchanged). */
 export type FailureMeaning = (err: unknown) => unknown;
@@ -65,12 +66,12 @@ export async function sendAhead(trx: Transaction, query: CompiledQuery, meaning:
 export interface Placeholder {
   token: string;
   /** The value as SQL can read it in a later statement of the same transaction. */
-  value: Expression<string>;
+  value: SqlShape<string>;
 }
 
 const TOKEN_PREFIX = 'balcao-pending-';
 
-export function placeholder(value: Expression<string>): Placeholder {
+export function placeholder(value: SqlShape<string>): Placeholder {
   return { token: `${TOKEN_PREFIX}${randomUUID()}`, value };
 }
 
@@ -101,8 +102,16 @@ export function settledSerialization(
 
 /** `text` (a serialized record) with each placeholder's token replaced by its value, as SQL text. */
 export function settledText(text: string, placeholders: readonly Placeholder[] = []): RawBuilder<string> {
-  return placeholders.reduce<RawBuilder<string>>(
-    (settled, p) => sql<string>`replace(${settled}, ${p.token}, ${p.value})`,
-    sql<string>`cast(${text} as text)`,
-  );
+  return builtShape(settledTextShape(text, placeholders));
+}
+
+/** `settledText` as a shape, for a statement built once per shape (sql-shape.ts). */
+export function settledTextShape(text: string, placeholders: readonly Placeholder[] = []): SqlShape<string> {
+  const parts: SqlShape[] = [boundValue(text)];
+  for (const p of placeholders) parts.push(boundValue(p.token), p.value);
+  return composedShape('settled', parts, ([textSql, ...replacements]) => {
+    let settled = sql<string>`cast(${textSql} as text)`;
+    for (let i = 0; i < replacements.length; i += 2) settled = sql<string>`replace(${settled}, ${replacements[i]}, ${replacements[i + 1]})`;
+    return settled;
+  });
 }

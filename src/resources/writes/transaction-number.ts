@@ -1,7 +1,7 @@
 // The per-tenant `transaction_number` of a new sale (DECISIONS B.6), kept in tenant_counters and
 // read and written through the tenancy helper like every other account-owned statement; taken in the
 // sale's own INSERT.
-import { type CompiledQuery, type Expression, sql } from 'kysely';
+import { type CompiledQuery, sql } from 'kysely';
 import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/database.ts';
@@ -18,6 +18,7 @@ import {
 } from '../../infra/db/tenancy.ts';
 import type { Row } from '../../infra/db/row.ts';
 import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
+import type { SqlShape } from '../../infra/db/sql-shape.ts';
 import { AccountBeliefs } from '../account-beliefs.ts';
 
 /**
@@ -314,9 +315,11 @@ export class SaleNumbering {
 
 const tenantKey = (tenant: Tenant) => `${tenant.accountId}:${tenant.mode}`;
 
-/** The sale's number as a later statement of the numbering transaction reads it. Raw SQL with the tenancy
- *  helper's condition: it is compiled into two statements of every sale (its event and its stored response),
- *  and a Kysely select built and compiled twice per sale showed in the profile (docs/performance.md). */
-export function numberOf(tenant: Tenant, saleId: string): Expression<string> {
-  return sql<string>`(SELECT t.transaction_number FROM transactions AS t WHERE ${conditionScopedSql(tenant, 't')} AND t.id = cast(${saleId} as uuid))`;
+/** The sale's number as a later statement of the numbering transaction reads it: a shape (sql-shape.ts), built
+ *  once into the statements of every sale that store a copy of it (its event and its stored response). */
+export function numberOf(tenant: Tenant, saleId: string): SqlShape<string> {
+  return { key: 'sale number', values: [tenant.accountId, tenant.mode, saleId], build: numberOfSql };
 }
+
+const numberOfSql = ([accountId, mode, saleId]: readonly unknown[]) =>
+  sql<string>`(SELECT t.transaction_number FROM transactions AS t WHERE ${conditionScopedSql({ accountId, mode } as Tenant, 't')} AND t.id = cast(${saleId} as uuid))`;
