@@ -76,7 +76,7 @@ async function saleWrites(label: string, withEvents: boolean, endpoint: boolean)
   if (endpoint) await keepEndpointsFlag(database.db, tenant);
   // As served: the wake-ups of the events leave after their commits (src/events/commit-notifier.ts).
   const notifier = new CommitNotifier(database.db);
-  const options = withEvents ? { onWritten: eventRecorder(notifier)('bench') } : {};
+  const options = withEvents ? eventRecorder(notifier)('bench') : {};
   for (let i = 0; i < 100; i++) await createRecord(database.db, sales, tenant, saleBody(), options); // warm up
   const rate = await pool(WRITES, () => createRecord(database.db, sales, tenant, saleBody(), options));
   await notifier.flushed();
@@ -148,8 +148,8 @@ async function deliveries(): Promise<number> {
   await keepEndpointsFlag(database.db, tenant);
   // Queued before any worker runs, then drained by one: the worker's pace alone.
   const notifier = new CommitNotifier(database.db);
-  const onWritten = eventRecorder(notifier)('bench');
-  await pool(DELIVERIES, () => createRecord(database.db, sales, tenant, saleBody(), { onWritten }));
+  const recorded = eventRecorder(notifier)('bench');
+  await pool(DELIVERIES, () => createRecord(database.db, sales, tenant, saleBody(), recorded));
   await notifier.flushed();
   const app = await buildApp({ config, database, logger: false });
   const t0 = performance.now();

@@ -15,8 +15,8 @@ import { RESOURCES } from '../src/resources/registry.ts';
 import { sales } from '../src/resources/sales.ts';
 import { sharedStatementCache, statementCache } from '../src/infra/db/statement-cache.ts';
 import { constantSql, insertStatement, insertsStatement } from '../src/resources/insert-statement.ts';
-import { numberedSaleInsert, numberOf } from '../src/resources/writes/transaction-number.ts';
-import { EVENT_STATEMENT, eventShape } from '../src/events/record-event.ts';
+import { NUMBER_IN_STATEMENT, numberedSaleInsert, numberOf } from '../src/resources/writes/transaction-number.ts';
+import { EVENT_STATEMENT, eventShape, eventStatementShape } from '../src/events/record-event.ts';
 import { IdempotencyStore } from '../src/infra/idempotency-store.ts';
 import { placeholder } from '../src/infra/db/send-ahead.ts';
 import { builtShape, compiledShape } from '../src/infra/db/sql-shape.ts';
@@ -87,7 +87,9 @@ describe('statement cache', () => {
           ),
         },
       ];
-      return eventShape(scope, 'sale.created', 'sales', `req-${i}`, `{"i":${i},"n":"${number.token}"}`, [number], besides, fanOut);
+      return eventStatementShape(
+        eventShape(scope, 'sale.created', 'sales', `req-${i}`, `{"i":${i},"n":"${number.token}"}`, [number], besides, fanOut),
+      );
     };
     for (const fanOut of [false, true]) {
       for (const i of [0, 1]) {
@@ -214,6 +216,17 @@ describe('statement cache', () => {
         assert.ok(
           built.parameters.some((p) => typeof p === 'string' && p.includes(`note ${i}`)),
           'the items go as one JSON parameter',
+        );
+      }
+      // With the sale's event as the statement's tail (its CTEs and answer columns), without and with fan-out.
+      for (const fanOut of [false, true]) {
+        const tail = eventShape(tenant, 'sale.created', 'sales', `req-${i}`, `{"i":${i}}`, [placeholder(NUMBER_IN_STATEMENT)], [], fanOut);
+        const built = plain(numberedSaleInsert(fresh, tenant, sale, false, followUps, true, tail));
+        assert.deepEqual(plain(numberedSaleInsert(db, tenant, sale, false, followUps, true, tail)), built);
+        assert.ok(built.parameters.includes(`req-${i}`) && built.parameters.includes(`{"i":${i}}`));
+        assert.match(
+          built.sql,
+          /"event" as \(INSERT INTO events .* select "transaction_number", \(SELECT count\(\*\) FROM event\) as "recorded"/s,
         );
       }
     }

@@ -9,13 +9,13 @@ import type { Db } from '../infra/db/database.ts';
 import { tenantChannelKey } from './channels.ts';
 import type { CommitNotifier } from './commit-notifier.ts';
 import { FanOutMemory } from './fan-out.ts';
-import { type Placeholder, sendAhead, settledTextShape } from '../infra/db/send-ahead.ts';
-import { compiledShape, composedShape, plainValues, type SqlShape } from '../infra/db/sql-shape.ts';
+import { everyMeaning, type FailureMeaning, type Placeholder, sendAhead, settledTextShape } from '../infra/db/send-ahead.ts';
+import { compiledShape, composedShape, plainValues, type Shaped, type SqlShape } from '../infra/db/sql-shape.ts';
 import { accountColumnSql, columnsScopedSql, conditionScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { descriptorMeta } from '../query/row-meta.ts';
-import { eventObjectOf } from '../resources/descriptor.ts';
-import type { AfterCommit, Beside, WrittenBeside, WrittenRecord } from '../resources/write-engine.ts';
+import { eventObjectOf, type StatementTail } from '../resources/descriptor.ts';
+import type { AfterCommit, Beside, WrittenBeside, WrittenExtensions, WrittenRecord } from '../resources/write-engine.ts';
 import { type EventAction, eventType, patternsMatching } from './event-types.ts';
 
 /** Fields every update changes, which would make every `previous_attributes` noisy. */
@@ -33,64 +33,79 @@ function changedAttributes(before: Record<string, unknown>, after: Record<string
 /** The statement cache's owner of the event statements' shapes. */
 export const EVENT_STATEMENT = { statement: 'event' };
 
+/** An event's SQL as the CTEs and answer columns of a statement: a statement of its own (`WITH … SELECT …`), or the
+ *  tail of another write statement's (a new sale's insert), which then answers these columns beside its own. The
+ *  columns: recorded, deliveries, has_endpoints, and without fan-out `without_endpoints` (its belief's check). */
+export type EventInStatement = StatementTail;
+
 /**
- * The event's statement from its parts: the values (tenant, type, resource, request id, and with fan-out the
- * patterns its type matches), the event's data as settled text, and the besides (each one more CTE). With fan-out or
- * without, two shapes of their own (the key names which).
+ * The event's CTEs from its parts: the values (tenant, type, resource, request id, and with fan-out the patterns its
+ * type matches), the event's data as settled text, and the besides (each one more CTE). With fan-out or without, two
+ * shapes of their own (the key names which).
  */
 const eventSql =
   (fanOut: boolean) =>
-  ([, data, ...besides]: RawBuilder<unknown>[], [values]: (readonly unknown[])[]): RawBuilder<unknown> => {
+  ([, data, ...besides]: RawBuilder<unknown>[], [values]: (readonly unknown[])[]): EventInStatement => {
     const [accountId, mode, type, resource, requestId, ...patterns] = values ?? [];
     const tenant = { accountId, mode } as Tenant;
-    // One statement. The tenant's event counter row stays locked until commit, so the next event of
-    // this tenant takes its time and id after this one is visible: a reader walking forward never
-    // skips a late commit. Its time is never earlier than the tenant's previous event's (last_at, kept
-    // under that lock), so (created_at, id) grows in lock order: no volatile function in RETURNING,
-    // which Citus refuses. The id is a UUIDv7: 48 bits of milliseconds, the version, 42 bits of the
-    // tenant's event sequence (ordered within a millisecond too) around the variant, 32 random bits.
-    // Without fan-out (src/events/fan-out.ts), the statement divides by zero when the tenant's counter row says an
-    // endpoint appeared: the row is locked by then, so an endpoint that commits later is seen by later events.
-    return sql`
-    WITH seq AS (
-      INSERT INTO tenant_counters (${columnsScopedSql(['name', 'value', 'last_at'])}) VALUES (${valuesScopedSql(tenant)}, ${EVENTS_COUNTER}, 1, clock_timestamp())
+    // The tenant's event counter row stays locked until commit, so the next event of this tenant takes its time
+    // and id after this one is visible: a reader walking forward never skips a late commit. Its time is never
+    // earlier than the tenant's previous event's (last_at, kept under that lock), so (created_at, id) grows in
+    // lock order: no volatile function in RETURNING, which Citus refuses. The id is a UUIDv7: 48 bits of
+    // milliseconds, the version, 42 bits of the tenant's event sequence (ordered within a millisecond too) around
+    // the variant, 32 random bits. Without fan-out (src/events/fan-out.ts), the statement divides by zero when the
+    // tenant's counter row says an endpoint appeared: the row is locked by then, so an endpoint that commits later
+    // is seen by later events.
+    const ctes: (readonly [string, RawBuilder<unknown>])[] = [
+      [
+        'seq',
+        sql`INSERT INTO tenant_counters (${columnsScopedSql(['name', 'value', 'last_at'])}) VALUES (${valuesScopedSql(tenant)}, ${EVENTS_COUNTER}, 1, clock_timestamp())
       ON CONFLICT (${columnsScopedSql(['name'])}) DO UPDATE
         SET value = tenant_counters.value + 1, last_at = greatest(excluded.last_at, tenant_counters.last_at)
-      RETURNING value, last_at AS at, has_endpoints
-    ), event AS (
-      INSERT INTO events (${columnsScopedSql(['id', 'type', 'resource', 'data', 'request_id', 'created_at'])})
+      RETURNING value, last_at AS at, has_endpoints`,
+      ],
+      [
+        'event',
+        sql`INSERT INTO events (${columnsScopedSql(['id', 'type', 'resource', 'data', 'request_id', 'created_at'])})
       SELECT ${valuesScopedSql(tenant)}, cast(
           lpad(to_hex(cast(floor(extract(epoch from at) * 1000) as bigint)), 12, '0') || '7' ||
           lpad(to_hex((value >> 30) & 4095), 3, '0') || to_hex(8 | ((value >> 28) & 3)) ||
           lpad(to_hex(value & 268435455), 7, '0') || substr(md5(random()::text), 1, 8) as uuid),
         ${type}, ${resource}, cast(${data} as json), ${requestId}, at
       FROM seq
-      RETURNING id
-    )${
-      fanOut
-        ? sql`, deliveries AS (
-      INSERT INTO webhook_deliveries (${accountColumnSql()}, endpoint_id, event_id, next_attempt_at)
+      RETURNING id`,
+      ],
+    ];
+    if (fanOut)
+      ctes.push([
+        'deliveries',
+        sql`INSERT INTO webhook_deliveries (${accountColumnSql()}, endpoint_id, event_id, next_attempt_at)
       SELECT ${accountColumnSql('e')}, e.id, event.id, now() FROM webhook_endpoints e, event
       WHERE ${conditionScopedSql(tenant, 'e')} AND e.enabled
         AND e.enabled_events && cast(ARRAY[${sql.join(patterns)}] as text[])
-      RETURNING 1
-    )`
-        : sql``
-    }${sql.join(
-      besides.map((b, i) => sql`, ${sql.raw(`beside_${i}`)} AS (${b})`),
-      sql``,
-    )}
-    SELECT (SELECT count(*) FROM event) AS recorded, ${
-      fanOut
-        ? sql`EXISTS (SELECT 1 FROM deliveries) AS deliveries, (SELECT has_endpoints FROM seq) AS has_endpoints`
-        : sql`false AS deliveries, false AS has_endpoints, (SELECT 1 / (1 - cast(has_endpoints as integer)) FROM seq) AS without_endpoints`
-    }`;
+      RETURNING 1`,
+      ]);
+    besides.forEach((beside, i) => {
+      ctes.push([`beside_${i}`, beside]);
+    });
+    const recorded = sql`(SELECT count(*) FROM event)`.as('recorded');
+    return {
+      ctes,
+      columns: fanOut
+        ? [recorded, sql`EXISTS (SELECT 1 FROM deliveries)`.as('deliveries'), sql`(SELECT has_endpoints FROM seq)`.as('has_endpoints')]
+        : [
+            recorded,
+            sql`false`.as('deliveries'),
+            sql`false`.as('has_endpoints'),
+            sql`(SELECT 1 / (1 - cast(has_endpoints as integer)) FROM seq)`.as('without_endpoints'),
+          ],
+    };
   };
 
 const eventWithFanOut = eventSql(true);
 const eventWithoutFanOut = eventSql(false);
 
-/** The event's statement as a shape: `data` (its JSON) with the record's placeholders settled, and the besides. */
+/** The event's CTEs and columns as a shape: `data` (its JSON) with the record's placeholders settled, and the besides. */
 export function eventShape(
   tenant: Tenant,
   type: string,
@@ -100,7 +115,7 @@ export function eventShape(
   placeholders: readonly Placeholder[] | undefined,
   besides: readonly Beside[],
   fanOut: boolean,
-): SqlShape {
+): Shaped<EventInStatement> {
   return composedShape(
     fanOut ? 'event, fan-out' : 'event',
     [
@@ -112,7 +127,56 @@ export function eventShape(
   );
 }
 
-/** Writes the event; answers what wakes its readers once the transaction has committed. */
+/** The event as a statement of its own. */
+export function eventStatementShape(event: Shaped<EventInStatement>): SqlShape {
+  return { key: event.key, values: event.values, build: (values) => ownStatement(event.build(values)) };
+}
+
+const ownStatement = ({ ctes, columns }: EventInStatement): RawBuilder<unknown> =>
+  sql`WITH ${sql.join(
+    ctes.map(([name, cte]) => sql`${sql.ref(name)} AS (${cte})`),
+    sql`, `,
+  )} SELECT ${sql.join(columns)}`;
+
+/** An event ready to be sent: its SQL, what a failure of its statement means, and what to do with its answer. */
+export interface PreparedEvent {
+  shape: Shaped<EventInStatement>;
+  meaning: FailureMeaning;
+  /** Once committed: the answer row of the statement that carried the event (its columns). */
+  committed(row: unknown): void;
+}
+
+/** The event of `written`, to be sent in a statement of its own (`recordEvent`) or inside another (`joinedEvent`). */
+export function prepareEvent(
+  written: WrittenRecord,
+  requestId: string | null,
+  notifier: CommitNotifier | undefined,
+  besides: readonly Beside[] = [],
+  fanOutMemory: FanOutMemory = new FanOutMemory(),
+): PreparedEvent {
+  const { descriptor: d, tenant, object } = written;
+  const previous =
+    written.action === 'updated' && written.before
+      ? changedAttributes(outputRow(written.before, descriptorMeta(d).fields, descriptorMeta(d)), object)
+      : null;
+  const type = eventType(eventObjectOf(d), written.action as EventAction);
+  const data = JSON.stringify({ object, previous_attributes: previous });
+  const key = tenantChannelKey(tenant.accountId, tenant.mode);
+  const fanOut = fanOutMemory.fansOut(key, written.mayAssume);
+  // A beside that can fail the statement names its own failures.
+  const meanings = [...(fanOut ? [] : [fanOutMemory.meaning(key)]), ...besides.flatMap((b) => (b.meaning ? [b.meaning] : []))];
+  return {
+    shape: eventShape(tenant, type, d.name, requestId, data, written.placeholders, besides, fanOut),
+    meaning: everyMeaning(meanings),
+    committed(row) {
+      const answer = (row ?? {}) as { deliveries?: unknown; has_endpoints?: unknown };
+      fanOutMemory.learn(key, Boolean(answer.has_endpoints));
+      notifier?.committed(key, Boolean(answer.deliveries));
+    },
+  };
+}
+
+/** Writes the event in a statement of its own; answers what wakes its readers once the transaction has committed. */
 export async function recordEvent(
   trx: Db,
   written: WrittenRecord,
@@ -121,42 +185,22 @@ export async function recordEvent(
   besides: readonly Beside[] = [],
   fanOutMemory: FanOutMemory = new FanOutMemory(),
 ): Promise<AfterCommit> {
-  const { descriptor: d, tenant, object } = written;
-  const previous =
-    written.action === 'updated' && written.before
-      ? changedAttributes(outputRow(written.before, descriptorMeta(d).fields, descriptorMeta(d)), object)
-      : null;
-  const type = eventType(eventObjectOf(d), written.action as EventAction);
-
-  const data = JSON.stringify({ object, previous_attributes: previous });
-  const key = tenantChannelKey(tenant.accountId, tenant.mode);
-  const fanOut = fanOutMemory.fansOut(key, written.mayAssume);
-  // Built and compiled once per shape (sql-shape.ts): a write binds its values only.
-  const statement = compiledShape(
-    trx,
-    EVENT_STATEMENT,
-    eventShape(tenant, type, d.name, requestId, data, written.placeholders, besides, fanOut),
-  );
-  // Its answer is read after the commit: the statement goes out with it (a failure still fails the write). A beside
-  // that can fail the statement names its own failures.
-  const meanings = [...(fanOut ? [] : [fanOutMemory.meaning(key)]), ...besides.flatMap((b) => (b.meaning ? [b.meaning] : []))];
-  const sent = await sendAhead(trx, statement, (err) => meanings.reduce((meant, meaning) => (meant === err ? meaning(err) : meant), err));
+  const event = prepareEvent(written, requestId, notifier, besides, fanOutMemory);
+  // Built and compiled once per shape (sql-shape.ts): a write binds its values only. Its answer is read after the
+  // commit: the statement goes out with it (a failure still fails the write).
+  const sent = await sendAhead(trx, compiledShape(trx, EVENT_STATEMENT, eventStatementShape(event.shape)), event.meaning);
   return () =>
     void sent.rows.then(
-      ([row]) => {
-        const answer = (row ?? {}) as { deliveries?: unknown; has_endpoints?: unknown };
-        fanOutMemory.learn(key, Boolean(answer.has_endpoints));
-        notifier?.committed(key, Boolean(answer.deliveries));
-      },
+      ([row]) => event.committed(row),
       () => {}, // not reached: the write committed, so its event's statement ran
     );
 }
 
-/** The write engine's in-transaction extension for one request; `besides` go out in the event's statement. */
+/** The write engine's in-transaction extensions for one request; `besides` go out in the event's statement. */
 export const eventRecorder = (notifier: CommitNotifier | undefined) => {
   const fanOutMemory = new FanOutMemory();
-  return (requestId: string, besides: readonly WrittenBeside[] = []) =>
-    (trx: Db, written: WrittenRecord): Promise<AfterCommit | undefined> =>
+  return (requestId: string, besides: readonly WrittenBeside[] = []): WrittenExtensions => ({
+    onWritten: (trx, written) =>
       recordEvent(
         trx,
         written,
@@ -164,5 +208,14 @@ export const eventRecorder = (notifier: CommitNotifier | undefined) => {
         notifier,
         besides.map((beside) => beside(written)),
         fanOutMemory,
-      );
+      ),
+    joinWritten: (written) =>
+      prepareEvent(
+        written,
+        requestId,
+        notifier,
+        besides.map((beside) => beside(written)),
+        fanOutMemory,
+      ),
+  });
 };

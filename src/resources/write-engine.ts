@@ -10,16 +10,16 @@ import { errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
 import type { Db } from '../infra/db/database.ts';
-import { type FailureMeaning, type Placeholder, placeholder, sendAhead } from '../infra/db/send-ahead.ts';
+import { everyMeaning, type FailureMeaning, type Placeholder, placeholder, type SentAhead, sendAhead } from '../infra/db/send-ahead.ts';
 import { lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
 import { sql } from 'kysely';
-import type { SqlShape } from '../infra/db/sql-shape.ts';
+import type { Shaped, SqlShape } from '../infra/db/sql-shape.ts';
 import { randomUUID } from 'node:crypto';
 import { outputRow, rowOutput } from '../query/output.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
-import type { Body, IncludedRows, ResourceDescriptor, Row, WriteContext, WriteDescriptor } from './descriptor.ts';
+import type { Body, IncludedRows, ResourceDescriptor, Row, StatementTail, WriteContext, WriteDescriptor } from './descriptor.ts';
 import { insertStatement, isSqlFragment } from './insert-statement.ts';
 import { etagOf, matchHolds, takeEtag, VERSION_KEY, versionSql } from './etag.ts';
 import { NOW_VERSION_KEY, nextVersion, nowVersionSql } from '../query/version.ts';
@@ -34,6 +34,12 @@ export interface WriteOptions {
   /** Runs inside every write's transaction once the record is final (the change feed records its event);
    *  in a creation, last, after the finishers. What it answers runs once the transaction has committed. */
   onWritten?: (trx: Db, written: WrittenRecord) => Promise<AfterCommit | undefined>;
+  /**
+   * A creation's `onWritten` as more CTEs of the creation's own statement, where the resource can carry them
+   * (`SettledInInsert.joined`) and no finisher runs: the same work, one statement fewer. Its answer row is the
+   * creation statement's.
+   */
+  joinWritten?: (written: WrittenRecord & { record: Row }) => JoinedWrite;
   /** With `inTransaction`: takes the work for after the caller's commit (an atomic batch runs it then). */
   afterCommit?: (work: AfterCommit) => void;
   /** Run in order inside a creating transaction, before `onWritten`, with the record as answered; a throw rolls back. */
@@ -42,6 +48,21 @@ export interface WriteOptions {
   ifMatch?: string | string[];
   /** `db` is already a transaction the caller commits (an atomic batch): the write runs in it. */
   inTransaction?: boolean;
+}
+
+/** A later part of a write (its event) as the tail of the creation's statement (`WriteOptions.joinWritten`). */
+export interface JoinedWrite {
+  shape: Shaped<StatementTail>;
+  /** What a failure of the statement means for this part (with the insert's own meaning, each told: everyMeaning). */
+  meaning: FailureMeaning;
+  /** Once committed, with the statement's answer row. */
+  committed(row: unknown): void;
+}
+
+/** A write's in-transaction extensions, as the change feed gives them for one request. */
+export interface WrittenExtensions {
+  onWritten: NonNullable<WriteOptions['onWritten']>;
+  joinWritten: NonNullable<WriteOptions['joinWritten']>;
 }
 
 /** The record written and its strong ETag (docs/api-guide.md). */
@@ -222,26 +243,29 @@ export async function createRecord(
     // Answered from its own values, the insert need not return its row: nothing is awaited before the commit.
     const answered = w.rules?.answeredFromValues?.(values);
     const settling = w.rules?.settledInInsert?.(ctx, values, !answered, body);
-    const insert = settling?.statement ?? insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
+    // The creation's event (with what goes beside it) as more CTEs of the insert's own statement, where the resource
+    // offers it and no finisher must run between them: one statement fewer (SettledInInsert.joined).
+    const joining = answered && settling?.joined && !options.finishers?.length ? options.joinWritten : undefined;
     if (settling?.before) await sendAhead(trx, settling.before);
-    // Answered already, the insert is sent without waiting: it travels with the statements that follow it.
-    const meaning = settling?.meaning ?? ((err: unknown) => err);
-    const inserted = answered ? await sendAhead(trx, insert, meaning) : undefined;
-    const [row] = answered
-      ? [answered]
-      : ((await trx.executeQuery(insert).catch((err: unknown) => Promise.reject(meaning(err)))).rows as Row[]);
+    const meaning = settling?.meaning ?? sameError;
+    let inserted: SentAhead | undefined;
+    let row: Row | undefined = answered;
+    if (!joining) {
+      const insert = settling ? settling.statement() : insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
+      // Answered already, the insert is sent without waiting: it travels with the statements that follow it.
+      if (answered) inserted = await sendAhead(trx, insert, meaning);
+      else [row] = (await trx.executeQuery(insert).catch((err: unknown) => Promise.reject(meaning(err)))).rows as Row[];
+    }
     if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
     const record = answerOf(d, w, row, settling?.included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
     // A record answered before the database did carries placeholders for the fields the insert settles; what
     // stores a copy of the record replaces them in SQL, and the answer takes the insert's values after the commit.
     const placeholders: Placeholder[] = [];
-    const settled = answered && settling ? inserted?.rows : undefined;
-    if (settled && settling) {
-      for (const [field, value] of Object.entries(settling.fields)) {
-        const p = placeholder(value);
-        record[field] = p.token;
-        placeholders.push(p);
-      }
+    const settledFields = answered && settling ? (joining ? settling.joined?.fieldsInStatement : settling.fields) : undefined;
+    for (const [field, value] of Object.entries(settledFields ?? {})) {
+      const p = placeholder(value);
+      record[field] = p.token;
+      placeholders.push(p);
     }
     const object = { ...record };
     for (const name of w.createIncludes ?? []) delete object[name];
@@ -256,16 +280,35 @@ export async function createRecord(
       mayAssume,
     };
     for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
-    await options.beforeCommit?.(trx);
-    after(await options.onWritten?.(trx, { ...written, record }));
-    return { record, settled };
+    if (joining && settling?.joined) {
+      const tail = joining({ ...written, record });
+      const sent = await sendAhead(trx, settling.joined.statement(tail.shape), everyMeaning([meaning, tail.meaning]));
+      inserted = sent;
+      await options.beforeCommit?.(trx);
+      after(
+        () =>
+          void sent.rows.then(
+            ([answer]) => tail.committed(answer),
+            () => {}, // not reached: the write committed, so its statement ran
+          ),
+      );
+    } else {
+      await options.beforeCommit?.(trx);
+      after(await options.onWritten?.(trx, { ...written, record }));
+    }
+    return { record, settled: settledFields ? inserted?.rows : undefined, fields: Object.keys(settledFields ?? {}) };
   });
   if (!created.settled) return created.record;
-  // Answered before the commit was (or, in a caller's transaction, on its own): the fields as stored.
+  // Answered before the commit was (or, in a caller's transaction, on its own): the fields as stored. A joined
+  // statement answers its tail's columns too; only the settled fields are the record's.
   const [values] = (await created.settled) as (Row | undefined)[];
   if (!values) throw errors.internal(new Error(`${d.name}: the settling statement answered no row`));
-  return { ...created.record, ...values };
+  const result = { ...created.record };
+  for (const field of created.fields) result[field] = values[field];
+  return result;
 }
+
+const sameError = (err: unknown): unknown => err;
 
 /** The row to change, locked for the rest of the transaction, with its ETag and the version a change gives it;
  *  404 when the tenant has no such record. */

@@ -19,7 +19,7 @@ import { RESOURCES } from './registry.ts';
 import { isSqlFragment } from './insert-statement.ts';
 import { etagOf } from './etag.ts';
 import { logEntryShape, logWrite, type WriteRequest } from './request-log.ts';
-import { createRecord, deleteRecord, updateRecord, type WriteOptions, type WrittenBeside } from './write-engine.ts';
+import { createRecord, deleteRecord, updateRecord, type WriteOptions, type WrittenBeside, type WrittenExtensions } from './write-engine.ts';
 
 /** The resources that accept writes: those of the registry with a `write` section, in its order. */
 export const WRITABLE: readonly ResourceDescriptor[] = writableOf(RESOURCES);
@@ -33,7 +33,7 @@ export interface WriteRouteDeps {
   resources?: readonly ResourceDescriptor[];
   /** What each write does in its own transaction besides the change (the change feed records its event), per request
    *  id; `beside` (the write log's entry) is written in the event's statement. */
-  recordWrite?: (requestId: string, besides?: readonly WrittenBeside[]) => WriteOptions['onWritten'];
+  recordWrite?: (requestId: string, besides?: readonly WrittenBeside[]) => WrittenExtensions;
 }
 
 const IDEMPOTENCY_DOC =
@@ -129,7 +129,7 @@ function registerCreate({ app, deps, d, w, db, tags, guard }: ResourceRoutes, ho
           schemaErrors: schemaErrors(request),
           now: deps.now,
           ...inBatch(batch),
-          onWritten: onWrittenFor(deps, request, 201, keyBeside),
+          ...writtenFor(deps, request, 201, keyBeside),
           finishers: !keyBeside && key.finisher ? [key.finisher] : [],
         });
       });
@@ -165,7 +165,7 @@ function registerUpdate({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
         schemaErrors: schemaErrors(request),
         now: deps.now,
         ...inBatch(batch),
-        onWritten: onWrittenFor(deps, request, 200),
+        ...writtenFor(deps, request, 200),
         ifMatch: request.headers['if-match'],
       });
       reply.header('etag', etag);
@@ -197,7 +197,7 @@ function registerDelete({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
       const { etag } = await deleteRecord(batch?.trx ?? db, d, request.tenant, id, {
         now: deps.now,
         ...inBatch(batch),
-        onWritten: onWrittenFor(deps, request, 204),
+        ...writtenFor(deps, request, 204),
         ifMatch: request.headers['if-match'],
       });
       return reply.code(204).header('etag', etag).send(null);
@@ -212,10 +212,15 @@ const inBatch = (batch: BatchOperationContext | undefined): Pick<WriteOptions, '
 });
 
 /** What a write does in its transaction besides the change: its event, and its entry in the write log. */
-function onWrittenFor(deps: WriteRouteDeps, request: FastifyRequest, status: number, keyBeside?: WrittenBeside): WriteOptions['onWritten'] {
+function writtenFor(
+  deps: WriteRouteDeps,
+  request: FastifyRequest,
+  status: number,
+  keyBeside?: WrittenBeside,
+): Pick<WriteOptions, 'onWritten' | 'joinWritten'> {
   const auth = request.auth;
   const besides = keyBeside ? [keyBeside] : [];
-  if (!auth) return deps.recordWrite?.(request.id, besides);
+  if (!auth) return deps.recordWrite?.(request.id, besides) ?? {};
   const batch = batchOperationOf(request);
   const header = request.headers[IDEMPOTENCY_HEADER];
   const entry: WriteRequest = {
@@ -229,11 +234,12 @@ function onWrittenFor(deps: WriteRouteDeps, request: FastifyRequest, status: num
   };
   // The entry goes out in the event's statement: one statement fewer per write.
   return (
-    deps.recordWrite?.(request.id, [(written) => ({ shape: logEntryShape(written, entry) }), ...besides]) ??
-    (async (trx, written) => {
-      await logWrite(trx, written, entry);
-      return undefined;
-    })
+    deps.recordWrite?.(request.id, [(written) => ({ shape: logEntryShape(written, entry) }), ...besides]) ?? {
+      onWritten: async (trx, written) => {
+        await logWrite(trx, written, entry);
+        return undefined;
+      },
+    }
   );
 }
 

@@ -10,6 +10,22 @@ import { boundValue, builtShape, composedShape, type SqlShape } from './sql-shap
 /** Turns a failure of a statement sent ahead into the error its caller means (or returns it unchanged). */
 export type FailureMeaning = (err: unknown) => unknown;
 
+/**
+ * The meanings of a statement's failure, each told of it: a statement relying on several beliefs (the fan-out's, a
+ * sale counter's) cannot say which check failed, so every belief it relied on is dropped; the first meaning that
+ * makes something of the failure answers.
+ */
+export function everyMeaning(meanings: readonly FailureMeaning[]): FailureMeaning {
+  return (err) => {
+    let meant: unknown = err;
+    for (const meaning of meanings) {
+      const m = meaning(err);
+      if (meant === err) meant = m;
+    }
+    return meant;
+  };
+}
+
 /** What the driver needs to send a statement ahead, and to hand its answer back later. */
 export interface DeferredStatement {
   meaning: FailureMeaning;

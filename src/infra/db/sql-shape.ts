@@ -6,16 +6,18 @@ import type { CompiledQuery, Kysely, RawBuilder } from 'kysely';
 import { sql } from 'kysely';
 import { sharedStatementCache } from './statement-cache.ts';
 
-export interface SqlShape<T = unknown> {
+export interface Shaped<R> {
   /** Names all the SQL text depends on besides the values: one key, one text, always as many values. */
   key: string;
   values: readonly unknown[];
   /** The SQL, every value bound as a parameter: never inlined, never read to decide the text. */
-  build(values: readonly unknown[]): RawBuilder<T>;
+  build(values: readonly unknown[]): R;
 }
 
+export type SqlShape<T = unknown> = Shaped<RawBuilder<T>>;
+
 /** The SQL of `shape`, with its own values. */
-export const builtShape = <T>(shape: SqlShape<T>): RawBuilder<T> => shape.build(shape.values);
+export const builtShape = <R>(shape: Shaped<R>): R => shape.build(shape.values);
 
 /** One value as a part: its parameter. */
 export const boundValue = (value: unknown): SqlShape => ({ key: '$', values: [value], build: bindFirst });
@@ -28,11 +30,11 @@ export const plainValues = (...values: unknown[]): SqlShape => ({ key: `values:$
 const nothing = (): RawBuilder<unknown> => sql``;
 
 /** One shape made of `parts`: `join` puts their SQL together, and may read the values of each part. */
-export function composedShape<T>(
+export function composedShape<R, P = RawBuilder<unknown>>(
   key: string,
-  parts: readonly SqlShape[],
-  join: (built: RawBuilder<unknown>[], values: (readonly unknown[])[]) => RawBuilder<T>,
-): SqlShape<T> {
+  parts: readonly Shaped<P>[],
+  join: (built: P[], values: (readonly unknown[])[]) => R,
+): Shaped<R> {
   const values: unknown[] = [];
   const lengths: number[] = [];
   for (const part of parts) {

@@ -12,7 +12,14 @@ import { sendAhead } from '../../infra/db/send-ahead.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
 import { insertStatement } from '../insert-statement.ts';
 import { printedTimestamp } from '../../infra/db/timestamp-text.ts';
-import { lockedCounter, numberedSaleInsert, numberOf, type SaleFollowUps, SaleNumbering } from './transaction-number.ts';
+import {
+  lockedCounter,
+  NUMBER_IN_STATEMENT,
+  numberedSaleInsert,
+  numberOf,
+  type SaleFollowUps,
+  SaleNumbering,
+} from './transaction-number.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
 
@@ -286,9 +293,17 @@ export const saleWrite: WriteDescriptor = {
       const counterKnown = numbering.counterKnown(ctx.tenant, ctx.mayAssume);
       return {
         before: lockedCounter(ctx.trx, ctx.tenant),
-        statement: numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll, followUps, counterKnown),
+        statement: () => numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll, followUps, counterKnown),
         ...(counterKnown ? { meaning: numbering.meaning(ctx.tenant) } : {}),
         fields: { transaction_number: numberOf(ctx.tenant, String(row.id)) },
+        ...(returningAll
+          ? {}
+          : {
+              joined: {
+                fieldsInStatement: { transaction_number: NUMBER_IN_STATEMENT },
+                statement: (tail) => numberedSaleInsert(ctx.trx, ctx.tenant, row, false, followUps, counterKnown, tail),
+              },
+            }),
         included: { items },
       };
     },

@@ -1,7 +1,7 @@
 // The per-tenant `transaction_number` of a new sale (DECISIONS B.6), kept in tenant_counters and
 // read and written through the tenancy helper like every other account-owned statement; taken in the
 // sale's own INSERT.
-import { type CompiledQuery, sql } from 'kysely';
+import { type Compilable, type CompiledQuery, type RawBuilder, sql } from 'kysely';
 import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/database.ts';
@@ -18,7 +18,8 @@ import {
 } from '../../infra/db/tenancy.ts';
 import type { Row } from '../../infra/db/row.ts';
 import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
-import type { SqlShape } from '../../infra/db/sql-shape.ts';
+import type { Shaped, SqlShape } from '../../infra/db/sql-shape.ts';
+import type { StatementTail } from '../descriptor.ts';
 import { AccountBeliefs } from '../account-beliefs.ts';
 
 /**
@@ -50,29 +51,33 @@ export function numberedSaleInsert(
   returningAll: boolean,
   followUps: SaleFollowUps,
   counterKnown = false,
+  tail?: Shaped<StatementTail>,
 ): CompiledQuery {
   const columns = definedColumns(values);
   const historyColumns = definedColumns(followUps.history);
   const { columns: itemColumns, rows } = followUps.items;
   const itemsAsValues = rows.length > 0 && rows.length <= MAX_ITEMS_AS_VALUES;
-  const key = shapeKeys.of(
+  const shapeKey = shapeKeys.of(
     `${counterKnown ? 'known:' : ''}${returningAll ? '*' : ''}${itemsAsValues ? rows.length : 'json'}`,
     columns,
     historyColumns,
     itemColumns,
   );
+  const key = tail ? `${shapeKey}|${tail.key}` : shapeKey;
   // Plain loops: this runs for every sale, with about 150 values.
   const bound: unknown[] = [tenant.accountId, tenant.mode];
   for (const c of columns) bound.push(values[c]);
   for (const c of historyColumns) bound.push(followUps.history[c]);
   if (itemsAsValues) for (const row of rows) for (const c of itemColumns) bound.push(row[c]);
   else bound.push(rowsAsJson(rows));
+  const tailAt = bound.length;
+  if (tail) for (const value of tail.values) bound.push(value);
   // One shape per column lists (and count of items sent as values): built once, then only bound (src/infra/db/statement-cache.ts).
   return sharedStatementCache(trx).statement(NUMBERED_INSERT, key, 0, bound, (b) => {
     const scope = { accountId: b[0], mode: b[1] } as Tenant;
     const sale = b.slice(2, 2 + columns.length);
     const history = Object.fromEntries(historyColumns.map((c, i) => [c, b[2 + columns.length + i]]));
-    const boundItems = b.slice(2 + columns.length + historyColumns.length);
+    const boundItems = b.slice(2 + columns.length + historyColumns.length, tailAt);
     const itemRows = itemsAsValues
       ? rows.map((_, r) => Object.fromEntries(itemColumns.map((c, i) => [c, boundItems[r * itemColumns.length + i]])))
       : undefined;
@@ -85,10 +90,18 @@ export function numberedSaleInsert(
         returningAll,
         { history, itemColumns, itemRows, itemsJson: boundItems[0] },
         counterKnown,
+        tail?.build(b.slice(tailAt)),
       ),
     ];
   })!;
 }
+
+/** The sale's number as the CTEs its insert carries (a tail: the sale's event) read it: the `sale` CTE's answer. */
+export const NUMBER_IN_STATEMENT: SqlShape<string> = {
+  key: 'sale number in statement',
+  values: [],
+  build: () => sql<string>`(SELECT transaction_number FROM sale)`,
+};
 
 const definedColumns = (row: Row): string[] => {
   const columns: string[] = [];
@@ -188,36 +201,46 @@ function buildNumberedInsert(
   returningAll: boolean,
   followUps: { history: Row; itemColumns: readonly string[]; itemRows: Row[] | undefined; itemsJson: unknown },
   counterKnown: boolean,
+  tail: StatementTail | undefined,
 ) {
   const selected = columns.map((column, i) => {
     const type = SALE_COLUMN_TYPES[column];
     if (!type) throw new Error(`numberedSaleInsert: no SQL type for the column ${column}`);
     return sql`cast(${bound[i]} as ${sql.raw(type)})`.as(column);
   });
-  return (
-    (counterKnown ? withNextNumberOfKnownCounter(trx, tenant) : (withNextNumber(trx, tenant) as unknown as NextNumber))
-      .with('sale', (db) => {
-        const insert = db
-          .insertInto('transactions')
-          .columns([...TENANT_COLUMNS, ...columns, 'transaction_number'] as never)
-          .expression((from) =>
-            from
-              .selectFrom('next')
-              .select([...tenantValuesAs(tenant), ...selected, sql<string>`cast("next"."value" as text)`.as('transaction_number')]),
-          );
-        return returningAll ? insert.returningAll() : insert.returning('transaction_number');
-      })
-      // The follow-ups come after the sale: Citus runs a statement's CTEs one by one, in order, and their
-      // foreign keys need the sale's row; PostgreSQL checks them at the statement's end.
-      .with('history', (db) => insertScoped(db, 'transaction_status_history', tenant, followUps.history))
-      .with('items', (db) =>
-        followUps.itemRows
-          ? insertScoped(db, 'transaction_items', tenant, followUps.itemRows)
-          : insertScopedFromJson(db, 'transaction_items', tenant, followUps.itemColumns, followUps.itemsJson),
-      )
-      .selectFrom('sale')
-      .selectAll()
-  );
+  const withFollowUps = (counterKnown ? withNextNumberOfKnownCounter(trx, tenant) : (withNextNumber(trx, tenant) as unknown as NextNumber))
+    .with('sale', (db) => {
+      const insert = db
+        .insertInto('transactions')
+        .columns([...TENANT_COLUMNS, ...columns, 'transaction_number'] as never)
+        .expression((from) =>
+          from
+            .selectFrom('next')
+            .select([...tenantValuesAs(tenant), ...selected, sql<string>`cast("next"."value" as text)`.as('transaction_number')]),
+        );
+      return returningAll ? insert.returningAll() : insert.returning('transaction_number');
+    })
+    // The follow-ups come after the sale: Citus runs a statement's CTEs one by one, in order, and their
+    // foreign keys need the sale's row; PostgreSQL checks them at the statement's end.
+    .with('history', (db) => insertScoped(db, 'transaction_status_history', tenant, followUps.history))
+    .with('items', (db) =>
+      followUps.itemRows
+        ? insertScoped(db, 'transaction_items', tenant, followUps.itemRows)
+        : insertScopedFromJson(db, 'transaction_items', tenant, followUps.itemColumns, followUps.itemsJson),
+    );
+  if (!tail) return withFollowUps.selectFrom('sale').selectAll();
+  // A tail's CTEs (the sale's event) come last, after the rows they may read (the `sale` CTE's answer). Their names
+  // and rows are the tail's own: the chain is untyped from here.
+  let withTail = withFollowUps as unknown as CteChain;
+  // Kysely parenthesizes the CTEs it builds, not raw ones.
+  for (const [name, cte] of tail.ctes) withTail = withTail.with(name, () => sql`(${cte})`);
+  return withTail.selectFrom('sale').select(['transaction_number', ...tail.columns]);
+}
+
+/** What this module needs of a query creator to add CTEs it names at run time. */
+interface CteChain {
+  with(name: string, cte: () => RawBuilder<unknown>): CteChain;
+  selectFrom(table: 'sale'): { select(selections: readonly unknown[]): Compilable };
 }
 
 /** The tenant's next sale number, as the CTE `next` (one row, `value`), the counter moved on and locked. */
