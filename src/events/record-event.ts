@@ -146,7 +146,7 @@ export interface PreparedEvent {
   committed(row: unknown): void;
 }
 
-/** The event of `written`, to be sent in a statement of its own (`recordEvent`) or inside another (`joinedEvent`). */
+/** The event of `written`, to be sent in a statement of its own (`recordEvent`) or inside another (`joinWritten`). */
 export function prepareEvent(
   written: WrittenRecord,
   requestId: string | null,
