@@ -9,13 +9,13 @@ import type { Db } from '../infra/db/database.ts';
 import { tenantChannelKey } from './channels.ts';
 import type { CommitNotifier } from './commit-notifier.ts';
 import { FanOutMemory } from './fan-out.ts';
-import { everyMeaning, type FailureMeaning, type Placeholder, sendAhead, settledTextShape } from '../infra/db/send-ahead.ts';
+import { everyMeaning, type Placeholder, sendAhead, settledTextShape } from '../infra/db/send-ahead.ts';
 import { compiledShape, composedShape, plainValues, type Shaped, type SqlShape } from '../infra/db/sql-shape.ts';
 import { accountColumnSql, columnsScopedSql, conditionScopedSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { descriptorMeta } from '../query/row-meta.ts';
 import { eventObjectOf, type StatementTail } from '../resources/descriptor.ts';
-import type { AfterCommit, Beside, WrittenBeside, WrittenExtensions, WrittenRecord } from '../resources/write-engine.ts';
+import type { AfterCommit, Beside, JoinedWrite, WrittenBeside, WrittenExtensions, WrittenRecord } from '../resources/write-engine.ts';
 import { type EventAction, eventType, patternsMatching } from './event-types.ts';
 
 /** Fields every update changes, which would make every `previous_attributes` noisy. */
@@ -33,19 +33,16 @@ function changedAttributes(before: Record<string, unknown>, after: Record<string
 /** The statement cache's owner of the event statements' shapes. */
 export const EVENT_STATEMENT = { statement: 'event' };
 
-/** An event's SQL as the CTEs and answer columns of a statement: a statement of its own (`WITH … SELECT …`), or the
- *  tail of another write statement's (a new sale's insert), which then answers these columns beside its own. The
- *  columns: recorded, deliveries, has_endpoints, and without fan-out `without_endpoints` (its belief's check). */
-export type EventInStatement = StatementTail;
-
 /**
  * The event's CTEs from its parts: the values (tenant, type, resource, request id, and with fan-out the patterns its
  * type matches), the event's data as settled text, and the besides (each one more CTE). With fan-out or without, two
- * shapes of their own (the key names which).
+ * shapes of their own (the key names which). As a statement of its own (`WITH … SELECT …`), or the tail of a new
+ * sale's insert, which then answers these columns beside its own: recorded, deliveries, has_endpoints, and without
+ * fan-out `without_endpoints` (its belief's check).
  */
 const eventSql =
   (fanOut: boolean) =>
-  ([, data, ...besides]: RawBuilder<unknown>[], [values]: (readonly unknown[])[]): EventInStatement => {
+  ([, data, ...besides]: RawBuilder<unknown>[], [values]: (readonly unknown[])[]): StatementTail => {
     const [accountId, mode, type, resource, requestId, ...patterns] = values ?? [];
     const tenant = { accountId, mode } as Tenant;
     // The tenant's event counter row stays locked until commit, so the next event of this tenant takes its time
@@ -115,7 +112,7 @@ export function eventShape(
   placeholders: readonly Placeholder[] | undefined,
   besides: readonly Beside[],
   fanOut: boolean,
-): Shaped<EventInStatement> {
+): Shaped<StatementTail> {
   return composedShape(
     fanOut ? 'event, fan-out' : 'event',
     [
@@ -128,23 +125,15 @@ export function eventShape(
 }
 
 /** The event as a statement of its own. */
-export function eventStatementShape(event: Shaped<EventInStatement>): SqlShape {
+export function eventStatementShape(event: Shaped<StatementTail>): SqlShape {
   return { key: event.key, values: event.values, build: (values) => ownStatement(event.build(values)) };
 }
 
-const ownStatement = ({ ctes, columns }: EventInStatement): RawBuilder<unknown> =>
+const ownStatement = ({ ctes, columns }: StatementTail): RawBuilder<unknown> =>
   sql`WITH ${sql.join(
     ctes.map(([name, cte]) => sql`${sql.ref(name)} AS (${cte})`),
     sql`, `,
   )} SELECT ${sql.join(columns)}`;
-
-/** An event ready to be sent: its SQL, what a failure of its statement means, and what to do with its answer. */
-export interface PreparedEvent {
-  shape: Shaped<EventInStatement>;
-  meaning: FailureMeaning;
-  /** Once committed: the answer row of the statement that carried the event (its columns). */
-  committed(row: unknown): void;
-}
 
 /** The event of `written`, to be sent in a statement of its own (`recordEvent`) or inside another (`joinWritten`). */
 export function prepareEvent(
@@ -153,7 +142,7 @@ export function prepareEvent(
   notifier: CommitNotifier | undefined,
   besides: readonly Beside[] = [],
   fanOutMemory: FanOutMemory = new FanOutMemory(),
-): PreparedEvent {
+): JoinedWrite {
   const { descriptor: d, tenant, object } = written;
   const previous =
     written.action === 'updated' && written.before

@@ -10,7 +10,15 @@ import { errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
 import type { Db } from '../infra/db/database.ts';
-import { everyMeaning, type FailureMeaning, type Placeholder, placeholder, type SentAhead, sendAhead } from '../infra/db/send-ahead.ts';
+import {
+  asItIs,
+  everyMeaning,
+  type FailureMeaning,
+  type Placeholder,
+  placeholder,
+  type SentAhead,
+  sendAhead,
+} from '../infra/db/send-ahead.ts';
 import { lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
@@ -247,7 +255,7 @@ export async function createRecord(
     // offers it and no finisher must run between them: one statement fewer (SettledInInsert.joined).
     const joining = answered && settling?.joined && !options.finishers?.length ? options.joinWritten : undefined;
     if (settling?.before) await sendAhead(trx, settling.before);
-    const meaning = settling?.meaning ?? sameError;
+    const meaning = settling?.meaning ?? asItIs;
     let inserted: SentAhead | undefined;
     let row: Row | undefined = answered;
     if (!joining) {
@@ -307,8 +315,6 @@ export async function createRecord(
   for (const field of created.fields) result[field] = values[field];
   return result;
 }
-
-const sameError = (err: unknown): unknown => err;
 
 /** The row to change, locked for the rest of the transaction, with its ETag and the version a change gives it;
  *  404 when the tenant has no such record. */

@@ -10,6 +10,9 @@ import { boundValue, builtShape, composedShape, type SqlShape } from './sql-shap
 /** Turns a failure of a statement sent ahead into the error its caller means (or returns it unchanged). */
 export type FailureMeaning = (err: unknown) => unknown;
 
+/** The meaning of a statement whose failures mean themselves. */
+export const asItIs: FailureMeaning = (err) => err;
+
 /**
  * The meanings of a statement's failure, each told of it: a statement relying on several beliefs (the fan-out's, a
  * sale counter's) cannot say which check failed, so every belief it relied on is dropped; the first meaning that
@@ -56,7 +59,7 @@ export interface SentAhead {
  * statement or its commit, so a statement whose failure must stop the write has to fail in SQL, not in a
  * check of its result. On PGlite, which has no round trip to save, it runs at once and a failure is thrown.
  */
-export async function sendAhead(trx: Transaction, query: CompiledQuery, meaning: FailureMeaning = (err) => err): Promise<SentAhead> {
+export async function sendAhead(trx: Transaction, query: CompiledQuery, meaning: FailureMeaning = asItIs): Promise<SentAhead> {
   let answered!: (rows: unknown[]) => void;
   let failed!: (err: unknown) => void;
   const rows = new Promise<unknown[]>((resolve, reject) => {
