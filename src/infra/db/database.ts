@@ -12,6 +12,7 @@ import { deferredDialect } from './deferred-dialect.ts';
 import { noDelaySocket } from './no-delay-socket.ts';
 import { compileEngine } from './pglite-engine.ts';
 import { PostgresJsDialect } from './postgres-dialect.ts';
+import { WriteLanes } from './write-lanes.ts';
 import type { ReadRouter } from './read-router.ts';
 import type { DB } from './tables.ts';
 import { isoTimestamp } from './timestamp-text.ts';
@@ -103,7 +104,7 @@ async function openPostgres(
   url: string,
   poolSize: number,
   timeouts: DatabaseTimeouts,
-  pooling: { prepare: boolean; listenUrl?: string | undefined } = { prepare: true },
+  pooling: { prepare: boolean; listenUrl?: string | undefined; writeLanes?: boolean } = { prepare: true },
 ): Promise<Database> {
   const { default: postgres } = await import('postgres');
   const connection: Record<string, string> = { TimeZone: 'UTC', application_name: 'balcao' };
@@ -131,9 +132,21 @@ async function openPostgres(
       timestamptz: { to: OID.timestamptz, from: [OID.timestamptz], serialize: timestampParameter, parse: isoTimestamp },
     },
   };
-  const sql = postgres(url, { ...options, max: poolSize, prepare: pooling.prepare });
+  // Write lanes come out of the pool's connections; behind a transaction pooler there are none (it would hand each
+  // transaction of a lane's pipeline to another server connection).
+  const laneCount = pooling.prepare && pooling.writeLanes !== false ? writeLaneCount(poolSize) : 0;
+  const sql = postgres(url, { ...options, max: poolSize - laneCount, prepare: pooling.prepare });
+  const lanes =
+    laneCount > 0
+      ? new WriteLanes(
+          Array.from({ length: laneCount }, () =>
+            // Not in the driver's type declarations, though it reads it (src/index.js).
+            postgres(url, { ...options, max: 1, prepare: true, ...({ max_pipeline: LANE_PIPELINE } as object) }),
+          ),
+        )
+      : undefined;
   const pooler = pooling.prepare ? undefined : { afterBegin: setLocal(sessionTimeouts) };
-  const db = new Kysely<DB>({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts), pooler) });
+  const db = new Kysely<DB>({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts), pooler, lanes) });
   // Opened at the first lookup, like the pool's connections.
   const lookupSql = postgres(url, { ...options, max: LOOKUP_CONNECTIONS, prepare: pooling.prepare });
   const lookups = new Kysely<DB>({ dialect: new PostgresJsDialect(lookupSql, waitBounds(timeouts), pooler) });
@@ -160,6 +173,15 @@ async function openPostgres(
     },
   };
 }
+
+/** How many of a pool's connections are write lanes (write-lanes.ts): none in a pool too small to spare them. */
+export function writeLaneCount(poolSize: number): number {
+  return poolSize >= 6 ? 2 : poolSize >= 4 ? 1 : 0;
+}
+
+/** Statements a lane sends ahead of their answers: a hundred sales of four statements. Past it postgres.js holds the
+ *  next ones until every answer has come back; its default (100) stopped a lane at 25 sales in flight. */
+const LANE_PIPELINE = 400;
 
 /** The server-side timeouts a connection of the pool runs under. With statementMs 0 (the operator
  *  commands) both are turned off explicitly, over any database or role default (docs/deployment.md). */
@@ -189,6 +211,7 @@ async function withReplicas(primary: Database, config: OpenOptions): Promise<Dat
     urls.map(async (url) => {
       const replica = await openPostgres(url, config.dbPoolSize ?? DEFAULT_DB_POOL_SIZE, replicaTimeouts, {
         prepare: config.dbPrepare ?? true,
+        writeLanes: false,
       });
       const { sql } = replica.driver as { sql: postgres.Sql };
       // A pool that lived through its replica's restart can wait for ever in a plain end(): bounded here.

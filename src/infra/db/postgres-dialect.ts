@@ -19,9 +19,10 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
-import type { ReservedSql, Sql } from 'postgres';
+import type { Sql } from 'postgres';
 import { currentCommitScope, lsnToNumber } from './commit-lsn.ts';
 import { type DeferredStatement, deferredStatements } from './send-ahead.ts';
+import { type LaneRequest, laneRequest, type WriteLanes } from './write-lanes.ts';
 import { within } from '../deadline.ts';
 
 /**
@@ -82,12 +83,13 @@ export class PostgresJsDialect implements Dialect {
     private readonly sql: Sql,
     private readonly bounds: WaitBounds = { acquireMs: 0, queryMs: 0 },
     private readonly pooler?: TransactionPooler,
+    private readonly lanes?: WriteLanes,
   ) {}
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PostgresJsDriver(this.sql, this.bounds, this.pooler);
+    return new PostgresJsDriver(this.sql, this.bounds, this.pooler, this.lanes);
   }
   createIntrospector(db: Kysely<any>) {
     return new PostgresIntrospector(db);
@@ -97,8 +99,37 @@ export class PostgresJsDialect implements Dialect {
   }
 }
 
+/** A transaction's place on a write lane (write-lanes.ts). */
+interface OnLane {
+  request: LaneRequest;
+  /** Lets the lane's next transaction in. */
+  leave: () => void;
+  /** Its COMMIT or ROLLBACK is sent: nothing more of it may follow on the lane. */
+  ended: boolean;
+  /** Its statements handed to the lane's client, sent or not yet. */
+  statements: PendingStatement[];
+}
+
+type PendingStatement = ReturnType<Sql['unsafe']>;
+
+/**
+ * A failure that ended the connection, not only the statement: the server's transaction is gone with it. A lane's
+ * client sends what it still holds on its next connection, where the transaction's later statements would each
+ * commit on their own; they are withdrawn instead (`withdrawUnsent`). Class 08 is a connection exception, 57P01–03 an
+ * administrator's shutdown; the driver's own (CONNECTION_CLOSED, ECONNREFUSED, …) carry no SQLSTATE.
+ */
+function endedTheConnection(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return true;
+  if (!/^[0-9A-Z]{5}$/.test(code)) return true;
+  return code.startsWith('08') || /^57P0[1-3]$/.test(code);
+}
+
 class PostgresJsConnection implements DatabaseConnection {
-  private reserved: ReservedSql | undefined;
+  /** The transaction's connection: reserved from the pool, or a write lane's. */
+  private reserved: Sql | undefined;
+  private giveBack: (() => void) | undefined;
+  private lane: OnLane | undefined;
   /** Statements of the transaction sent but not yet awaited (its BEGIN, statements sent ahead): their
    *  answers are awaited with the next statement, whose result waits for theirs. */
   private inFlight: Promise<unknown>[] = [];
@@ -106,22 +137,60 @@ class PostgresJsConnection implements DatabaseConnection {
     private readonly sql: Sql,
     private readonly bounds: WaitBounds,
     private readonly pooler: TransactionPooler | undefined,
+    private readonly lanes: WriteLanes | undefined,
   ) {}
 
   private readonly answerDeadline = { error: () => new AcquireTimeoutError('query answer', this.bounds.queryMs) };
 
   async reserve(): Promise<void> {
+    if (this.reserved) return;
+    const request = this.lanes && laneRequest();
+    if (request) {
+      const lane = this.lanes!.of(request.key);
+      const leave = await lane.enter(this.bounds.acquireMs, () => new AcquireTimeoutError('write lane', this.bounds.acquireMs));
+      request.held = true;
+      this.lane = { request, leave, ended: false, statements: [] };
+      this.reserved = lane.sql;
+      return;
+    }
     // A connection that arrives after its caller gave up goes straight back to the pool.
-    this.reserved ??= await within(this.sql.reserve(), this.bounds.acquireMs, {
+    const reserved = await within(this.sql.reserve(), this.bounds.acquireMs, {
       error: () => new AcquireTimeoutError('database connection', this.bounds.acquireMs),
       late: (connection) => connection.release(),
     });
+    this.reserved = reserved;
+    this.giveBack = () => reserved.release();
   }
 
   release(): void {
-    this.reserved?.release();
+    if (this.lane) {
+      this.endOnLane();
+      this.lane.request.held = false;
+      this.lane = undefined;
+    }
+    this.giveBack?.();
+    this.giveBack = undefined;
     this.reserved = undefined;
     this.inFlight = [];
+  }
+
+  /** The transaction's end is sent: the lane's next transaction may follow it. */
+  private endOnLane(): void {
+    if (!this.lane || this.lane.ended) return;
+    this.lane.ended = true;
+    this.lane.leave();
+  }
+
+  /** `statement`, handed to the transaction's connection: on a lane, withdrawn with the rest if the connection ends. */
+  private onConnection(statement: PendingStatement): PendingStatement {
+    const lane = this.lane;
+    if (lane) {
+      lane.statements.push(statement);
+      statement.then(undefined, (err: unknown) => {
+        if (endedTheConnection(err)) withdrawUnsent(lane.statements);
+      });
+    }
+    return statement;
   }
 
   /** Sends a statement of the transaction without waiting for its answer; a failure (through its
@@ -150,14 +219,20 @@ class PostgresJsConnection implements DatabaseConnection {
    *  so opening a transaction costs no round trip of its own. Its failure is the next statement's. */
   begin(text: string): void {
     if (!this.reserved) throw new Error('begin on a connection that is not reserved');
-    this.send(this.reserved.unsafe(text));
+    this.send(this.onConnection(this.reserved.unsafe(text)));
   }
 
   /** Ends the transaction whatever its statements in flight did: a rollback never fails for their failures. */
   async rollback(): Promise<void> {
     const inFlight = this.inFlight;
     this.inFlight = [];
-    const running = this.reserved ? this.reserved.unsafe('rollback') : this.sql.unsafe('rollback');
+    // On a lane after its COMMIT (which failed): the server ended the transaction, and what follows is another's.
+    if (this.lane?.ended) {
+      await Promise.allSettled(inFlight);
+      return;
+    }
+    const running = this.reserved ? this.onConnection(this.reserved.unsafe('rollback')) : this.sql.unsafe('rollback');
+    this.endOnLane();
     await Promise.allSettled(inFlight);
     await running;
   }
@@ -165,17 +240,19 @@ class PostgresJsConnection implements DatabaseConnection {
   /** COMMIT, written to the socket at once (see IMMEDIATE_COMMIT). */
   async commit(): Promise<void> {
     if (!this.reserved) throw new Error('commit on a connection that is not reserved');
-    const committing = this.reserved.unsafe(IMMEDIATE_COMMIT, [], { prepare: false });
+    const committing = this.onConnection(this.reserved.unsafe(IMMEDIATE_COMMIT, [], { prepare: false }));
     // With read replicas, a write request's commit position travels right behind its COMMIT (commit-lsn.ts).
     const scope = currentCommitScope();
-    const reserved = this.reserved;
-    const readPosition = () => Promise.resolve(reserved.unsafe(COMMIT_POSITION, [], { prepare: false }));
+    const reserved: Sql = this.reserved;
+    const readPosition = () => Promise.resolve(this.onConnection(reserved.unsafe(COMMIT_POSITION, [], { prepare: false })));
     // Behind a transaction pooler nothing may follow the COMMIT before its answer (see `alone`): read after it.
     const sentWithCommit = scope && !this.pooler ? readPosition() : undefined;
     sentWithCommit?.catch(() => {}); // awaited below only once the commit succeeded
+    this.endOnLane();
     await this.afterInFlight(committing);
     if (scope) {
-      // Committed, position unknown (the connection broke in between): the key's reads stay on the primary.
+      // Committed, position unknown (the connection broke in between): the key's reads stay on the primary. A lane
+      // has no pooler, so its position was sent with the COMMIT.
       const rows = (await (sentWithCommit ?? readPosition()).catch(() => [])) as unknown as { lsn: string }[];
       const lsn = lsnToNumber(rows[0]?.lsn) ?? Number.MAX_SAFE_INTEGER;
       if (lsn > scope.lsn) scope.lsn = lsn;
@@ -186,9 +263,9 @@ class PostgresJsConnection implements DatabaseConnection {
     const parameters = [...query.parameters] as never[];
     if (!this.reserved && this.pooler)
       return resultOf(await within(this.alone(query.sql, parameters), this.bounds.queryMs, this.answerDeadline));
-    const running = (this.reserved ?? this.sql).unsafe(query.sql, parameters, {
-      prepare: parameters.length <= MAX_PREPARED_PARAMETERS,
-    });
+    const running = this.reserved
+      ? this.onConnection(this.reserved.unsafe(query.sql, parameters, { prepare: parameters.length <= MAX_PREPARED_PARAMETERS }))
+      : this.sql.unsafe(query.sql, parameters, { prepare: parameters.length <= MAX_PREPARED_PARAMETERS });
     const deferred = this.reserved ? deferredStatements.get(query) : undefined;
     if (deferred) {
       deferred.sent = true;
@@ -247,10 +324,11 @@ class PostgresJsDriver implements Driver {
     private readonly sql: Sql,
     private readonly bounds: WaitBounds,
     private readonly pooler: TransactionPooler | undefined,
+    private readonly lanes: WriteLanes | undefined,
   ) {}
   async init(): Promise<void> {}
   async acquireConnection(): Promise<DatabaseConnection> {
-    return new PostgresJsConnection(this.sql, this.bounds, this.pooler);
+    return new PostgresJsConnection(this.sql, this.bounds, this.pooler, this.lanes);
   }
   async beginTransaction(connection: PostgresJsConnection, settings: TransactionSettings): Promise<void> {
     await connection.reserve();
@@ -297,11 +375,17 @@ class PostgresJsDriver implements Driver {
   async destroy(): Promise<void> {
     // Callers end their work first (a graceful stop drains the requests); a statement still waiting then
     // (its answer lost, its server gone) must not keep the process from ending.
-    await this.sql.end({ timeout: END_TIMEOUT_SECONDS });
+    await Promise.all([this.sql.end({ timeout: END_TIMEOUT_SECONDS }), this.lanes?.end(END_TIMEOUT_SECONDS)]);
   }
 }
 
 type RowList = Awaited<ReturnType<Sql['unsafe']>>;
+
+/** Withdraws the statements the driver has not sent yet (`state` is set once sent). A sent one is left alone: its
+ *  cancel would be a cancel request to whatever the lane's connection runs by then, another transaction's. */
+function withdrawUnsent(statements: readonly PendingStatement[]): void {
+  for (const statement of statements) if (!(statement as unknown as { state: unknown }).state) void statement.cancel();
+}
 
 function resultOf<R>(result: RowList): QueryResult<R> {
   const { command, count } = result;

@@ -1,0 +1,183 @@
+// Write lanes (src/infra/db/write-lanes.ts) on a PostgreSQL server of the test's own, whatever the suite's engine:
+// a tenant's creations queued on one connection, one transaction after another's end, a failure kept to its own
+// transaction, a bounded wait, and sales over HTTP through a database restart.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase, writeLaneCount } from '../src/infra/db/database.ts';
+import { migrate } from '../src/infra/db/migrate.ts';
+import { onWriteLane } from '../src/infra/db/write-lanes.ts';
+import { startTestServer, type TestServer } from './helpers/harness.ts';
+import { type OwnPostgres, startOwnPostgres } from './helpers/postgres-server.ts';
+import { item, writer } from './helpers/write-fixtures.ts';
+import { until } from './helpers/poll.ts';
+
+const backendPid = async (db: Database['db']): Promise<number> =>
+  Number((await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db)).rows[0]!.pid);
+
+describe('write lanes', () => {
+  let pg: OwnPostgres;
+  let database: Database;
+  before(async () => {
+    pg = await startOwnPostgres();
+    database = await openDatabase({
+      databaseUrl: pg.url,
+      dataDir: '',
+      dbPoolSize: 6,
+      dbTimeouts: { ...DEFAULT_DB_TIMEOUTS, acquireMs: 400, statementMs: 10_000 },
+    });
+    await migrate(database.db);
+    await sql`create table lane_probe (tx text, step int, seen int, at timestamptz default clock_timestamp())`.execute(database.db);
+  });
+  after(async () => {
+    await database?.close();
+    await pg?.destroy();
+  });
+
+  it('takes lanes out of the pool, none from a pool too small to spare them', () => {
+    assert.deepEqual([2, 3, 4, 5, 6, 10].map(writeLaneCount), [0, 0, 1, 1, 2, 2]);
+  });
+
+  it("runs a lane's transactions on one connection, each after the one before has ended, even one awaiting answers", async () => {
+    const { db } = database;
+    const pids: number[] = [];
+    const slow = onWriteLane('tenant-a', () =>
+      db.transaction().execute(async (trx) => {
+        pids.push(await backendPid(trx));
+        await sql`insert into lane_probe (tx, step) values ('slow', 1)`.execute(trx);
+        await sql`select pg_sleep(0.2)`.execute(trx);
+        await sql`insert into lane_probe (tx, step) values ('slow', 2)`.execute(trx);
+      }),
+    );
+    // Begun while the first waits for its answers: it enters the lane once the first has sent its COMMIT, and so
+    // sees both of its rows.
+    const next = onWriteLane('tenant-a', () =>
+      db.transaction().execute(async (trx) => {
+        pids.push(await backendPid(trx));
+        await sql`insert into lane_probe (tx, step, seen) select 'next', 1, count(*) from lane_probe where tx = 'slow'`.execute(trx);
+      }),
+    );
+    await Promise.all([slow, next]);
+    assert.equal(pids.length, 2);
+    assert.equal(pids[0], pids[1], 'both on the lane connection');
+    const { rows } = await sql<{ seen: number }>`select seen from lane_probe where tx = 'next'`.execute(db);
+    assert.deepEqual(
+      rows.map((r) => Number(r.seen)),
+      [2],
+    );
+  });
+
+  it('sends a transaction opened inside a lane transaction to the pool, where it does not wait for its parent', async () => {
+    const { db } = database;
+    const [outer, inner] = await onWriteLane('tenant-b', () =>
+      db.transaction().execute(async (trx) => {
+        const own = await backendPid(trx);
+        const nested = await db.transaction().execute((t) => backendPid(t));
+        return [own, nested];
+      }),
+    );
+    assert.notEqual(outer, inner);
+    // The lane still serves its tenant afterwards.
+    assert.equal(await onWriteLane('tenant-b', () => db.transaction().execute((t) => backendPid(t))), outer);
+  });
+
+  it("keeps a failed transaction's failure and rows to itself: the lane's next transaction commits", async () => {
+    const { db } = database;
+    const failing = onWriteLane('tenant-c', () =>
+      db.transaction().execute(async (trx) => {
+        await sql`insert into lane_probe (tx, step) values ('failed', 1)`.execute(trx);
+        await sql`select 1 / 0`.execute(trx);
+      }),
+    );
+    const following = onWriteLane('tenant-c', () =>
+      db.transaction().execute(async (trx) => {
+        await sql`insert into lane_probe (tx, step) values ('after failure', 1)`.execute(trx);
+      }),
+    );
+    await assert.rejects(failing, /division by zero/);
+    await following;
+    const { rows } = await sql<{ tx: string }>`select tx from lane_probe where tx in ('failed', 'after failure')`.execute(db);
+    assert.deepEqual(
+      rows.map((r) => r.tx),
+      ['after failure'],
+    );
+  });
+
+  it('bounds the wait for a lane: past acquireMs a transaction fails with a timeout, and the lane serves the next', async () => {
+    const { db } = database;
+    const holding = onWriteLane('tenant-d', () =>
+      db.transaction().execute(async (trx) => {
+        await sql`select pg_sleep(1)`.execute(trx);
+      }),
+    );
+    const started = Date.now();
+    const waiting = onWriteLane('tenant-d', () => db.transaction().execute((t) => backendPid(t)));
+    await assert.rejects(waiting, (err: Error & { code?: string }) => err.code === 'ACQUIRE_TIMEOUT');
+    assert.ok(Date.now() - started < 1_000, 'gave up before the holder ended');
+    await holding;
+    assert.ok((await onWriteLane('tenant-d', () => db.transaction().execute((t) => backendPid(t)))) > 0);
+  });
+});
+
+describe('sales on write lanes over HTTP', () => {
+  let pg: OwnPostgres;
+  let database: Database;
+  let s: TestServer;
+  before(async () => {
+    pg = await startOwnPostgres();
+    database = await openDatabase({ databaseUrl: pg.url, dataDir: '', dbTimeouts: { ...DEFAULT_DB_TIMEOUTS, statementMs: 5_000 } });
+    await migrate(database.db);
+    s = await startTestServer({ database });
+  });
+  after(async () => {
+    // The harness does not close a database it was given.
+    await s?.close();
+    await database?.close();
+    await pg?.destroy();
+  });
+
+  const post = (key: string, idempotencyKey?: string, catalogItem?: string) =>
+    s.request('POST', '/v1/sales', {
+      key,
+      body: { items: [item(catalogItem ? { catalog_item_id: catalogItem } : {})] },
+      headers: idempotencyKey ? { 'idempotency-key': idempotencyKey } : {},
+    });
+
+  it('numbers the concurrent sales of two accounts on their own, a repeated key giving its first sale again', async () => {
+    const a = await writer(s);
+    const b = await writer(s);
+    const productOf = (k: number) => `00000000-0000-4000-8000-${String(k).padStart(12, '0')}`;
+    const results = await Promise.all([
+      ...Array.from({ length: 30 }, (_, i) => post(a.key, `a-${i % 25}`, productOf(i % 25))),
+      ...Array.from({ length: 10 }, () => post(b.key)),
+    ]);
+    for (const r of results) assert.equal(r.status, 201, r.text);
+    const numbers = (from: number, to: number) =>
+      [...new Set(results.slice(from, to).map((r) => Number(r.body.data.transaction_number)))].sort((x, y) => x - y);
+    assert.deepEqual(
+      numbers(0, 30),
+      Array.from({ length: 25 }, (_, i) => i + 1),
+    );
+    for (let i = 25; i < 30; i++) assert.equal(results[i]!.body.data.id, results[i - 25]!.body.data.id, 'the same key, the same sale');
+    assert.deepEqual(
+      numbers(30, 40),
+      Array.from({ length: 10 }, (_, i) => i + 1),
+    );
+  });
+
+  it('answers 503 while PostgreSQL is down, and numbers the next sale after the last once it is back', async () => {
+    const { key } = await writer(s);
+    assert.equal((await post(key)).body.data.transaction_number, '1');
+    await pg.stop();
+    try {
+      const down = await post(key);
+      assert.equal(down.status, 503, down.text);
+    } finally {
+      await pg.start();
+    }
+    await until('ready again', async () => (await fetch(`${s.url}/health/ready`)).status === 200, { withinMs: 20_000 });
+    const back = await post(key);
+    assert.equal(back.status, 201, back.text);
+    assert.equal(back.body.data.transaction_number, '2');
+  });
+});
