@@ -132,19 +132,10 @@ async function openPostgres(
       timestamptz: { to: OID.timestamptz, from: [OID.timestamptz], serialize: timestampParameter, parse: isoTimestamp },
     },
   };
-  // Write lanes come out of the pool's connections; behind a transaction pooler there are none (it would hand each
-  // transaction of a lane's pipeline to another server connection).
-  const laneCount = pooling.prepare && pooling.writeLanes !== false ? writeLaneCount(poolSize) : 0;
-  const sql = postgres(url, { ...options, max: poolSize - laneCount, prepare: pooling.prepare });
-  const lanes =
-    laneCount > 0
-      ? new WriteLanes(
-          Array.from({ length: laneCount }, () =>
-            // Not in the driver's type declarations, though it reads it (src/index.js).
-            postgres(url, { ...options, max: 1, prepare: true, ...({ max_pipeline: LANE_PIPELINE } as object) }),
-          ),
-        )
-      : undefined;
+  const sql = postgres(url, { ...options, max: poolSize, prepare: pooling.prepare });
+  // Behind a transaction pooler no write lanes: it would hand each transaction of a lane's pipeline to another
+  // server connection. Replicas take no writes.
+  const lanes = pooling.prepare && pooling.writeLanes !== false ? new WriteLanes() : undefined;
   const pooler = pooling.prepare ? undefined : { afterBegin: setLocal(sessionTimeouts) };
   const db = new Kysely<DB>({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts), pooler, lanes) });
   // Opened at the first lookup, like the pool's connections.
@@ -173,15 +164,6 @@ async function openPostgres(
     },
   };
 }
-
-/** How many of a pool's connections are write lanes (write-lanes.ts): none in a pool too small to spare them. */
-export function writeLaneCount(poolSize: number): number {
-  return poolSize >= 6 ? 2 : poolSize >= 4 ? 1 : 0;
-}
-
-/** Statements a lane sends ahead of their answers: a hundred sales of four statements. Past it postgres.js holds the
- *  next ones until every answer has come back; its default (100) stopped a lane at 25 sales in flight. */
-const LANE_PIPELINE = 400;
 
 /** The server-side timeouts a connection of the pool runs under. With statementMs 0 (the operator
  *  commands) both are turned off explicitly, over any database or role default (docs/deployment.md). */

@@ -19,10 +19,10 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
-import type { Sql } from 'postgres';
+import type { ReservedSql, Sql } from 'postgres';
 import { currentCommitScope, lsnToNumber } from './commit-lsn.ts';
 import { type DeferredStatement, deferredStatements } from './send-ahead.ts';
-import { type LaneRequest, laneRequest, type WriteLanes } from './write-lanes.ts';
+import { type LaneRequest, type LaneTicket, laneRequest, type WriteLanes } from './write-lanes.ts';
 import { within } from '../deadline.ts';
 
 /**
@@ -102,33 +102,28 @@ export class PostgresJsDialect implements Dialect {
 /** A transaction's place on a write lane (write-lanes.ts). */
 interface OnLane {
   request: LaneRequest;
-  /** Lets the lane's next transaction in. */
-  leave: () => void;
-  /** Its COMMIT or ROLLBACK is sent: nothing more of it may follow on the lane. */
+  ticket: LaneTicket;
+  /** Its COMMIT or ROLLBACK is sent: nothing more of it may follow on the lane's connection. */
   ended: boolean;
-  /** Its statements handed to the lane's client, sent or not yet. */
-  statements: PendingStatement[];
 }
 
-type PendingStatement = ReturnType<Sql['unsafe']>;
+/** The driver's codes for a connection that ended or never opened (postgres.js src/errors.js, src/connection.js). */
+const DRIVER_CONNECTION_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT']);
 
 /**
- * A failure that ended the connection, not only the statement: the server's transaction is gone with it. A lane's
- * client sends what it still holds on its next connection, where the transaction's later statements would each
- * commit on their own; they are withdrawn instead (`withdrawUnsent`). Class 08 is a connection exception, 57P01–03 an
- * administrator's shutdown; the driver's own (CONNECTION_CLOSED, ECONNREFUSED, …) carry no SQLSTATE.
+ * A failure that ended the connection, not only the statement: class 08 (a connection exception), 57P01–03 (an
+ * administrator's shutdown), the driver's own connection codes, and the socket's (ECONNRESET, EPIPE, …). A failure
+ * the driver finds before sending (an undefined parameter, too many) leaves the connection as it was.
  */
 function endedTheConnection(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return true;
-  if (!/^[0-9A-Z]{5}$/.test(code)) return true;
-  return code.startsWith('08') || /^57P0[1-3]$/.test(code);
+  if (typeof code !== 'string') return false;
+  return code.startsWith('08') || /^57P0[1-3]$/.test(code) || DRIVER_CONNECTION_CODES.has(code) || /^E[A-Z]+$/.test(code);
 }
 
 class PostgresJsConnection implements DatabaseConnection {
-  /** The transaction's connection: reserved from the pool, or a write lane's. */
-  private reserved: Sql | undefined;
-  private giveBack: (() => void) | undefined;
+  /** The transaction's connection: reserved from the pool, or its write lane's. */
+  private reserved: ReservedSql | undefined;
   private lane: OnLane | undefined;
   /** Statements of the transaction sent but not yet awaited (its BEGIN, statements sent ahead): their
    *  answers are awaited with the next statement, whose result waits for theirs. */
@@ -146,30 +141,30 @@ class PostgresJsConnection implements DatabaseConnection {
     if (this.reserved) return;
     const request = this.lanes && laneRequest();
     if (request) {
-      const lane = this.lanes!.of(request.key);
-      const leave = await lane.enter(this.bounds.acquireMs, () => new AcquireTimeoutError('write lane', this.bounds.acquireMs));
+      const ticket = await this.lanes!.enter(request.key, {
+        ms: this.bounds.acquireMs,
+        error: () => new AcquireTimeoutError('database connection', this.bounds.acquireMs),
+        reserve: () => this.sql.reserve(),
+      });
       request.held = true;
-      this.lane = { request, leave, ended: false, statements: [] };
-      this.reserved = lane.sql;
+      this.lane = { request, ticket, ended: false };
+      this.reserved = ticket.connection;
       return;
     }
     // A connection that arrives after its caller gave up goes straight back to the pool.
-    const reserved = await within(this.sql.reserve(), this.bounds.acquireMs, {
+    this.reserved = await within(this.sql.reserve(), this.bounds.acquireMs, {
       error: () => new AcquireTimeoutError('database connection', this.bounds.acquireMs),
       late: (connection) => connection.release(),
     });
-    this.reserved = reserved;
-    this.giveBack = () => reserved.release();
   }
 
   release(): void {
     if (this.lane) {
       this.endOnLane();
       this.lane.request.held = false;
+      this.lane.ticket.done();
       this.lane = undefined;
-    }
-    this.giveBack?.();
-    this.giveBack = undefined;
+    } else this.reserved?.release();
     this.reserved = undefined;
     this.inFlight = [];
   }
@@ -178,18 +173,16 @@ class PostgresJsConnection implements DatabaseConnection {
   private endOnLane(): void {
     if (!this.lane || this.lane.ended) return;
     this.lane.ended = true;
-    this.lane.leave();
+    this.lane.ticket.ended();
   }
 
-  /** `statement`, handed to the transaction's connection: on a lane, withdrawn with the rest if the connection ends. */
+  /** `statement`, handed to the transaction's connection: on a lane, a failure that ended the connection is told. */
   private onConnection(statement: PendingStatement): PendingStatement {
-    const lane = this.lane;
-    if (lane) {
-      lane.statements.push(statement);
+    const ticket = this.lane?.ticket;
+    if (ticket)
       statement.then(undefined, (err: unknown) => {
-        if (endedTheConnection(err)) withdrawUnsent(lane.statements);
+        if (endedTheConnection(err)) ticket.connectionLost();
       });
-    }
     return statement;
   }
 
@@ -243,7 +236,7 @@ class PostgresJsConnection implements DatabaseConnection {
     const committing = this.onConnection(this.reserved.unsafe(IMMEDIATE_COMMIT, [], { prepare: false }));
     // With read replicas, a write request's commit position travels right behind its COMMIT (commit-lsn.ts).
     const scope = currentCommitScope();
-    const reserved: Sql = this.reserved;
+    const reserved = this.reserved;
     const readPosition = () => Promise.resolve(this.onConnection(reserved.unsafe(COMMIT_POSITION, [], { prepare: false })));
     // Behind a transaction pooler nothing may follow the COMMIT before its answer (see `alone`): read after it.
     const sentWithCommit = scope && !this.pooler ? readPosition() : undefined;
@@ -375,17 +368,12 @@ class PostgresJsDriver implements Driver {
   async destroy(): Promise<void> {
     // Callers end their work first (a graceful stop drains the requests); a statement still waiting then
     // (its answer lost, its server gone) must not keep the process from ending.
-    await Promise.all([this.sql.end({ timeout: END_TIMEOUT_SECONDS }), this.lanes?.end(END_TIMEOUT_SECONDS)]);
+    await this.sql.end({ timeout: END_TIMEOUT_SECONDS });
   }
 }
 
 type RowList = Awaited<ReturnType<Sql['unsafe']>>;
-
-/** Withdraws the statements the driver has not sent yet (`state` is set once sent). A sent one is left alone: its
- *  cancel would be a cancel request to whatever the lane's connection runs by then, another transaction's. */
-function withdrawUnsent(statements: readonly PendingStatement[]): void {
-  for (const statement of statements) if (!(statement as unknown as { state: unknown }).state) void statement.cancel();
-}
+type PendingStatement = ReturnType<Sql['unsafe']>;
 
 function resultOf<R>(result: RowList): QueryResult<R> {
   const { command, count } = result;

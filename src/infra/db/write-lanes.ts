@@ -1,16 +1,16 @@
 // Write lanes: a tenant's creations that lock its counters (a sale's number, the events counter) queued on one
-// connection of their own instead of waiting for each other's row locks in PostgreSQL. Such a creation sends all its
-// statements and its COMMIT without awaiting an answer (send-ahead.ts), so the next one can follow it on the same
-// connection at once: the server runs them back to back, and no backend sleeps on a lock and is woken again. Under
-// one account's concurrent sales that wait was a fifth of PostgreSQL's CPU per sale (docs/performance.md).
+// connection instead of waiting for each other's row locks in PostgreSQL. Such a creation sends all its statements
+// and its COMMIT without awaiting an answer (send-ahead.ts), so the next one can follow it on the same connection at
+// once: the server runs them back to back, and no backend sleeps on a lock to be woken again. Under one account's
+// concurrent sales that sleeping and waking was about a third of PostgreSQL's CPU per sale (docs/performance.md).
 //
-// A lane is a postgres.js client of one connection, not a connection reserved from the pool: a reserved connection
-// that once finds its pipeline full sends its queued statements one per answer from then on, while a client's own
-// queue is sent whole each time its connection runs dry. A transaction enters the lane once the one before it has
-// sent its end (COMMIT or ROLLBACK), so the statements of two transactions never interleave; nothing is sent on the
-// lane for a transaction after its end.
+// A lane holds a connection reserved from the pool while it has transactions, and gives it back when it has none:
+// the pool's size is still every connection the process opens. A transaction enters the lane once the one before it
+// has sent its end (COMMIT or ROLLBACK), so the statements of two transactions never interleave, and nothing of a
+// transaction is sent after its end. A reserved connection that closed fails every statement handed to it (the
+// driver's patch, docs/decisions.md): the lane's next transaction reserves another.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Sql } from 'postgres';
+import type { ReservedSql } from 'postgres';
 import { within } from '../deadline.ts';
 
 /** A write's request for a lane, for the transactions it opens (`held` while one of them is on the lane). */
@@ -33,44 +33,96 @@ export function laneRequest(): LaneRequest | undefined {
   return request && !request.held ? request : undefined;
 }
 
-/** One lane: its client, and the end of the last transaction that entered it. */
+/** The bounds of entering a lane: the wait for the transaction before, then for a connection of the pool. */
+export interface LaneEntry {
+  ms: number;
+  error: () => Error;
+  reserve: () => Promise<ReservedSql>;
+}
+
+/** A transaction on a lane: its connection, and what it must call once its end is sent, then once it is done. */
+export interface LaneTicket {
+  connection: ReservedSql;
+  /** Its COMMIT or ROLLBACK is sent: the lane's next transaction may send its own statements. */
+  ended(): void;
+  /** A statement of it failed because the connection ended: the lane's next transaction reserves another. */
+  connectionLost(): void;
+  /** Its last answer is in: the lane gives its connection back to the pool when no transaction is left on it. */
+  done(): void;
+}
+
 class WriteLane {
   private tail: Promise<void> = Promise.resolve();
-  constructor(readonly sql: Sql) {}
+  private users = 0;
+  private connection: ReservedSql | undefined;
+  private lost = false;
 
-  /** Waits until the transaction before has sent its end (at most `ms`); answers the call that lets the next one in. */
-  async enter(ms: number, error: () => Error): Promise<() => void> {
+  constructor(private readonly forget: () => void) {}
+
+  async enter(entry: LaneEntry): Promise<LaneTicket> {
+    this.users++;
     const before = this.tail;
     let leave!: () => void;
     this.tail = new Promise<void>((resolve) => {
       leave = resolve;
     });
     try {
-      await within(before, ms, { error });
+      const started = Date.now();
+      await within(before, entry.ms, { error: entry.error });
+      if (!this.connection || this.lost) {
+        const lostOne = this.connection;
+        this.connection = undefined;
+        this.lost = false;
+        lostOne?.release();
+        this.connection = await within(entry.reserve(), Math.max(1, entry.ms - (Date.now() - started)), {
+          error: entry.error,
+          late: (connection) => connection.release(),
+        });
+      }
     } catch (err) {
       // Given up: the next one still waits for the one before.
       void before.then(leave);
+      this.leave();
       throw err;
     }
-    return leave;
+    const connection = this.connection;
+    let ended = false;
+    return {
+      connection,
+      ended: () => {
+        if (ended) return;
+        ended = true;
+        leave();
+      },
+      connectionLost: () => {
+        if (this.connection === connection) this.lost = true;
+      },
+      done: () => this.leave(),
+    };
+  }
+
+  private leave(): void {
+    if (--this.users > 0) return;
+    const connection = this.connection;
+    this.connection = undefined;
+    connection?.release();
+    this.forget();
   }
 }
 
-/** The lanes of a database: a tenant always takes the same one. */
+/** The lanes of a pool, one per tenant with transactions on it (none kept for a tenant without). */
 export class WriteLanes {
-  private readonly lanes: WriteLane[];
-  constructor(clients: readonly Sql[]) {
-    this.lanes = clients.map((sql) => new WriteLane(sql));
-  }
+  private readonly lanes = new Map<string, WriteLane>();
 
-  of(key: string): WriteLane {
-    // FNV-1a: the same lane for a key in every process, spread over the lanes.
-    let hash = 0x811c9dc5;
-    for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
-    return this.lanes[(hash >>> 0) % this.lanes.length]!;
-  }
-
-  async end(timeoutSeconds: number): Promise<void> {
-    await Promise.all(this.lanes.map((lane) => lane.sql.end({ timeout: timeoutSeconds })));
+  enter(key: string, entry: LaneEntry): Promise<LaneTicket> {
+    let lane = this.lanes.get(key);
+    if (!lane) {
+      const created = new WriteLane(() => {
+        if (this.lanes.get(key) === created) this.lanes.delete(key);
+      });
+      lane = created;
+      this.lanes.set(key, lane);
+    }
+    return lane.enter(entry);
   }
 }
