@@ -103,10 +103,10 @@ export class WriteMustRunAgain extends Error {
 async function transact<T>(
   db: Db,
   options: WriteOptions,
+  lane: string | undefined,
   fn: (trx: Db, after: (work: AfterCommit | undefined) => void, mayAssume: boolean) => Promise<T>,
-  lane?: string,
 ): Promise<T> {
-  if (lane && !options.inTransaction) return onWriteLane(lane, () => transact(db, options, fn));
+  if (lane && !options.inTransaction) return onWriteLane(lane, () => transact(db, options, undefined, fn));
   const works: AfterCommit[] = [];
   const after = (work: AfterCommit | undefined) => {
     if (work) works.push(work);
@@ -254,73 +254,68 @@ export async function createRecord(
   // A creation that takes a counter in its insert and is answered from its own values awaits nothing before its
   // commit: it queues on its tenant's write lane instead of waiting for the counter's lock (write-lanes.ts).
   const lane = w.rules?.settledInInsert && w.rules.answeredFromValues ? laneOf(tenant) : undefined;
-  const created = await transact(
-    db,
-    options,
-    async (trx, after, mayAssume) => {
-      const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now, mayAssume };
-      // The id is made here, not by the database, so the rows written with it can name it before the insert answers.
-      const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
-      // Answered from its own values, the insert need not return its row: nothing is awaited before the commit.
-      const answered = w.rules?.answeredFromValues?.(values);
-      const settling = w.rules?.settledInInsert?.(ctx, values, !answered, body);
-      // The creation's event (with what goes beside it) as more CTEs of the insert's own statement, where the resource
-      // offers it and no finisher must run between them: one statement fewer (SettledInInsert.joined).
-      const joining = answered && settling?.joined && !options.finishers?.length ? options.joinWritten : undefined;
-      if (settling?.before) await sendAhead(trx, settling.before);
-      const meaning = settling?.meaning ?? asItIs;
-      let inserted: SentAhead | undefined;
-      let row: Row | undefined = answered;
-      if (!joining) {
-        const insert = settling ? settling.statement() : insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
-        // Answered already, the insert is sent without waiting: it travels with the statements that follow it.
-        if (answered) inserted = await sendAhead(trx, insert, meaning);
-        else [row] = (await trx.executeQuery(insert).catch((err: unknown) => Promise.reject(meaning(err)))).rows as Row[];
-      }
-      if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
-      const record = answerOf(d, w, row, settling?.included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
-      // A record answered before the database did carries placeholders for the fields the insert settles; what
-      // stores a copy of the record replaces them in SQL, and the answer takes the insert's values after the commit.
-      const placeholders: Placeholder[] = [];
-      const settledFields = answered && settling ? (joining ? settling.joined?.fieldsInStatement : settling.fields) : undefined;
-      for (const [field, value] of Object.entries(settledFields ?? {})) {
-        const p = placeholder(value);
-        record[field] = p.token;
-        placeholders.push(p);
-      }
-      const object = { ...record };
-      for (const name of w.createIncludes ?? []) delete object[name];
-      const written: WrittenRecord = {
-        descriptor: d,
-        tenant,
-        id: String(row.id),
-        action: 'created',
-        before: null,
-        object,
-        placeholders,
-        mayAssume,
-      };
-      for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
-      if (joining && settling?.joined) {
-        const tail = joining({ ...written, record });
-        const sent = await sendAhead(trx, settling.joined.statement(tail.shape), everyMeaning([meaning, tail.meaning]));
-        inserted = sent;
-        await options.beforeCommit?.(trx);
-        after(
-          () =>
-            void sent.rows.then(
-              ([answer]) => tail.committed(answer),
-              () => {}, // not reached: the write committed, so its statement ran
-            ),
-        );
-      } else {
-        await options.beforeCommit?.(trx);
-        after(await options.onWritten?.(trx, { ...written, record }));
-      }
-      return { record, settled: settledFields ? inserted?.rows : undefined, fields: Object.keys(settledFields ?? {}) };
-    },
-    lane,
-  );
+  const created = await transact(db, options, lane, async (trx, after, mayAssume) => {
+    const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now, mayAssume };
+    // The id is made here, not by the database, so the rows written with it can name it before the insert answers.
+    const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
+    // Answered from its own values, the insert need not return its row: nothing is awaited before the commit.
+    const answered = w.rules?.answeredFromValues?.(values);
+    const settling = w.rules?.settledInInsert?.(ctx, values, !answered, body);
+    // The creation's event (with what goes beside it) as more CTEs of the insert's own statement, where the resource
+    // offers it and no finisher must run between them: one statement fewer (SettledInInsert.joined).
+    const joining = answered && settling?.joined && !options.finishers?.length ? options.joinWritten : undefined;
+    if (settling?.before) await sendAhead(trx, settling.before);
+    const meaning = settling?.meaning ?? asItIs;
+    let inserted: SentAhead | undefined;
+    let row: Row | undefined = answered;
+    if (!joining) {
+      const insert = settling ? settling.statement() : insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
+      // Answered already, the insert is sent without waiting: it travels with the statements that follow it.
+      if (answered) inserted = await sendAhead(trx, insert, meaning);
+      else [row] = (await trx.executeQuery(insert).catch((err: unknown) => Promise.reject(meaning(err)))).rows as Row[];
+    }
+    if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
+    const record = answerOf(d, w, row, settling?.included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
+    // A record answered before the database did carries placeholders for the fields the insert settles; what
+    // stores a copy of the record replaces them in SQL, and the answer takes the insert's values after the commit.
+    const placeholders: Placeholder[] = [];
+    const settledFields = answered && settling ? (joining ? settling.joined?.fieldsInStatement : settling.fields) : undefined;
+    for (const [field, value] of Object.entries(settledFields ?? {})) {
+      const p = placeholder(value);
+      record[field] = p.token;
+      placeholders.push(p);
+    }
+    const object = { ...record };
+    for (const name of w.createIncludes ?? []) delete object[name];
+    const written: WrittenRecord = {
+      descriptor: d,
+      tenant,
+      id: String(row.id),
+      action: 'created',
+      before: null,
+      object,
+      placeholders,
+      mayAssume,
+    };
+    for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
+    if (joining && settling?.joined) {
+      const tail = joining({ ...written, record });
+      const sent = await sendAhead(trx, settling.joined.statement(tail.shape), everyMeaning([meaning, tail.meaning]));
+      inserted = sent;
+      await options.beforeCommit?.(trx);
+      after(
+        () =>
+          void sent.rows.then(
+            ([answer]) => tail.committed(answer),
+            () => {}, // not reached: the write committed, so its statement ran
+          ),
+      );
+    } else {
+      await options.beforeCommit?.(trx);
+      after(await options.onWritten?.(trx, { ...written, record }));
+    }
+    return { record, settled: settledFields ? inserted?.rows : undefined, fields: Object.keys(settledFields ?? {}) };
+  });
   if (!created.settled) return created.record;
   // Answered before the commit was (or, in a caller's transaction, on its own): the fields as stored. A joined
   // statement answers its tail's columns too; only the settled fields are the record's.
@@ -376,7 +371,7 @@ async function changeRow(
 ): Promise<TaggedRecord> {
   const tenant = requireTenant(tenantOrNull, 'write');
   if (!isUuid(id)) throw errors.notFound();
-  return transact(db, options, async (trx, after, mayAssume) => {
+  return transact(db, options, undefined, async (trx, after, mayAssume) => {
     const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now, mayAssume };
     const { row: current, etag: currentTag, next } = await lockRow(trx, d, tenant, id);
     // Compared under the row lock, so of two writers holding the same tag exactly one gets through.
