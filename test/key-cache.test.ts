@@ -78,19 +78,23 @@ if (process.env.TEST_DATABASE_URL) {
     });
 
     test("a key's first lookup does not wait behind the transactions that fill the pool", async () => {
-      const { accountId, key } = await writer(s);
-      const unseen = await s.createKey(accountId, { name: 'never looked up yet' });
-      const first = await s.request('POST', '/v1/sales', { key, body: { items: [item()] } });
-      assert.equal(first.status, 201, first.text);
-      // The account's sale counter locked from outside the app: each sale then holds one of the pool's two
-      // connections while it waits for the lock, and no connection is left for anything else.
+      // Two accounts: one account's sales follow each other on one connection (its write lane), so it takes two
+      // to hold both of the pool's connections.
+      const writers = [await writer(s), await writer(s)];
+      const unseen = await s.createKey(writers[0]!.accountId, { name: 'never looked up yet' });
+      for (const { key } of writers) {
+        const first = await s.request('POST', '/v1/sales', { key, body: { items: [item()] } });
+        assert.equal(first.status, 201, first.text);
+      }
+      // The accounts' sale counters locked from outside the app: each account's sale then holds one of the pool's
+      // two connections while it waits for the lock, and no connection is left for anything else.
       const outside = postgres(databaseUrl(adminUrl, name), { max: 2, onnotice: () => {} });
       const held = outside.reserve();
       const connection = await held;
       try {
         await connection`BEGIN`;
-        await connection`SELECT value FROM tenant_counters WHERE team_id = ${accountId} FOR UPDATE`;
-        const sales = Array.from({ length: 2 }, () => s.request('POST', '/v1/sales', { key, body: { items: [item()] } }));
+        for (const { accountId } of writers) await connection`SELECT value FROM tenant_counters WHERE team_id = ${accountId} FOR UPDATE`;
+        const sales = writers.map(({ key }) => s.request('POST', '/v1/sales', { key, body: { items: [item()] } }));
         await until('both pooled connections wait on the counter', async () => {
           const [row] = await outside`
             SELECT count(*)::int AS waiting FROM pg_stat_activity

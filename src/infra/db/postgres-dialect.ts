@@ -22,7 +22,7 @@ import {
 import type { ReservedSql, Sql } from 'postgres';
 import { currentCommitScope, lsnToNumber } from './commit-lsn.ts';
 import { type DeferredStatement, deferredStatements } from './send-ahead.ts';
-import { type LaneRequest, type LaneTicket, laneRequest, type WriteLanes } from './write-lanes.ts';
+import { type LaneTicket, laneRequest, type WriteLanes } from './write-lanes.ts';
 import { within } from '../deadline.ts';
 
 /**
@@ -101,7 +101,6 @@ export class PostgresJsDialect implements Dialect {
 
 /** A transaction's place on a write lane (write-lanes.ts). */
 interface OnLane {
-  request: LaneRequest;
   ticket: LaneTicket;
   /** Its COMMIT or ROLLBACK is sent: nothing more of it may follow on the lane's connection. */
   ended: boolean;
@@ -146,8 +145,7 @@ class PostgresJsConnection implements DatabaseConnection {
         error: () => new AcquireTimeoutError('database connection', this.bounds.acquireMs),
         reserve: () => this.sql.reserve(),
       });
-      request.held = true;
-      this.lane = { request, ticket, ended: false };
+      this.lane = { ticket, ended: false };
       this.reserved = ticket.connection;
       return;
     }
@@ -161,7 +159,6 @@ class PostgresJsConnection implements DatabaseConnection {
   release(): void {
     if (this.lane) {
       this.endOnLane();
-      this.lane.request.held = false;
       this.lane.ticket.done();
       this.lane = undefined;
     } else this.reserved?.release();

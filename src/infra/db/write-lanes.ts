@@ -13,24 +13,29 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ReservedSql } from 'postgres';
 import { within } from '../deadline.ts';
 
-/** A write's request for a lane, for the transactions it opens (`held` while one of them is on the lane). */
+/** A write's request for a lane, for the first transaction it opens (`taken` once that one entered the lane). */
 export interface LaneRequest {
   key: string;
-  held: boolean;
+  taken: boolean;
 }
 
 const requests = new AsyncLocalStorage<LaneRequest>();
 
 /** Runs `fn` with its transactions on the write lane of `key` (a tenant), where the database has lanes. */
 export function onWriteLane<T>(key: string, fn: () => T): T {
-  return requests.run({ key, held: false }, fn);
+  return requests.run({ key, taken: false }, fn);
 }
 
-/** The running write's request, unless one of its transactions is on the lane already: a transaction opened inside
- *  that one would wait for it for ever, so it takes a connection of the pool instead. */
+/**
+ * The running write's request, for its first transaction only. A transaction opened inside that one would wait for
+ * it for ever, and work started from it that outlives it (after-commit work, a timer) carries the same async context:
+ * both take a connection of the pool instead. So does a write run again (rare).
+ */
 export function laneRequest(): LaneRequest | undefined {
   const request = requests.getStore();
-  return request && !request.held ? request : undefined;
+  if (!request || request.taken) return undefined;
+  request.taken = true;
+  return request;
 }
 
 /** The bounds of entering a lane: the wait for the transaction before, then for a connection of the pool. */
