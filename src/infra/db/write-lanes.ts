@@ -2,7 +2,7 @@
 // connection instead of waiting for each other's row locks in PostgreSQL. Such a creation sends all its statements
 // and its COMMIT without awaiting an answer (send-ahead.ts), so the next one can follow it on the same connection at
 // once: the server runs them back to back, and no backend sleeps on a lock to be woken again. Under one account's
-// concurrent sales that sleeping and waking was about a third of PostgreSQL's CPU per sale (docs/performance.md).
+// concurrent sales PostgreSQL's CPU per sale went from 0.76–0.87 to 0.51–0.52 ms (docs/performance.md).
 //
 // A lane holds a connection reserved from the pool while it has transactions, and gives it back when it has none:
 // the pool's size is still every connection the process opens. A transaction enters the lane once the one before it
