@@ -135,14 +135,15 @@ class PostgresJsConnection implements DatabaseConnection {
   ) {}
 
   private readonly answerDeadline = { error: () => new AcquireTimeoutError('query answer', this.bounds.queryMs) };
+  private readonly acquireTimeout = () => new AcquireTimeoutError('database connection', this.bounds.acquireMs);
 
   async reserve(): Promise<void> {
     if (this.reserved) return;
-    const request = this.lanes && laneRequest();
-    if (request) {
-      const ticket = await this.lanes!.enter(request.key, {
+    const laneKey = this.lanes && laneRequest();
+    if (laneKey) {
+      const ticket = await this.lanes!.enter(laneKey, {
         ms: this.bounds.acquireMs,
-        error: () => new AcquireTimeoutError('database connection', this.bounds.acquireMs),
+        error: this.acquireTimeout,
         reserve: () => this.sql.reserve(),
       });
       this.lane = { ticket, ended: false };
@@ -151,7 +152,7 @@ class PostgresJsConnection implements DatabaseConnection {
     }
     // A connection that arrives after its caller gave up goes straight back to the pool.
     this.reserved = await within(this.sql.reserve(), this.bounds.acquireMs, {
-      error: () => new AcquireTimeoutError('database connection', this.bounds.acquireMs),
+      error: this.acquireTimeout,
       late: (connection) => connection.release(),
     });
   }

@@ -14,7 +14,7 @@ import type { ReservedSql } from 'postgres';
 import { within } from '../deadline.ts';
 
 /** A write's request for a lane, for the first transaction it opens (`taken` once that one entered the lane). */
-export interface LaneRequest {
+interface LaneRequest {
   key: string;
   taken: boolean;
 }
@@ -31,11 +31,11 @@ export function onWriteLane<T>(key: string, fn: () => T): T {
  * it for ever, and work started from it that outlives it (after-commit work, a timer) carries the same async context:
  * both take a connection of the pool instead. So does a write run again (rare).
  */
-export function laneRequest(): LaneRequest | undefined {
+export function laneRequest(): string | undefined {
   const request = requests.getStore();
   if (!request || request.taken) return undefined;
   request.taken = true;
-  return request;
+  return request.key;
 }
 
 /** The bounds of entering a lane: the wait for the transaction before, then for a connection of the pool. */
@@ -48,7 +48,7 @@ export interface LaneEntry {
 /** A transaction on a lane: its connection, and what it must call once its end is sent, then once it is done. */
 export interface LaneTicket {
   connection: ReservedSql;
-  /** Its COMMIT or ROLLBACK is sent: the lane's next transaction may send its own statements. */
+  /** Its COMMIT or ROLLBACK is sent: the lane's next transaction may send its own statements (again: no effect). */
   ended(): void;
   /** A statement of it failed because the connection ended: the lane's next transaction reserves another. */
   connectionLost(): void;
@@ -91,14 +91,9 @@ class WriteLane {
       throw err;
     }
     const connection = this.connection;
-    let ended = false;
     return {
       connection,
-      ended: () => {
-        if (ended) return;
-        ended = true;
-        leave();
-      },
+      ended: leave,
       connectionLost: () => {
         if (this.connection === connection) this.lost = true;
       },
