@@ -6,6 +6,7 @@
 //   3. deliveries per second from the worker to a local receiving HTTP server.
 // Bounded: fixed counts. Run: node --import tsx bench/events.ts [writes] [deliveries]
 import http from 'node:http';
+import { sql } from 'kysely';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { CommitNotifier } from '../src/events/commit-notifier.ts';
@@ -40,6 +41,21 @@ async function fresh(): Promise<Database> {
   await migrate(database.db);
   const close = database.close.bind(database);
   return Object.assign(database, { close: () => close().finally(drop) });
+}
+
+/** Sales written before a run is timed: tables the size of a shop's first days, not empty ones. */
+const WARM_UP = 1000;
+
+/**
+ * Statistics for the tables the warm-up wrote, as autovacuum gives a server in use. A run is shorter than its visit,
+ * and a fresh database has none: PostgreSQL's plans made then (a write's generic plan, a foreign key's check) scan
+ * the tables they should look up by index, and keep doing so as the tables grow, until an ANALYZE replaces them.
+ * With no statistics, a new sale's number was looked up by a scan of the account's sales; with statistics of a few
+ * hundred rows, the items' foreign-key checks read the sales sequentially. Which runs got an autovacuum visit used to
+ * decide the ratio: 0.69× to 1.56× across runs of one build (docs/performance.md).
+ */
+async function analyze(database: Database): Promise<void> {
+  await sql`ANALYZE`.execute(database.db);
 }
 
 async function pool(count: number, fn: () => Promise<unknown>): Promise<number> {
@@ -77,7 +93,8 @@ async function saleWrites(label: string, withEvents: boolean, endpoint: boolean)
   // As served: the wake-ups of the events leave after their commits (src/events/commit-notifier.ts).
   const notifier = new CommitNotifier(database.db);
   const options = withEvents ? eventRecorder(notifier)('bench') : {};
-  for (let i = 0; i < 100; i++) await createRecord(database.db, sales, tenant, saleBody(), options); // warm up
+  for (let i = 0; i < WARM_UP; i++) await createRecord(database.db, sales, tenant, saleBody(), options); // warm up
+  await analyze(database);
   const rate = await pool(WRITES, () => createRecord(database.db, sales, tenant, saleBody(), options));
   await notifier.flushed();
   await database.close();
@@ -111,7 +128,8 @@ async function salePosts(label: string, withEvents: boolean): Promise<number> {
     });
     if (res.statusCode !== 201) throw new Error(`POST /v1/sales answered ${res.statusCode}: ${res.body}`);
   };
-  for (let i = 0; i < 100; i++) await post(); // warm up
+  for (let i = 0; i < WARM_UP; i++) await post(); // warm up
+  await analyze(database);
   const rate = await pool(WRITES, post);
   await app.close();
   await database.close();
@@ -164,22 +182,27 @@ async function deliveries(): Promise<number> {
 }
 
 console.log(`events: ${WRITES} sales per run, ${CONCURRENCY} concurrent; ${DELIVERIES} deliveries; ${engine}`);
-// Interleaved rounds: a shared machine's noise hits every variant alike. Each run on a database of its own.
+// Interleaved rounds, in alternating order: a shared machine's noise and drift hit every variant alike. Each run on a
+// database of its own.
 // The first app of the process pays V8's compilation of the whole pipeline (0.5× the later runs' rate): not counted.
 await salePosts('POST /v1/sales, warm-up of the process (not counted)', true);
 const postsWithout: number[] = [];
 const postsWith: number[] = [];
 for (let round = 0; round < 3; round++) {
-  postsWithout.push(await salePosts('POST /v1/sales, events off', false));
-  postsWith.push(await salePosts('POST /v1/sales, with its event', true));
+  const off = () => salePosts('POST /v1/sales, events off', false).then((rate) => postsWithout.push(rate));
+  const on = () => salePosts('POST /v1/sales, with its event', true).then((rate) => postsWith.push(rate));
+  for (const run of round % 2 ? [on, off] : [off, on]) await run();
 }
 const without: number[] = [];
 const withEvents: number[] = [];
 const withEndpoint: number[] = [];
 for (let round = 0; round < 3; round++) {
-  without.push(await saleWrites('create sale, events off', false, false));
-  withEvents.push(await saleWrites('create sale, with its event', true, false));
-  withEndpoint.push(await saleWrites('create sale, event + one subscribed endpoint', true, true));
+  const runs = [
+    () => saleWrites('create sale, events off', false, false).then((rate) => without.push(rate)),
+    () => saleWrites('create sale, with its event', true, false).then((rate) => withEvents.push(rate)),
+    () => saleWrites('create sale, event + one subscribed endpoint', true, true).then((rate) => withEndpoint.push(rate)),
+  ];
+  for (const run of round % 2 ? runs.reverse() : runs) await run();
 }
 await deliveries();
 const best = (xs: number[]) => Math.max(...xs);

@@ -27,6 +27,7 @@ import { registerReadRoutes } from './resources/read-routes.ts';
 import { RESOURCES } from './resources/registry.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
 import { registerRequestLogRoute } from './resources/request-log.ts';
+import { PlannerStatistics } from './infra/db/planner-statistics.ts';
 import { registerBatchRoute } from './resources/batch.ts';
 import { CommitNotifier } from './events/commit-notifier.ts';
 import { eventRecorder } from './events/record-event.ts';
@@ -51,6 +52,9 @@ export interface AppDeps {
   resources?: readonly ResourceDescriptor[];
   /** false: writes record no event. Only to measure what events cost (bench/events.ts); the service always records them. */
   recordEvents?: boolean;
+  /** How often the tables' sizes are compared with the planner's (src/infra/db/planner-statistics.ts); tests shorten
+   *  it, or turn it off with 0. */
+  plannerStatisticsEveryMs?: number;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -105,7 +109,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerRequestLogRoute(app, deps);
   registerBatchRoute(app, { config, database, rateLimiter, resources });
   registerEvents(app, deps);
+  keepPlannerStatistics(app, database, deps.plannerStatisticsEveryMs);
   return app;
+}
+
+/** Statistics for new and grown tables while the app serves: plans made without them scan what they should look up. */
+function keepPlannerStatistics(app: FastifyInstance, database: Database, everyMs?: number): void {
+  if (everyMs === 0) return;
+  const statistics = new PlannerStatistics(database, app.log, everyMs);
+  app.addHook('onReady', async () => statistics.start());
+  app.addHook('onClose', async () => statistics.close());
 }
 
 /** The NOTIFYs of committed events, sent before the database closes. */
