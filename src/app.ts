@@ -27,7 +27,7 @@ import { registerReadRoutes } from './resources/read-routes.ts';
 import { RESOURCES } from './resources/registry.ts';
 import { registerWriteRoutes } from './resources/write-routes.ts';
 import { registerRequestLogRoute } from './resources/request-log.ts';
-import { PlannerStatistics } from './infra/db/planner-statistics.ts';
+import { TableMaintenance } from './infra/db/table-maintenance.ts';
 import { registerBatchRoute } from './resources/batch.ts';
 import { CommitNotifier } from './events/commit-notifier.ts';
 import { eventRecorder } from './events/record-event.ts';
@@ -52,9 +52,9 @@ export interface AppDeps {
   resources?: readonly ResourceDescriptor[];
   /** false: writes record no event. Only to measure what events cost (bench/events.ts); the service always records them. */
   recordEvents?: boolean;
-  /** How often the tables' sizes are compared with the planner's (src/infra/db/planner-statistics.ts); tests shorten
+  /** How often the tables are checked for a due ANALYZE or VACUUM (src/infra/db/table-maintenance.ts); tests shorten
    *  it, or turn it off with 0. */
-  plannerStatisticsEveryMs?: number;
+  tableMaintenanceEveryMs?: number;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -109,16 +109,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerRequestLogRoute(app, deps);
   registerBatchRoute(app, { config, database, rateLimiter, resources });
   registerEvents(app, deps);
-  keepPlannerStatistics(app, database, deps.plannerStatisticsEveryMs);
+  keepTablesMaintained(app, database, deps.tableMaintenanceEveryMs);
   return app;
 }
 
-/** Statistics for new and grown tables while the app serves: plans made without them scan what they should look up. */
-function keepPlannerStatistics(app: FastifyInstance, database: Database, everyMs?: number): void {
+/** Statistics for new and grown tables while the app serves (plans made without them scan what they should look
+ *  up), and on PGlite, which has no autovacuum, the vacuuming of dead rows. */
+function keepTablesMaintained(app: FastifyInstance, database: Database, everyMs?: number): void {
   if (everyMs === 0) return;
-  const statistics = new PlannerStatistics(database, app.log, everyMs);
-  app.addHook('onReady', async () => statistics.start());
-  app.addHook('onClose', async () => statistics.close());
+  const maintenance = new TableMaintenance(database, app.log, everyMs);
+  app.addHook('onReady', async () => maintenance.start());
+  app.addHook('onClose', async () => maintenance.close());
 }
 
 /** The NOTIFYs of committed events, sent before the database closes. */

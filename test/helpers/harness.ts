@@ -36,8 +36,8 @@ export interface TestServerOptions {
   resources?: readonly ResourceDescriptor[];
   /** Sees every statement the app builds on its own database (a recorder of the SQL sent). */
   plugin?: KyselyPlugin;
-  /** How often the app compares the tables' sizes with the planner's statistics (0: never). */
-  plannerStatisticsEveryMs?: number;
+  /** How often the app checks its tables for a due ANALYZE or VACUUM (0: never). */
+  tableMaintenanceEveryMs?: number;
 }
 
 export interface AccountOptions {
@@ -133,7 +133,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     logger: options.logger ?? false,
     serverLimits: options.serverLimits,
     resources: options.resources,
-    plannerStatisticsEveryMs: options.plannerStatisticsEveryMs,
+    tableMaintenanceEveryMs: options.tableMaintenanceEveryMs,
   });
   if (options.extraRoutes) {
     // Test-only routes are served but are no part of the API description, nor of its contract.

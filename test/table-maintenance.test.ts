@@ -1,12 +1,12 @@
-// Statistics for new and grown tables (src/infra/db/planner-statistics.ts), on the suite's real database (PGlite or
-// PostgreSQL). Plans made without statistics scan what they should look up: a new sale's next number was found by
-// reading the account's every sale. Probe tables are made with autovacuum off, so only the check under test analyzes
-// them.
+// Table maintenance (src/infra/db/table-maintenance.ts), on the suite's real database (PGlite or PostgreSQL):
+// statistics for new and grown tables, since plans made without them scan what they should look up (a new sale's
+// next number was found by reading the account's every sale), and on PGlite, which has no autovacuum, the vacuuming
+// of dead rows. Probe tables are made with autovacuum off, so only the check under test maintains them.
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
-import { analyzeGrownTables } from '../src/infra/db/planner-statistics.ts';
+import { maintainTables } from '../src/infra/db/table-maintenance.ts';
 import { numberedSaleInsert } from '../src/resources/writes/transaction-number.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
 
@@ -15,7 +15,7 @@ type PlanNode = Record<string, any> & { Plans?: PlanNode[] };
 let s: TestServer;
 before(async () => {
   // The server's own checks are off here: each test calls the check itself, at the moments it chooses.
-  s = await startTestServer({ plannerStatisticsEveryMs: 0 });
+  s = await startTestServer({ tableMaintenanceEveryMs: 0 });
 });
 after(() => s?.close());
 
@@ -40,7 +40,7 @@ test('a table with rows and no statistics is analyzed; an empty one is left alon
   const filled = await probeTable(s);
   await fill(s, filled, 1, 100);
   assert.equal(await reltuples(s, filled), -1);
-  const analyzed = await analyzeGrownTables(s.database);
+  const { analyzed } = await maintainTables(s.database);
   assert.ok(analyzed.includes(filled), `analyzed: ${analyzed.join(', ')}`);
   assert.ok(!analyzed.includes(empty));
   assert.equal(await reltuples(s, filled), 100);
@@ -50,13 +50,13 @@ test('a table with rows and no statistics is analyzed; an empty one is left alon
 test('a table is analyzed again once it has grown by a tenth and eight pages since', async () => {
   const table = await probeTable(s);
   await fill(s, table, 1, 1000);
-  assert.ok((await analyzeGrownTables(s.database)).includes(table));
-  assert.ok(!(await analyzeGrownTables(s.database)).includes(table), 'not again at the same size');
+  assert.ok((await maintainTables(s.database)).analyzed.includes(table));
+  assert.ok(!(await maintainTables(s.database)).analyzed.includes(table), 'not again at the same size');
   await fill(s, table, 1001, 1100);
-  assert.ok(!(await analyzeGrownTables(s.database)).includes(table), 'not for three more pages');
+  assert.ok(!(await maintainTables(s.database)).analyzed.includes(table), 'not for three more pages');
   assert.equal(await reltuples(s, table), 1000);
   await fill(s, table, 1101, 2000);
-  assert.ok((await analyzeGrownTables(s.database)).includes(table), 'again at nearly twice the size');
+  assert.ok((await maintainTables(s.database)).analyzed.includes(table), 'again at nearly twice the size');
   assert.equal(await reltuples(s, table), 2000);
 });
 
@@ -68,7 +68,7 @@ test("with statistics, a sale's next number is looked up by the number's index, 
   await sql`insert into tenant_counters (team_id, mode, name, value) values (${account.id}, 'live', 'transaction_number', 2000)`.execute(
     s.db,
   );
-  await analyzeGrownTables(s.database);
+  await maintainTables(s.database);
   assert.ok((await reltuples(s, 'transactions')) >= 2000, 'transactions has statistics');
   // The statement a sale of an account whose counter the process knows sends (EXPLAIN only: nothing is written).
   const sale = { id: randomUUID(), transaction_type: 'sale', status: 'pending', created_at: new Date().toISOString() };
@@ -88,8 +88,37 @@ test("with statistics, a sale's next number is looked up by the number's index, 
   assert.match(String(scans[0]!['Index Cond']), /transaction_number = /, JSON.stringify(scans[0]));
 });
 
+test('dead rows are vacuumed on PGlite, which has no autovacuum, and left to autovacuum on PostgreSQL', async () => {
+  const table = await probeTable(s);
+  await fill(s, table, 1, 1000);
+  await maintainTables(s.database);
+  await sql.raw(`delete from ${table} where id <= 600`).execute(s.db);
+  // A session reports its deletions to the statistics at most once a second: the check counts them once reported.
+  const reported = Date.now() + 20_000;
+  const deadRows = async () =>
+    Number(
+      (await sql<{ dead: number }>`select n_dead_tup as dead from pg_stat_user_tables where relname = ${table}`.execute(s.db)).rows[0]
+        ?.dead,
+    );
+  while ((await deadRows()) < 600 && Date.now() < reported) await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(await deadRows(), 600);
+  const done = await maintainTables(s.database);
+  if (s.database.engine === 'pglite') {
+    assert.deepEqual(
+      [done.vacuumed.includes(table), done.analyzed.includes(table)],
+      [true, false],
+      'vacuumed (and analyzed with it), not merely analyzed',
+    );
+    assert.equal(await deadRows(), 0);
+    assert.equal(await reltuples(s, table), 400);
+  } else {
+    assert.ok(!done.vacuumed.includes(table) && !done.analyzed.includes(table), JSON.stringify(done));
+    assert.equal(await deadRows(), 600);
+  }
+});
+
 test('a serving app analyzes a new table with rows by itself', async () => {
-  const own = await startTestServer({ plannerStatisticsEveryMs: 50 });
+  const own = await startTestServer({ tableMaintenanceEveryMs: 50 });
   try {
     const table = await probeTable(own);
     await fill(own, table, 1, 500);
