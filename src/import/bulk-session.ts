@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { DatabaseDriver } from '../infra/db/database.ts';
+import { quoteIdentifier } from '../infra/db/identifiers.ts';
 
 export interface BulkSession {
   query<T = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<T[]>;
@@ -20,8 +21,6 @@ export interface OpenCopy {
   /** Resolves once the server has every row; rejects with its refusal. */
   end(): Promise<void>;
 }
-
-export const quoteIdentifier = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
 
 const copyStatement = (table: string, columns: readonly string[], from: string) =>
   `COPY ${quoteIdentifier(table)} (${columns.map(quoteIdentifier).join(', ')}) FROM ${from}`;

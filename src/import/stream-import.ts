@@ -19,7 +19,8 @@ import {
   TENANT_COLUMNS,
 } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
-import { type BulkSession, inBulkTransaction, type OpenCopy, quoteIdentifier } from './bulk-session.ts';
+import { type BulkSession, inBulkTransaction, type OpenCopy } from './bulk-session.ts';
+import { quoteIdentifier } from '../infra/db/identifiers.ts';
 import { type ColumnSpec, loadTableSpecs, type TableSpec } from './column-spec.ts';
 import { copyValue } from './copy-text.ts';
 import { DataTransferError } from './import-error.ts';

@@ -21,6 +21,7 @@ import {
 } from 'kysely';
 import type { ReservedSql, Sql } from 'postgres';
 import { currentCommitScope, lsnToNumber } from './commit-lsn.ts';
+import { quoteIdentifier } from './identifiers.ts';
 import { type DeferredStatement, deferredStatements } from './send-ahead.ts';
 import { type LaneTicket, laneRequest, type WriteLanes } from './write-lanes.ts';
 import { within } from '../deadline.ts';
@@ -352,13 +353,13 @@ class PostgresJsDriver implements Driver {
     await connection.rollback();
   }
   async savepoint(connection: PostgresJsConnection, name: string): Promise<void> {
-    await connection.executeQuery(raw(`savepoint ${quoteIdent(name)}`));
+    await connection.executeQuery(raw(`savepoint ${quoteIdentifier(name)}`));
   }
   async rollbackToSavepoint(connection: PostgresJsConnection, name: string): Promise<void> {
-    await connection.executeQuery(raw(`rollback to savepoint ${quoteIdent(name)}`));
+    await connection.executeQuery(raw(`rollback to savepoint ${quoteIdentifier(name)}`));
   }
   async releaseSavepoint(connection: PostgresJsConnection, name: string): Promise<void> {
-    await connection.executeQuery(raw(`release savepoint ${quoteIdent(name)}`));
+    await connection.executeQuery(raw(`release savepoint ${quoteIdentifier(name)}`));
   }
   async releaseConnection(connection: PostgresJsConnection): Promise<void> {
     connection.release();
@@ -383,4 +384,3 @@ function resultOf<R>(result: RowList): QueryResult<R> {
 const END_TIMEOUT_SECONDS = 5;
 
 const raw = (sql: string) => CompiledQuery.raw(sql);
-const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;

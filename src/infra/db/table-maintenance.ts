@@ -19,6 +19,7 @@
 // no query plugin sees them.
 import { CompiledQuery } from 'kysely';
 import type { Database } from './database.ts';
+import { quoteIdentifier } from './identifiers.ts';
 
 /** How often the sizes are compared. */
 export const CHECK_EVERY_MS = 10_000;
@@ -48,8 +49,6 @@ const TABLES_DUE = `
   ) due
   WHERE stale OR vacuum
   ORDER BY name`;
-
-const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /** What one check did: the tables analyzed, and those vacuumed (and analyzed with it). */
 export interface Maintained {
