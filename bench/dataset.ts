@@ -12,7 +12,7 @@ import { createKey } from '../src/accounts/key-repository.ts';
 import { MODULES } from '../src/domain/modules.ts';
 import { importObject } from '../src/import/stream-import.ts';
 import { type Database, openDatabase } from '../src/infra/db/database.ts';
-import { migrate } from '../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../src/events/capture/setup.ts';
 
 export interface Dataset {
   customers: number;
@@ -140,7 +140,7 @@ export async function ensureDataset(url: string, dir: string, customerCount: num
   const database = await openDatabase({ databaseUrl: url, dataDir: 'memory://' });
   const { db } = database;
   try {
-    await migrate(db);
+    await prepareDatabase(database);
     const large = await createAccount(db, {
       name: 'bench large',
       plan_code: 'enterprise',

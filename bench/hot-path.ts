@@ -8,7 +8,7 @@ import { benchAccount } from './bench-account.ts';
 import { loadConfig } from '../src/config.ts';
 import { generateApiKey } from '../src/domain/api-keys.ts';
 import { openDatabase } from '../src/infra/db/database.ts';
-import { migrate } from '../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../src/events/capture/setup.ts';
 
 const UNKNOWN = generateApiKey('balcao', 'live').key;
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4_000);
@@ -16,7 +16,7 @@ const CONCURRENCY = 16;
 
 async function run(label: string, keyCache: { freshMs?: number; maxAgeMs?: number }, pickKey: (key: string) => string) {
   const database = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: 'memory://' });
-  await migrate(database.db);
+  await prepareDatabase(database);
   const config = loadConfig({ PORT: '0' });
   const app = await buildApp({ config, database, logger: false, keyCache });
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -8,7 +8,7 @@ import { buildApp } from '../src/app.ts';
 import { benchAccount } from './bench-account.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/infra/db/database.ts';
-import { migrate } from '../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../src/events/capture/setup.ts';
 import { encodeCursor } from '../src/query/cursor.ts';
 
 const RECORDS = Math.min(Number(process.argv[2] ?? 200_000), 2_000_000);
@@ -16,7 +16,7 @@ const SAMPLES = 200;
 const PAGE = 100;
 
 const database = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: 'memory://' });
-await migrate(database.db);
+await prepareDatabase(database);
 const { db } = database;
 const config = loadConfig({ PORT: '0' });
 const { accountId, key } = await benchAccount(db, config.keyBrand);

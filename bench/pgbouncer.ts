@@ -14,7 +14,7 @@ import { createAccount } from '../src/accounts/account-repository.ts';
 import { createKey } from '../src/accounts/key-repository.ts';
 import { MODULES } from '../src/domain/modules.ts';
 import { openDatabase } from '../src/infra/db/database.ts';
-import { migrate } from '../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../src/events/capture/setup.ts';
 import { startPgBouncer } from '../test/helpers/pgbouncer-server.ts';
 import { spawnServe } from '../test/helpers/serve-process.ts';
 import { startPostgres } from './throwaway-servers.ts';
@@ -58,7 +58,7 @@ try {
   const database = await openDatabase({ databaseUrl: url, dataDir: '' });
   let key: string;
   try {
-    await migrate(database.db);
+    await prepareDatabase(database);
     const account = await createAccount(database.db, {
       name: 'bench',
       plan_code: 'enterprise',

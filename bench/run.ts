@@ -15,7 +15,6 @@ const benches: { file: string; args: string[] }[] = [
   { file: 'pagination.ts', args: [quick ? '50000' : '200000'] },
   { file: 'rate-limit.ts', args: [redisUrl] },
   { file: 'import.ts', args: [quick ? '10000' : '100000'] },
-  { file: 'events.ts', args: quick ? ['500', '300'] : ['1500', '1000'] },
 ];
 
 let failed = 0;

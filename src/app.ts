@@ -29,8 +29,8 @@ import { registerWriteRoutes } from './resources/write-routes.ts';
 import { registerRequestLogRoute } from './resources/request-log.ts';
 import { TableMaintenance } from './infra/db/table-maintenance.ts';
 import { registerBatchRoute } from './resources/batch.ts';
-import { CommitNotifier } from './events/commit-notifier.ts';
-import { eventRecorder } from './events/record-event.ts';
+import { type ChangeCapture, changeCapture } from './events/capture/change-capture.ts';
+import { originMarker } from './events/write-origin.ts';
 import { registerEvents } from './webhooks/register.ts';
 import './http/context.ts';
 
@@ -50,8 +50,8 @@ export interface AppDeps {
   keyCache?: KeyCacheOptions;
   /** The resources served; default: the registry (a test serves a fixture resource this way). */
   resources?: readonly ResourceDescriptor[];
-  /** false: writes record no event. Only to measure what events cost (bench/events.ts); the service always records them. */
-  recordEvents?: boolean;
+  /** The change capture; default: one for the database's engine, started once the app listens (events/capture). */
+  capture?: ChangeCapture;
   /** How often the tables are checked for a due ANALYZE or VACUUM (src/infra/db/table-maintenance.ts); tests shorten
    *  it, or turn it off with 0. */
   tableMaintenanceEveryMs?: number;
@@ -90,25 +90,33 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest('auth', null);
   app.decorateRequest('tenant', null);
   app.decorate('database', database);
-  registerPipeline(app, deps, limits, rateLimiter);
+  const capture =
+    deps.capture ??
+    changeCapture(database, { url: config.listenDatabaseUrl ?? config.databaseUrl, log: app.log.child({ component: 'capture' }) });
+  registerPipeline(app, deps, limits, rateLimiter, capture);
 
   // Before every route: @fastify/swagger collects the routes as they register.
   const resources = deps.resources ?? RESOURCES;
   registerDeprecation(app, config.publicUrl);
   await registerOpenApi(app, config, resources);
   registerDocs(app, config);
-  registerHealthRoutes(app, database, rateLimiter, { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping });
-  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, public: config.metricsPublic, reads: database.reads });
+  registerHealthRoutes(app, database, rateLimiter, {
+    timeoutMs: config.readinessTimeoutMs,
+    stopping: () => lifecycle.stopping,
+    capture: () => capture.status(),
+  });
+  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, public: config.metricsPublic, reads: database.reads, capture });
   registerMeRoute(app, rateLimiter);
   registerReadRoutes(app, { ...deps, resources });
   registerWriteRoutes(app, {
     ...deps,
     resources,
-    recordWrite: deps.recordEvents === false ? undefined : eventRecorder(commitNotifier(app, database)),
+    // The embedded database's capture looks at its change log as soon as a write commits.
+    recordWrite: originMarker(() => capture.written('', 0)),
   });
   registerRequestLogRoute(app, deps);
   registerBatchRoute(app, { config, database, rateLimiter, resources });
-  registerEvents(app, deps);
+  registerEvents(app, { ...deps, capture });
   keepTablesMaintained(app, database, deps.tableMaintenanceEveryMs);
   return app;
 }
@@ -120,13 +128,6 @@ function keepTablesMaintained(app: FastifyInstance, database: Database, everyMs?
   const maintenance = new TableMaintenance(database, app.log, everyMs);
   app.addHook('onReady', async () => maintenance.start());
   app.addHook('onClose', async () => maintenance.close());
-}
-
-/** The NOTIFYs of committed events, sent before the database closes. */
-function commitNotifier(app: FastifyInstance, database: Database): CommitNotifier {
-  const notifier = new CommitNotifier(database.db, (err) => app.log.warn({ err }, 'event wake-up (NOTIFY) not sent'));
-  app.addHook('onClose', () => notifier.flushed());
-  return notifier;
 }
 
 /** Fastify with the spec's limits, our errors for what fails before a route, and one validator and serializer compiler. */
@@ -164,7 +165,13 @@ function createFastify(deps: AppDeps, limits: ServerLimits): FastifyInstance {
 
 /** What every request passes before its route: request id and header limits, the access log, authentication
  *  and rate limit, and the errors of requests no route takes. */
-function registerPipeline(app: FastifyInstance, deps: AppDeps, limits: ServerLimits, rateLimiter: RateLimiter): void {
+function registerPipeline(
+  app: FastifyInstance,
+  deps: AppDeps,
+  limits: ServerLimits,
+  rateLimiter: RateLimiter,
+  capture: ChangeCapture,
+): void {
   const { config, database } = deps;
   const keyCache = new KeyCache(database.lookups ?? database.db, { now: deps.now, ...deps.keyCache });
   const routes = trackRoutes(app);
@@ -182,10 +189,10 @@ function registerPipeline(app: FastifyInstance, deps: AppDeps, limits: ServerLim
     done();
   });
   registerAccessLog(app);
-  if (database.reads) {
-    database.reads.setLogger((level, details, message) => app.log[level](details, message));
-    registerReadYourWrites(app, database.reads);
-  }
+  database.reads?.setLogger((level, details, message) => app.log[level](details, message));
+  // On PostgreSQL every write's commit position is noted: the feed waits for capture to pass it (and replicas).
+  if (database.engine === 'postgres')
+    registerReadYourWrites(app, { reads: database.reads, written: (tenant, at) => capture.written(tenant, at) });
   app.addHook('onRequest', createAuthenticateHook({ keyCache, rateLimiter, keyBrand: config.keyBrand, now: deps.now }));
   app.addHook('onClose', async () => {
     await rateLimiter.close();

@@ -15,8 +15,8 @@ import { RESOURCES } from '../src/resources/registry.ts';
 import { sales } from '../src/resources/sales.ts';
 import { sharedStatementCache, statementCache } from '../src/infra/db/statement-cache.ts';
 import { constantSql, insertStatement, insertsStatement } from '../src/resources/insert-statement.ts';
-import { NUMBER_IN_STATEMENT, numberedSaleInsert, numberOf } from '../src/resources/writes/transaction-number.ts';
-import { EVENT_STATEMENT, eventShape, eventStatementShape } from '../src/events/record-event.ts';
+import { numberedSaleInsert, numberOf } from '../src/resources/writes/transaction-number.ts';
+import { ORIGIN_STATEMENT, originShape, originStatementShape } from '../src/events/write-origin.ts';
 import { IdempotencyStore } from '../src/infra/idempotency-store.ts';
 import { placeholder } from '../src/infra/db/send-ahead.ts';
 import { builtShape, compiledShape } from '../src/infra/db/sql-shape.ts';
@@ -59,10 +59,10 @@ describe('statement cache', () => {
     }
   });
 
-  test("a write's event statement, with its log entry, key record and settled number: one template per shape", () => {
+  test("a write's origin statement, with its log entry, key record and settled number: one template per shape", () => {
     const fresh = new Kysely<any>({ dialect });
     const store = new IdempotencyStore(db);
-    const shapeFor = (i: number, fanOut: boolean) => {
+    const shapeFor = (i: number) => {
       const scope = tenants[i]!;
       const id = [ID_A, ID_B][i]!;
       const number = placeholder(numberOf(scope, id));
@@ -87,20 +87,16 @@ describe('statement cache', () => {
           ),
         },
       ];
-      return eventStatementShape(
-        eventShape(scope, 'sale.created', 'sales', `req-${i}`, `{"i":${i},"n":"${number.token}"}`, [number], besides, fanOut),
-      );
+      return originStatementShape(`{"key_id":"${ID_A}","request_id":"req-${i}"}`, besides);
     };
-    for (const fanOut of [false, true]) {
-      for (const i of [0, 1]) {
-        const shape = shapeFor(i, fanOut);
-        const built = plain(builtShape(shape).compile(fresh));
-        assert.deepEqual(plain(compiledShape(db, EVENT_STATEMENT, shape)), built);
-        assert.ok(built.parameters.includes(tenants[i]!.accountId) && built.parameters.includes(`req-${i}`));
-      }
+    for (const i of [0, 1]) {
+      const shape = shapeFor(i);
+      const built = plain(builtShape(shape).compile(fresh));
+      assert.deepEqual(plain(compiledShape(db, ORIGIN_STATEMENT, shape)), built);
+      assert.ok(built.parameters.includes(tenants[i]!.accountId) && built.parameters.includes(`req-${i}`));
     }
-    // Every value is a parameter, so each shape has a template: nothing is built again per write.
-    assert.equal(sharedStatementCache(db).cachedShapes(EVENT_STATEMENT), 2);
+    // Every value is a parameter, so the shape has one template: nothing is built again per write.
+    assert.equal(sharedStatementCache(db).cachedShapes(ORIGIN_STATEMENT), 1);
   });
 
   test('the row limit is written into the text (one text per limit), never sent as a parameter', () => {
@@ -218,17 +214,15 @@ describe('statement cache', () => {
           'the items go as one JSON parameter',
         );
       }
-      // With the sale's event as the statement's tail (its CTEs and answer columns), without and with fan-out.
-      for (const fanOut of [false, true]) {
-        const tail = eventShape(tenant, 'sale.created', 'sales', `req-${i}`, `{"i":${i}}`, [placeholder(NUMBER_IN_STATEMENT)], [], fanOut);
-        const built = plain(numberedSaleInsert(fresh, tenant, sale, false, followUps, true, tail));
-        assert.deepEqual(plain(numberedSaleInsert(db, tenant, sale, false, followUps, true, tail)), built);
-        assert.ok(built.parameters.includes(`req-${i}`) && built.parameters.includes(`{"i":${i}}`));
-        assert.match(
-          built.sql,
-          /"event" as \(INSERT INTO events .* select "transaction_number", \(SELECT count\(\*\) FROM event\) as "recorded"/s,
-        );
-      }
+      // With the origin's mark as the statement's tail (its CTEs and answer columns).
+      const tail = originShape(`{"key_id":null,"request_id":"req-${i}"}`, []);
+      const built = plain(numberedSaleInsert(fresh, tenant, sale, false, followUps, true, tail));
+      assert.deepEqual(plain(numberedSaleInsert(db, tenant, sale, false, followUps, true, tail)), built);
+      assert.ok(built.parameters.includes(`{"key_id":null,"request_id":"req-${i}"}`));
+      assert.match(
+        built.sql,
+        /"origin" as \(SELECT balcao_mark_origin\(.* select "transaction_number", \(SELECT count\(\*\) FROM origin\) as "recorded"/s,
+      );
     }
   });
 

@@ -1,7 +1,7 @@
 // `balcao migrate`: create or upgrade the schema and exit.
 import type { Command } from 'commander';
 import { openDatabase } from '../infra/db/database.ts';
-import { migrate } from '../infra/db/migrate.ts';
+import { prepareDatabase } from '../events/capture/setup.ts';
 import { commandContext, output } from './runtime.ts';
 
 export function registerMigrateCommand(program: Command): void {
@@ -13,7 +13,7 @@ export function registerMigrateCommand(program: Command): void {
       const { config } = commandContext();
       const database = await openDatabase({ ...config, readDatabaseUrls: [] }, 'balcao migrate');
       try {
-        const applied = await migrate(database.db);
+        const applied = await prepareDatabase(database);
         output(!!flags.json, { applied, database: database.engine }, () =>
           applied.length ? `applied ${applied.join(', ')}` : 'schema is up to date',
         );

@@ -24,13 +24,13 @@ export async function withDatabase<T>(
 ): Promise<T> {
   // Loaded here, not at the top: `balcao --help` and usage errors never load a database driver.
   const { openDatabase } = await import('../infra/db/database.ts');
-  const { migrate } = await import('../infra/db/migrate.ts');
+  const { prepareDatabase } = await import('../events/capture/setup.ts');
   // An operator's command (an import, an export) may run long statements on purpose: only the server's bounded.
   // Only a command that only reads (an export) opens the read replicas.
   const readDatabaseUrls = options.readReplicas ? config.readDatabaseUrls : [];
   const database = await openDatabase({ ...config, readDatabaseUrls, dbTimeouts: { ...config.dbTimeouts, statementMs: 0 } }, holder);
   try {
-    await migrate(database.db);
+    await prepareDatabase(database);
     return await fn(database);
   } finally {
     await database.close();

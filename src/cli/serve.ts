@@ -89,10 +89,13 @@ export async function startServing(
 }
 
 export async function openMigrated(config: Config, holder: string): Promise<Database> {
-  const [{ openDatabase }, { migrate }] = await Promise.all([import('../infra/db/database.ts'), import('../infra/db/migrate.ts')]);
+  const [{ openDatabase }, { prepareDatabase }] = await Promise.all([
+    import('../infra/db/database.ts'),
+    import('../events/capture/setup.ts'),
+  ]);
   const database = await openDatabase(config, holder);
   try {
-    await migrate(database.db);
+    await prepareDatabase(database);
     return database;
   } catch (err) {
     await database.close();
@@ -123,9 +126,12 @@ export function registerServeCommand(program: Command): void {
       // on the main thread: started after them, the compile used to finish after the app was built.
       if (!config.databaseUrl) compileEngine().catch(() => {}); // a failure is reported by the open
       loadServing();
-      const [{ startDatabase }, { migrate }] = await Promise.all([import('../infra/db/database.ts'), import('../infra/db/migrate.ts')]);
+      const [{ startDatabase }, { prepareDatabase }] = await Promise.all([
+        import('../infra/db/database.ts'),
+        import('../events/capture/setup.ts'),
+      ]);
       const { database, open } = await startDatabase(config, 'balcao serve');
-      const migrated = open.then(() => migrate(database.db));
+      const migrated = open.then(() => prepareDatabase(database));
       // Awaited by startServing before it listens; until then a failure must not count as unhandled.
       migrated.catch(() => {});
       try {

@@ -8,6 +8,7 @@ import { errors } from '../errors/app-error.ts';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { ReadRunner } from '../infra/db/read-router.ts';
 import { idParamsSchema, listQuerySchema, sparseSchema } from '../query/schemas.ts';
+import type { ChangeCapture } from './capture/change-capture.ts';
 import type { EventBus } from './event-bus.ts';
 import { MAX_HELD_PER_KEY } from './event-bus.ts';
 import { eventRow } from './event-schema.ts';
@@ -59,7 +60,7 @@ function eventsQuerySchema(): TObject {
   return Type.Object({ ...base.properties, wait } as Record<string, TSchema>, { additionalProperties: true });
 }
 
-export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus: EventBus): void {
+export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus: EventBus, capture: ChangeCapture): void {
   const list = { whole: listEnvelopeSchema(eventRow), sparse: listEnvelopeSchema(sparseSchema(eventRow)) };
   const routes = typedRoutes(app);
   // Typed as any schema: the handler answers the record as read (a Row), which the serializer checks.
@@ -81,7 +82,7 @@ export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus:
       },
     },
     async (request, reply) => {
-      const page = await eventPage(read, bus, request, reply);
+      const page = await eventPage(read, bus, capture, request, reply);
       reply
         .serializer(reply.compileSerializationSchema(page.sparse ? list.sparse : list.whole, '200'))
         .type('application/json; charset=utf-8');
@@ -103,16 +104,25 @@ export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus:
     },
     async (request) => {
       const { tenant, resources } = callerOf(request);
+      await capture.caughtUp(tenantChannelKey(tenant.accountId, tenant.mode));
       return itemEnvelope(request, await read(request.auth?.keyId, (db) => getEvent(db, tenant, resources, request.params.id)));
     },
   );
 }
 
 /** The page a list of events answers; with `wait`, a page that would be empty waits for an event first. */
-async function eventPage(read: ReadRunner, bus: EventBus, request: FastifyRequest, reply: FastifyReply): Promise<EventPage> {
+async function eventPage(
+  read: ReadRunner,
+  bus: EventBus,
+  capture: ChangeCapture,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<EventPage> {
   const { auth, tenant, resources } = callerOf(request);
   const wait = parseWait(request.query);
   const channel = tenantChannelKey(tenant.accountId, tenant.mode);
+  // A write answered before this read is in the feed: its events are made once capture has passed its commit.
+  await capture.caughtUp(channel);
   const look = (keyId: string | null) => read(keyId, (db) => listEvents(db, tenant, resources, request.query));
   // Listening starts before the first look (in memory, no query): an event committed after the look
   // but before the wait still wakes the poll, instead of being missed until the deadline.

@@ -26,7 +26,22 @@ export const eventRow = Type.Object(
     data: eventDataSchema(
       Type.Record(Type.String(), Type.Unknown(), { description: 'The record exactly as GET returns it after the write.' }),
     ),
-    request_id: F.textOrNull({ description: 'The `X-Request-Id` of the write.' }),
+    request_id: F.textOrNull({ description: 'The `X-Request-Id` of the write through the API; null for other writers.' }),
+    origin: Type.Unsafe<{ type: 'api' | 'outside'; key_id?: string | null; request_id?: string | null }>(
+      Type.Object(
+        {
+          type: Type.String({
+            enum: ['api', 'outside'],
+            description: "`api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.",
+          }),
+          key_id: Type.Optional(Type.Union([F.uuid(), Type.Null()], { description: 'With `api`: the id of the API key that wrote.' })),
+          request_id: Type.Optional(
+            Type.Union([Type.String(), Type.Null()], { description: 'With `api`: the `X-Request-Id` of the write.' }),
+          ),
+        },
+        { additionalProperties: false, description: 'Who made the change.' },
+      ),
+    ),
   },
   { title: 'Event' },
 );

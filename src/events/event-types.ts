@@ -1,7 +1,8 @@
-// The event types of the change feed: `<object>.<action>` for each writable resource, and the
-// patterns a webhook endpoint may subscribe with (`customer.created`, `sale.*`, `*`). All of it
-// follows from the descriptors (resources/registry.ts): a resource made writable records events.
-import { eventObjectOf, type ResourceDescriptor, writableOf } from '../resources/descriptor.ts';
+// The event types of the change feed: `<object>.<action>` for every served resource (capture makes events of
+// every committed change, whoever wrote it: the read-only resources change too), and the patterns a webhook
+// endpoint may subscribe with (`customer.created`, `product.*`, `*`). All of it follows from the descriptors
+// (resources/registry.ts).
+import { eventObjectOf, type ResourceDescriptor } from '../resources/descriptor.ts';
 import { RESOURCES } from '../resources/registry.ts';
 
 export const EVENT_ACTIONS = ['created', 'updated', 'deleted'] as const;
@@ -13,14 +14,14 @@ export const EVENT_OBJECTS: Readonly<Record<string, string>> = Object.fromEntrie
 
 export const EVENT_RESOURCES: readonly string[] = RESOURCES.map((d) => d.name);
 
-/** The event types the resources record: `<object>.<action>` for each one with a write side. */
+/** The event types of the resources: `<object>.<action>` for each one. */
 export const eventTypesOf = (resources: readonly ResourceDescriptor[]): string[] =>
-  writableOf(resources).flatMap((d) => EVENT_ACTIONS.map((a) => `${eventObjectOf(d)}.${a}`));
+  resources.flatMap((d) => EVENT_ACTIONS.map((a) => `${eventObjectOf(d)}.${a}`));
 
 export const EVENT_TYPES: readonly string[] = eventTypesOf(RESOURCES);
 
 /** Every pattern an endpoint may list in `enabled_events`. */
-export const EVENT_PATTERNS: readonly string[] = ['*', ...writableOf(RESOURCES).map((d) => `${eventObjectOf(d)}.*`), ...EVENT_TYPES];
+export const EVENT_PATTERNS: readonly string[] = ['*', ...RESOURCES.map((d) => `${eventObjectOf(d)}.*`), ...EVENT_TYPES];
 
 export const eventType = (object: string, action: EventAction): string => `${object}.${action}`;
 

@@ -14,6 +14,15 @@ const ReadinessSchema = Type.Object({
   status: Type.Unsafe<'ready' | 'unavailable'>({ type: 'string', enum: ['ready', 'unavailable'] }),
   database: Type.Object({ engine: Type.String(), healthy: Type.Boolean() }),
   rate_limit_store: Type.Object({ store: Type.String(), healthy: Type.Boolean() }),
+  // Informative: a capture that stops delays events, it does not stop the API (docs/operations.md says what to alert on).
+  capture: Type.Optional(
+    Type.Object({
+      state: Type.String(),
+      lag_bytes: Type.Unsafe<number | null>({ type: ['integer', 'null'] }),
+      lag_seconds: Type.Number(),
+      reason: Type.Optional(Type.String()),
+    }),
+  ),
   // With BALCAO_READ_DATABASE_URL: informative only, the primary serves every read a replica cannot.
   read_replicas: Type.Optional(
     Type.Array(
@@ -31,6 +40,36 @@ export interface ReadinessOptions {
   timeoutMs: number;
   /** True once a graceful stop began: the load balancer must stop sending here at once. */
   stopping: () => boolean;
+  /** The change capture's state and lag (events/capture). */
+  capture?: () => Promise<CaptureReport>;
+}
+
+export interface CaptureReport {
+  state: string;
+  lagBytes: number | null;
+  lagSeconds: number;
+  reason?: string;
+}
+
+/** The capture's report within `ms`, or nothing. */
+async function captureReport(readiness: ReadinessOptions, ms: number) {
+  if (!readiness.capture) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    const report = await Promise.race([readiness.capture().catch(() => undefined), deadline]);
+    if (!report) return undefined;
+    return {
+      state: report.state,
+      lag_bytes: report.lagBytes,
+      lag_seconds: Math.round(report.lagSeconds * 1000) / 1000,
+      ...(report.reason ? { reason: report.reason } : {}),
+    };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The database answers within `ms`, or not (a locked pool or a dead server must not hold readiness). */
@@ -62,10 +101,12 @@ export function registerHealthRoutes(app: FastifyInstance, database: Database, r
     },
     async (_request, reply) => {
       const healthy = !readiness.stopping() && (await databaseAnswers(database, readiness.timeoutMs));
+      const capture = healthy ? await captureReport(readiness, readiness.timeoutMs) : undefined;
       const body = {
         status: healthy ? ('ready' as const) : ('unavailable' as const),
         database: { engine: database.engine, healthy },
         rate_limit_store: rateLimiter.status(),
+        ...(capture ? { capture } : {}),
         ...(database.reads ? { read_replicas: database.reads.status() } : {}),
       };
       return reply.code(healthy ? 200 : 503).send(body);

@@ -8,11 +8,18 @@ import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, type Metric,
 import { RequestStats } from './request-stats.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { ReadRouter } from '../infra/db/read-router.ts';
+import type { CaptureReport } from './health.ts';
+
+/** What the metrics read of the change capture (events/capture). */
+export interface CaptureMetricsSource {
+  status(): Promise<CaptureReport>;
+  readonly recorded: number;
+}
 
 export function registerMetrics(
   app: FastifyInstance,
   rateLimiter: RateLimiter,
-  options: { processMetrics?: boolean; public?: boolean; reads?: ReadRouter } = {},
+  options: { processMetrics?: boolean; public?: boolean; reads?: ReadRouter; capture?: CaptureMetricsSource } = {},
 ): Registry {
   // One registry per app instance: tests build many apps in one process.
   const registry = new Registry();
@@ -40,6 +47,7 @@ export function registerMetrics(
   });
 
   if (options.reads) registerReplicaMetrics(registry, options.reads);
+  if (options.capture) registerCaptureMetrics(registry, options.capture);
 
   // What a graceful stop still has to finish; operators watch it drain.
   let inFlight = 0;
@@ -179,6 +187,59 @@ function registerReplicaMetrics(registry: Registry, reads: ReadRouter): void {
     collect() {
       this.reset();
       for (const c of reads.counters()) this.inc({ replica: c.name }, c.fallbacks);
+    },
+  });
+}
+
+/** The change capture: its lag (what to alert on, docs/operations.md), whether this instance captures, and its events. */
+function registerCaptureMetrics(registry: Registry, capture: CaptureMetricsSource): void {
+  let last: Promise<CaptureReport | undefined> | undefined;
+  let lastAt = 0;
+  // One status query per scrape, shared by the gauges below.
+  const report = () => {
+    if (!last || Date.now() - lastAt > 500) {
+      lastAt = Date.now();
+      last = capture.status().catch(() => undefined);
+    }
+    return last;
+  };
+  new Gauge({
+    name: 'balcao_capture_lag_bytes',
+    help: 'WAL bytes committed that the change capture has not confirmed yet (PostgreSQL; what the slot keeps on disk).',
+    registers: [registry],
+    aggregator: 'max',
+    async collect() {
+      const r = await report();
+      if (r?.lagBytes != null) this.set(r.lagBytes);
+    },
+  });
+  new Gauge({
+    name: 'balcao_capture_lag_seconds',
+    help: 'How long ago the oldest change not yet in the feed committed (0 when caught up).',
+    registers: [registry],
+    aggregator: 'max',
+    async collect() {
+      const r = await report();
+      if (r) this.set(r.lagSeconds);
+    },
+  });
+  new Gauge({
+    name: 'balcao_capture_active',
+    help: '1 on the instance that captures changes now; the sum over instances is 1 while capture runs.',
+    registers: [registry],
+    aggregator: 'sum',
+    async collect() {
+      const r = await report();
+      this.set(r?.state === 'capturing' ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: 'balcao_capture_events_total',
+    help: 'Events made by the change capture of this instance.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(capture.recorded);
     },
   });
 }

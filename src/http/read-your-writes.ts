@@ -1,12 +1,20 @@
-// With read replicas: a write request's commit position is noted for its key before the answer leaves, so
-// the key's next read, on any instance, waits for no replica and sees no older state (read-router.ts).
+// A write request's commit position (PostgreSQL's WAL position after its COMMIT) is noted before the answer
+// leaves: for the change feed, so the tenant's next read of it waits until capture has made that write's
+// events (events/capture); with read replicas, so the key's next read, on any instance, waits for no replica and
+// sees no older state (read-router.ts).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type CommitLsnScope, runInCommitScope } from '../infra/db/commit-lsn.ts';
 import type { ReadRouter } from '../infra/db/read-router.ts';
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-export function registerReadYourWrites(app: FastifyInstance, reads: ReadRouter): void {
+export interface CommitPositionNotes {
+  reads?: ReadRouter | undefined;
+  /** The tenant (`account:mode`) committed a write at `position`. */
+  written?: (tenantKey: string, position: number) => void;
+}
+
+export function registerReadYourWrites(app: FastifyInstance, notes: CommitPositionNotes): void {
   const scopes = new WeakMap<FastifyRequest, CommitLsnScope>();
   // Callback style, and nothing at all for reads: the hot path stays as it was.
   app.addHook('onRequest', (request, _reply, done) => {
@@ -18,9 +26,12 @@ export function registerReadYourWrites(app: FastifyInstance, reads: ReadRouter):
   });
   app.addHook('onSend', (request, _reply, payload, done) => {
     const scope = scopes.get(request);
+    if (!scope || scope.lsn === 0) return done(null, payload);
+    const tenant = request.tenant;
+    if (tenant) notes.written?.(`${tenant.accountId}:${tenant.mode}`, scope.lsn);
     const keyId = request.auth?.keyId;
-    if (!scope || scope.lsn === 0 || !keyId) return done(null, payload);
-    reads.noteWrite(keyId, scope.lsn).then(
+    if (!notes.reads || !keyId) return done(null, payload);
+    notes.reads.noteWrite(keyId, scope.lsn).then(
       () => done(null, payload),
       () => done(null, payload),
     );

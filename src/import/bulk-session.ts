@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { DatabaseDriver } from '../infra/db/database.ts';
+import { IMPORT_ORIGIN } from '../events/capture/setup.ts';
 import { quoteIdentifier } from '../infra/db/identifiers.ts';
 
 export interface BulkSession {
@@ -28,6 +29,8 @@ const copyStatement = (table: string, columns: readonly string[], from: string) 
 /** Every import into one database takes this transaction-scoped lock first: imports run one after the other. */
 const IMPORT_LOCK = 'SELECT pg_advisory_xact_lock(hashtext($1)::bigint)';
 export const IMPORT_LOCK_NAME = 'balcao import';
+/** An import loads history, not changes: its transaction is marked so capture makes no event of it (docs/events.md). */
+const MARK_IMPORT = 'SELECT balcao_mark_origin($1)';
 
 /** Runs `fn` in one transaction: committed when it returns, rolled back when it throws. */
 export async function inBulkTransaction<T>(driver: DatabaseDriver, fn: (session: BulkSession) => Promise<T>): Promise<T> {
@@ -41,6 +44,7 @@ export async function inBulkTransaction<T>(driver: DatabaseDriver, fn: (session:
       // Two imports of the same ids would wait on each other's rows; one after the other, the
       // second finds the first's rows and names them.
       await tx.unsafe(IMPORT_LOCK, [IMPORT_LOCK_NAME]);
+      await tx.unsafe(MARK_IMPORT, [IMPORT_ORIGIN]);
       return fn({
         query: async <R>(text: string, params: readonly unknown[] = []) => (await tx.unsafe(text, params as never[])) as unknown as R[],
         openCopy: (table, columns) => {
@@ -65,8 +69,9 @@ export async function inBulkTransaction<T>(driver: DatabaseDriver, fn: (session:
       });
     })) as T;
   }
-  return driver.pg.transaction(async (tx) =>
-    fn({
+  return driver.pg.transaction(async (tx) => {
+    await tx.query(MARK_IMPORT, [IMPORT_ORIGIN]);
+    return fn({
       query: async <R>(text: string, params: readonly unknown[] = []) => (await tx.query<R>(text, params as unknown[])).rows,
       // PGlite copies from a blob, in one statement at the end: the parts wait in memory (the caller bounds them).
       openCopy: (table, columns) => {
@@ -80,8 +85,8 @@ export async function inBulkTransaction<T>(driver: DatabaseDriver, fn: (session:
           },
         };
       },
-    }),
-  );
+    });
+  });
 }
 
 /**

@@ -33,7 +33,7 @@ export interface WriteRouteDeps {
   resources?: readonly ResourceDescriptor[];
   /** What each write does in its own transaction besides the change (the change feed records its event), per request
    *  id; `beside` (the write log's entry) is written in the event's statement. */
-  recordWrite?: (requestId: string, besides?: readonly WrittenBeside[]) => WrittenExtensions;
+  recordWrite?: (keyId: string | null, requestId: string, besides?: readonly WrittenBeside[]) => WrittenExtensions;
 }
 
 const IDEMPOTENCY_DOC =
@@ -220,7 +220,7 @@ function writtenFor(
 ): Pick<WriteOptions, 'onWritten' | 'joinWritten'> {
   const auth = request.auth;
   const besides = keyBeside ? [keyBeside] : [];
-  if (!auth) return deps.recordWrite?.(request.id, besides) ?? {};
+  if (!auth) return deps.recordWrite?.(null, request.id, besides) ?? {};
   const batch = batchOperationOf(request);
   const header = request.headers[IDEMPOTENCY_HEADER];
   const entry: WriteRequest = {
@@ -234,7 +234,7 @@ function writtenFor(
   };
   // The entry goes out in the event's statement: one statement fewer per write.
   return (
-    deps.recordWrite?.(request.id, [(written) => ({ shape: logEntryShape(written, entry) }), ...besides]) ?? {
+    deps.recordWrite?.(auth.keyId, request.id, [(written) => ({ shape: logEntryShape(written, entry) }), ...besides]) ?? {
       onWritten: async (trx, written) => {
         await logWrite(trx, written, entry);
         return undefined;

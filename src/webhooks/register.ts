@@ -5,24 +5,27 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../infra/db/database.ts';
+import type { ChangeCapture } from '../events/capture/change-capture.ts';
 import { EventBus } from '../events/event-bus.ts';
 import { readRunner } from '../infra/db/read-router.ts';
 import { registerEventRoutes } from '../events/event-routes.ts';
 import { DeliveryWorker } from './delivery-worker.ts';
 import { registerWebhookEndpointRoutes } from './endpoint-routes.ts';
 
-export function registerEvents(app: FastifyInstance, deps: { config: Config; database: Database }): void {
-  const { config, database } = deps;
+export function registerEvents(app: FastifyInstance, deps: { config: Config; database: Database; capture: ChangeCapture }): void {
+  const { config, database, capture } = deps;
   const bus = new EventBus(database);
   const worker = new DeliveryWorker(database, config, app.log);
-  registerEventRoutes(app, readRunner(database), bus);
+  registerEventRoutes(app, readRunner(database), bus, capture);
   registerWebhookEndpointRoutes(app, database.db, config);
   app.addHook('onListen', async () => {
     await bus.start();
+    await capture.start();
     await worker.start();
   });
   app.addHook('preClose', async () => {
     await bus.close();
+    await capture.close();
     await worker.close();
   });
 }

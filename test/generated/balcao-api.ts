@@ -2546,7 +2546,25 @@ export interface components {
         | 'supplier.deleted'
         | 'expense.created'
         | 'expense.updated'
-        | 'expense.deleted';
+        | 'expense.deleted'
+        | 'appointment.created'
+        | 'appointment.updated'
+        | 'appointment.deleted'
+        | 'service.created'
+        | 'service.updated'
+        | 'service.deleted'
+        | 'product.created'
+        | 'product.updated'
+        | 'product.deleted'
+        | 'inventory.created'
+        | 'inventory.updated'
+        | 'inventory.deleted'
+        | 'bank_account.created'
+        | 'bank_account.updated'
+        | 'bank_account.deleted'
+        | 'deal.created'
+        | 'deal.updated'
+        | 'deal.deleted';
       /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
@@ -2562,8 +2580,23 @@ export interface components {
           [key: string]: unknown;
         } | null;
       };
-      /** @description The `X-Request-Id` of the write. */
+      /** @description The `X-Request-Id` of the write through the API; null for other writers. */
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /**
      * EventProjection
@@ -2588,7 +2621,25 @@ export interface components {
         | 'supplier.deleted'
         | 'expense.created'
         | 'expense.updated'
-        | 'expense.deleted';
+        | 'expense.deleted'
+        | 'appointment.created'
+        | 'appointment.updated'
+        | 'appointment.deleted'
+        | 'service.created'
+        | 'service.updated'
+        | 'service.deleted'
+        | 'product.created'
+        | 'product.updated'
+        | 'product.deleted'
+        | 'inventory.created'
+        | 'inventory.updated'
+        | 'inventory.deleted'
+        | 'bank_account.created'
+        | 'bank_account.updated'
+        | 'bank_account.deleted'
+        | 'deal.created'
+        | 'deal.updated'
+        | 'deal.deleted';
       /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
@@ -2604,8 +2655,23 @@ export interface components {
           [key: string]: unknown;
         } | null;
       };
-      /** @description The `X-Request-Id` of the write. */
+      /** @description The `X-Request-Id` of the write through the API; null for other writers. */
       request_id?: string | null;
+      /** @description Who made the change. */
+      origin?: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** WebhookEndpoint */
     WebhookEndpoint: {
@@ -3937,6 +4003,12 @@ export interface components {
             | 'sale.*'
             | 'supplier.*'
             | 'expense.*'
+            | 'appointment.*'
+            | 'service.*'
+            | 'product.*'
+            | 'inventory.*'
+            | 'bank_account.*'
+            | 'deal.*'
             | 'customer.created'
             | 'customer.updated'
             | 'customer.deleted'
@@ -3949,6 +4021,24 @@ export interface components {
             | 'expense.created'
             | 'expense.updated'
             | 'expense.deleted'
+            | 'appointment.created'
+            | 'appointment.updated'
+            | 'appointment.deleted'
+            | 'service.created'
+            | 'service.updated'
+            | 'service.deleted'
+            | 'product.created'
+            | 'product.updated'
+            | 'product.deleted'
+            | 'inventory.created'
+            | 'inventory.updated'
+            | 'inventory.deleted'
+            | 'bank_account.created'
+            | 'bank_account.updated'
+            | 'bank_account.deleted'
+            | 'deal.created'
+            | 'deal.updated'
+            | 'deal.deleted'
           )[];
           description?: string | null;
           /** @default true */
@@ -3976,6 +4066,12 @@ export interface components {
             | 'sale.*'
             | 'supplier.*'
             | 'expense.*'
+            | 'appointment.*'
+            | 'service.*'
+            | 'product.*'
+            | 'inventory.*'
+            | 'bank_account.*'
+            | 'deal.*'
             | 'customer.created'
             | 'customer.updated'
             | 'customer.deleted'
@@ -3988,6 +4084,24 @@ export interface components {
             | 'expense.created'
             | 'expense.updated'
             | 'expense.deleted'
+            | 'appointment.created'
+            | 'appointment.updated'
+            | 'appointment.deleted'
+            | 'service.created'
+            | 'service.updated'
+            | 'service.deleted'
+            | 'product.created'
+            | 'product.updated'
+            | 'product.deleted'
+            | 'inventory.created'
+            | 'inventory.updated'
+            | 'inventory.deleted'
+            | 'bank_account.created'
+            | 'bank_account.updated'
+            | 'bank_account.deleted'
+            | 'deal.created'
+            | 'deal.updated'
+            | 'deal.deleted'
           )[];
           description?: string | null;
           /** @description true re-enables an endpoint the service disabled. */
@@ -8445,7 +8559,7 @@ export interface operations {
         cursor?: string;
         /** @description One field; a `-` prefix sorts descending. Ties are broken by id. */
         sort?: 'created_at' | '-created_at';
-        /** @description Comma list of fields to return (`id` always is): id, type, created_at, data, request_id. */
+        /** @description Comma list of fields to return (`id` always is): id, type, created_at, data, request_id, origin. */
         fields?: string;
         /** @description Filter: `type` equal to. */
         'filter[type][eq]'?: string;
@@ -8492,7 +8606,12 @@ export interface operations {
            *             "object": {},
            *             "previous_attributes": {}
            *           },
-           *           "request_id": "string"
+           *           "request_id": "string",
+           *           "origin": {
+           *             "type": "api",
+           *             "key_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *             "request_id": "string"
+           *           }
            *         }
            *       ],
            *       "pagination": {
@@ -8558,7 +8677,12 @@ export interface operations {
            *           "object": {},
            *           "previous_attributes": {}
            *         },
-           *         "request_id": "string"
+           *         "request_id": "string",
+           *         "origin": {
+           *           "type": "api",
+           *           "key_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "request_id": "string"
+           *         }
            *       },
            *       "meta": {
            *         "request_id": "string"

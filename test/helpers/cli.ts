@@ -9,7 +9,7 @@ import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { openDatabase } from '../../src/infra/db/database.ts';
-import { migrate } from '../../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../../src/events/capture/setup.ts';
 import { distributeCitusDatabase, dropCitusDatabase, onCitus, prepareCitusDatabase } from './citus.ts';
 import { copyEmbeddedDataDir, databaseUrl } from './db-templates.ts';
 
@@ -60,7 +60,7 @@ export async function scratchEnv(options: ScratchOptions = {}): Promise<ScratchE
     // On Citus the database is migrated and distributed before the command runs (the operator's order).
     await prepareCitusDatabase(adminUrl, name);
     const database = await openDatabase({ databaseUrl: databaseUrl(adminUrl, name), dataDir: '' });
-    await migrate(database.db);
+    await prepareDatabase(database);
     await database.close();
     await distributeCitusDatabase(adminUrl, name);
   }

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { openDatabase } from '../../src/infra/db/database.ts';
-import { migrate } from '../../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../../src/events/capture/setup.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MIGRATIONS = path.join(ROOT, 'migrations');
@@ -71,7 +71,7 @@ export function migratedEmbeddedSnapshot(): Promise<Blob> {
   snapshot ??= once(path.join(folder(), `pglite-migrated-${hashOf(pgliteVersion(), migrationsHash())}.tar`), async (into) => {
     const database = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://' });
     try {
-      await migrate(database.db);
+      await prepareDatabase(database);
       if (database.driver.engine !== 'pglite') throw new Error('expected the embedded engine');
       // Less of the log to replay when a copy opens.
       await database.driver.pg.exec('CHECKPOINT');
@@ -123,7 +123,7 @@ async function makePostgresTemplate(adminUrl: string, name: string): Promise<str
       try {
         const database = await openDatabase({ databaseUrl: databaseUrl(adminUrl, building), dataDir: '' });
         try {
-          await migrate(database.db);
+          await prepareDatabase(database);
         } finally {
           await database.close();
         }

@@ -13,7 +13,7 @@ import type { KeyMode } from '../../src/domain/api-keys.ts';
 import { MODULES, type ModuleName } from '../../src/domain/modules.ts';
 import type { PlanCode, RateLimitOverrides } from '../../src/domain/plans.ts';
 import { type Database, type Db, DEFAULT_DB_TIMEOUTS, openDatabase } from '../../src/infra/db/database.ts';
-import { migrate } from '../../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../../src/events/capture/setup.ts';
 import type { RateLimiter } from '../../src/http/rate-limit.ts';
 import type { ResourceDescriptor } from '../../src/resources/descriptor.ts';
 import { Contract } from './contract.ts';
@@ -93,7 +93,7 @@ export async function openTestDatabase(): Promise<Database & { drop: () => Promi
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
     const database = await openDatabase({ databaseUrl: undefined, dataDir: 'memory://', snapshot: await migratedEmbeddedSnapshot() });
-    await migrate(database.db);
+    await prepareDatabase(database);
     return { ...database, drop: async () => {} };
   }
   const name = `balcao_test_${randomBytes(6).toString('hex')}`;
@@ -104,7 +104,7 @@ export async function openTestDatabase(): Promise<Database & { drop: () => Promi
   await admin.end();
   if (onCitus()) await prepareCitusDatabase(adminUrl, name);
   const database = await openDatabase({ databaseUrl: databaseUrl(adminUrl, name), dataDir: '', dbTimeouts: SUITE_DB_TIMEOUTS });
-  await migrate(database.db);
+  await prepareDatabase(database);
   if (onCitus()) await distributeCitusDatabase(adminUrl, name);
   return {
     ...database,

@@ -7,7 +7,7 @@ import { createAccount } from '../../src/accounts/account-repository.ts';
 import { createKey } from '../../src/accounts/key-repository.ts';
 import { MODULES } from '../../src/domain/modules.ts';
 import { openDatabase } from '../../src/infra/db/database.ts';
-import { migrate } from '../../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../../src/events/capture/setup.ts';
 import { BIN, killAtEnd, type ScratchEnv, scratchEnv } from './cli.ts';
 import { UNLIMITED } from './write-fixtures.ts';
 
@@ -33,7 +33,7 @@ export async function scratchWithKey(): Promise<Scratch> {
   const scratch = await scratchEnv();
   const database = await openDatabase({ databaseUrl: scratch.env.DATABASE_URL, dataDir: scratch.env.BALCAO_DATA_DIR as string }, 'test');
   try {
-    await migrate(database.db);
+    await prepareDatabase(database);
     const account = await createAccount(database.db, {
       name: 'Loja Serve',
       plan_code: 'enterprise',

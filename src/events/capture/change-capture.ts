@@ -1,0 +1,523 @@
+// The capture: committed changes of the served tables → events, in commit order, exactly once. One capturer
+// per database at a time; every instance serves the feed. Two sources, one way of recording:
+// - PostgreSQL: a logical replication slot streamed by whichever instance holds it (replication-stream.ts).
+//   Its changes come from the WAL, so every writer's commits reach the feed: Balcão's, psql's, another
+//   application's. A killed capturer releases the slot with its connection; another instance (or the same one
+//   restarted) takes it within a second and starts from the last committed position.
+// - The embedded database: the change log the triggers fill (capture_outbox), read after each commit.
+// Each batch of transactions commits its events together with the new position, moved by compare-and-set from
+// the one read: a batch captured twice (an old capturer not yet aware that another took over) fails instead.
+import { sql } from 'kysely';
+import type { Database, Db } from '../../infra/db/database.ts';
+import type { CapturedTransaction } from './captured.ts';
+import { eventsOf } from './change-events.ts';
+import { EventClock, latestEventUs, type Recorded, recordEvents } from './record-events.ts';
+import { ReplicationStream, slotNameFor } from './replication-stream.ts';
+import { ORIGIN_PREFIX, PUBLICATION } from './setup.ts';
+
+export type CaptureState = 'starting' | 'capturing' | 'standby' | 'lost' | 'misconfigured' | 'failing' | 'stopped';
+
+export interface CaptureStatus {
+  state: CaptureState;
+  /** Bytes of WAL the slot holds that capture has not yet confirmed (PostgreSQL; null when unknown). */
+  lagBytes: number | null;
+  /** How far behind the captured changes are, in seconds (0 when caught up). */
+  lagSeconds: number;
+  /** Why capture does not run, when it does not. */
+  reason?: string;
+}
+
+export interface CaptureLog {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+  error(details: object, message: string): void;
+}
+
+export interface ChangeCapture {
+  start(): Promise<void>;
+  close(): Promise<void>;
+  /** A write through this process committed: at `position` (PostgreSQL: the WAL position after its commit). */
+  written(tenantKey: string, position: number): void;
+  /** Resolves once the writes this process noted for the tenant are events (or after a bounded wait). */
+  caughtUp(tenantKey: string): Promise<void>;
+  status(): Promise<CaptureStatus>;
+  /** Events recorded by this process so far. */
+  readonly recorded: number;
+}
+
+/** How long a feed read waits for its tenant's last write to become events before it answers anyway. */
+export const CAUGHT_UP_WAIT_MS = 2_000;
+/** Changes per capture transaction (a larger transaction of the source is never split). */
+const BATCH_CHANGES = 2_000;
+
+/** A capture batch: its events, with the new position compared and set. */
+async function captureBatch(
+  db: Db,
+  source: string,
+  from: number,
+  transactions: readonly CapturedTransaction[],
+  clock: EventClock,
+  also?: (trx: Db, to: number) => Promise<void>,
+): Promise<Recorded & { position: number }> {
+  const to = transactions.reduce((max, t) => Math.max(max, t.position), from);
+  return db.transaction().execute(async (trx) => {
+    await sql`SET LOCAL statement_timeout = 0`.execute(trx);
+    const moved = await sql`UPDATE capture_progress SET position = ${to}, updated_at = now()
+      WHERE source = ${source} AND position = ${from}`.execute(trx);
+    if (Number(moved.numAffectedRows ?? 0) !== 1) throw new CaptureOvertaken(source);
+    const recorded = await recordEvents(trx, await eventsOf(trx, transactions), clock);
+    await also?.(trx, to);
+    return { ...recorded, position: to };
+  });
+}
+
+/** Another capturer moved the position: this one's view is stale, and it starts over from the table. */
+class CaptureOvertaken extends Error {
+  constructor(source: string) {
+    super(`capture of ${source}: the position moved under this capturer`);
+  }
+}
+
+async function readPosition(db: Db, source: string): Promise<number | undefined> {
+  const { rows } = await sql<{
+    position: string;
+  }>`SELECT position::text AS position FROM capture_progress WHERE source = ${source}`.execute(db);
+  return rows[0] ? Number(rows[0].position) : undefined;
+}
+
+/** Waiters for a position to be captured. */
+class PositionWaiters {
+  private waiters: { position: number; resolve: () => void }[] = [];
+  reached(position: number): void {
+    const still: typeof this.waiters = [];
+    for (const w of this.waiters) (w.position <= position ? w.resolve : () => still.push(w))();
+    this.waiters = still;
+  }
+  wait(position: number, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.waiters.push({
+        position,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+    });
+  }
+  releaseAll(): void {
+    for (const w of this.waiters) w.resolve();
+    this.waiters = [];
+  }
+}
+
+export interface LogicalCaptureOptions {
+  /** A direct (session) connection: replication does not pass a transaction-pooling PgBouncer. */
+  url: string;
+  log: CaptureLog;
+  /** How often an instance that does not hold the slot tries to take it. */
+  retryMs?: number;
+}
+
+/** PostgreSQL: the slot's stream, held by one instance at a time. */
+export class LogicalCapture implements ChangeCapture {
+  private closed = false;
+  private state: CaptureState = 'starting';
+  private reason: string | undefined;
+  private slot = '';
+  private stream: ReplicationStream | undefined;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  /** Everything committed up to here is events (what this process knows). */
+  private capturedThrough = 0;
+  private lastCommitUs = 0;
+  private behind = false;
+  private readonly noted = new Map<string, number>();
+  private readonly waiters = new PositionWaiters();
+  recorded = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: LogicalCaptureOptions,
+  ) {}
+
+  async start(): Promise<void> {
+    const { rows } = await sql<{ db: string }>`SELECT current_database() AS db`.execute(this.db);
+    this.slot = slotNameFor(rows[0]?.db ?? 'balcao');
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.closed) {
+      try {
+        await this.session();
+        failures = 0;
+      } catch (err) {
+        if (this.closed) break;
+        failures += 1;
+        const busy = /is active for PID/i.test(String((err as Error).message));
+        if (busy) this.setState('standby');
+        else if (!(err instanceof CaptureOvertaken)) {
+          this.setState(this.state === 'lost' || this.state === 'misconfigured' ? this.state : 'failing', String((err as Error).message));
+          if (failures === 1 || failures % 60 === 0) this.options.log.error({ err, slot: this.slot }, 'change capture failed; retrying');
+        }
+      } finally {
+        await this.stream?.close();
+        this.stream = undefined;
+      }
+      if (!this.closed)
+        await this.pause(this.state === 'lost' || this.state === 'misconfigured' ? 10_000 : (this.options.retryMs ?? 1_000));
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms + Math.floor(Math.random() * 200));
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private setState(state: CaptureState, reason?: string): void {
+    if (state !== this.state && (state === 'lost' || state === 'misconfigured'))
+      this.options.log.error({ slot: this.slot, reason }, `change capture ${state}: ${reason}`);
+    else if (state === 'capturing' && this.state !== 'capturing')
+      this.options.log.info({ slot: this.slot }, 'change capture: this instance captures');
+    this.state = state;
+    this.reason = reason;
+  }
+
+  /** One replication session: the slot checked (made on first use), then its stream captured until it ends. */
+  private async session(): Promise<void> {
+    const { rows: settings } = await sql<{ wal_level: string }>`SELECT current_setting('wal_level') AS wal_level`.execute(this.db);
+    if (settings[0]?.wal_level !== 'logical') {
+      this.setState(
+        'misconfigured',
+        `PostgreSQL's wal_level is '${settings[0]?.wal_level}'; capture needs 'logical' (ALTER SYSTEM SET wal_level = logical, then restart PostgreSQL)`,
+      );
+      return;
+    }
+    const { rows: slots } = await sql<{ wal_status: string | null }>`SELECT wal_status FROM pg_replication_slots
+      WHERE slot_name = ${this.slot} AND database = current_database()`.execute(this.db);
+    let position = await readPosition(this.db, this.slot);
+    this.stream = await ReplicationStream.connect({
+      url: this.options.url,
+      slot: this.slot,
+      publication: PUBLICATION,
+      originPrefix: ORIGIN_PREFIX,
+      connectTimeoutSeconds: 5,
+    });
+    if (slots.length === 0) {
+      if (position !== undefined) {
+        this.setState(
+          'lost',
+          `the replication slot ${this.slot} is gone: changes since position ${position} cannot be captured (docs/operations.md, "Change capture")`,
+        );
+        return;
+      }
+      const made = await this.stream.createSlot(this.slot);
+      if (made !== null)
+        await sql`INSERT INTO capture_progress (source, position) VALUES (${this.slot}, ${made}) ON CONFLICT (source) DO NOTHING`.execute(
+          this.db,
+        );
+      position = await readPosition(this.db, this.slot);
+    } else if (slots[0]?.wal_status === 'lost') {
+      this.setState('lost', `PostgreSQL removed WAL the replication slot ${this.slot} still needed (max_slot_wal_keep_size)`);
+      return;
+    }
+    if (position === undefined) {
+      // The slot was made by a capturer that stopped before recording where it starts: start where the slot is.
+      const { rows } = await sql<{
+        at: string;
+      }>`SELECT (confirmed_flush_lsn - '0/0')::text AS at FROM pg_replication_slots WHERE slot_name = ${this.slot}`.execute(this.db);
+      await sql`INSERT INTO capture_progress (source, position) VALUES (${this.slot}, ${Number(rows[0]?.at ?? 0)}) ON CONFLICT (source) DO NOTHING`.execute(
+        this.db,
+      );
+      position = (await readPosition(this.db, this.slot)) ?? 0;
+    }
+    await this.capture(this.stream, position);
+  }
+
+  private async capture(stream: ReplicationStream, from: number): Promise<void> {
+    const clock = new EventClock();
+    clock.startAfter(await latestEventUs(this.db));
+    let position = from;
+    const pending: CapturedTransaction[] = [];
+    let pendingChanges = 0;
+    /** The server had sent everything before this when it last said so. */
+    let mark = 0;
+    let draining: Promise<void> | undefined;
+    let failure: unknown;
+    // Batches commit one after another while the stream goes on being read.
+    const drain = (): Promise<void> => {
+      draining ??= (async () => {
+        try {
+          while (pending.length > 0 || mark > this.capturedThrough) {
+            let take = 0;
+            let changes = 0;
+            while (take < pending.length && (take === 0 || changes + (pending[take]?.changes.length ?? 0) <= BATCH_CHANGES))
+              changes += pending[take++]?.changes.length ?? 0;
+            const batch = pending.splice(0, take);
+            pendingChanges -= changes;
+            if (batch.length > 0) {
+              const done = await captureBatch(this.db, this.slot, position, batch, clock);
+              position = done.position;
+              this.recorded += done.events;
+              this.lastCommitUs = batch[batch.length - 1]?.committedAtUs ?? this.lastCommitUs;
+            }
+            const through = pending.length === 0 ? Math.max(position, mark) : position;
+            stream.acknowledge(through);
+            this.advance(through);
+          }
+        } catch (err) {
+          failure = err;
+        } finally {
+          draining = undefined;
+        }
+      })();
+      return draining;
+    };
+    const options = {
+      url: this.options.url,
+      slot: this.slot,
+      publication: PUBLICATION,
+      originPrefix: ORIGIN_PREFIX,
+      connectTimeoutSeconds: 5,
+    };
+    for await (const item of stream.changes(options, from)) {
+      if (this.closed) break;
+      if (failure) throw failure;
+      if (this.state !== 'capturing') this.setState('capturing');
+      if (item.kind === 'caught-up') {
+        mark = Math.max(mark, item.position);
+        this.behind = pending.length > 0;
+        void drain();
+        continue;
+      }
+      const { transaction } = item;
+      if (transaction.position <= from) continue;
+      this.behind = true;
+      pending.push(transaction);
+      pendingChanges += transaction.changes.length;
+      // The stream is held while several batches wait, so a backlog is read no faster than it is captured.
+      if (pendingChanges >= 4 * BATCH_CHANGES) await drain();
+      else void drain();
+    }
+    await draining;
+    if (failure) throw failure;
+  }
+
+  private advance(position: number): void {
+    if (position <= this.capturedThrough) return;
+    this.capturedThrough = position;
+    this.waiters.reached(position);
+  }
+
+  written(tenantKey: string, position: number): void {
+    if (position <= 0) return;
+    this.noted.delete(tenantKey);
+    this.noted.set(tenantKey, Math.max(position, this.noted.get(tenantKey) ?? 0));
+    if (this.noted.size > 10_000) for (const key of this.noted.keys()) if (this.noted.size > 5_000) this.noted.delete(key);
+  }
+
+  async caughtUp(tenantKey: string): Promise<void> {
+    const position = this.noted.get(tenantKey);
+    if (position === undefined || position <= this.capturedThrough) return;
+    if (this.state === 'capturing' || this.state === 'starting') return this.waiters.wait(position, CAUGHT_UP_WAIT_MS);
+    if (this.state !== 'standby') return;
+    // Another instance captures: the slot's confirmed position says how far it got.
+    const deadline = Date.now() + CAUGHT_UP_WAIT_MS;
+    while (Date.now() < deadline && !this.closed) {
+      const { rows } = await sql<{
+        at: string | null;
+      }>`SELECT (confirmed_flush_lsn - '0/0')::text AS at FROM pg_replication_slots WHERE slot_name = ${this.slot}`.execute(this.db);
+      const at = Number(rows[0]?.at ?? 0);
+      if (at >= position) {
+        this.advance(at);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  async status(): Promise<CaptureStatus> {
+    let lagBytes: number | null = null;
+    let sinceProgress = 0;
+    let active = false;
+    try {
+      const { rows } = await sql<{ bytes: string | null; active: boolean; since: string | null }>`
+        SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), s.confirmed_flush_lsn)::bigint::text AS bytes, s.active,
+          (SELECT extract(epoch from now() - updated_at)::text FROM capture_progress WHERE source = ${this.slot}) AS since
+        FROM pg_replication_slots s WHERE s.slot_name = ${this.slot}`.execute(this.db);
+      lagBytes = rows[0]?.bytes == null ? null : Math.max(0, Number(rows[0].bytes));
+      active = Boolean(rows[0]?.active);
+      sinceProgress = Number(rows[0]?.since ?? 0);
+    } catch {
+      // unknown: reported as null
+    }
+    let lagSeconds = 0;
+    if (this.state === 'capturing')
+      lagSeconds = this.behind && this.lastCommitUs > 0 ? Math.max(0, Date.now() / 1000 - this.lastCommitUs / 1e6) : 0;
+    else if (!active && (lagBytes ?? 0) > 0) lagSeconds = sinceProgress;
+    return {
+      state: this.state,
+      lagBytes,
+      lagSeconds,
+      ...(this.reason && this.state !== 'capturing' && this.state !== 'standby' ? { reason: this.reason } : {}),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.wake?.();
+    this.waiters.releaseAll();
+    await this.stream?.close();
+    await this.loop;
+    this.state = 'stopped';
+  }
+}
+
+/** The embedded database: the triggers' change log, captured after each commit (and once a second). */
+export class OutboxCapture implements ChangeCapture {
+  private static readonly SOURCE = 'outbox';
+  private position = 0;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private readonly clock = new EventClock();
+  private failing: string | undefined;
+  recorded = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: CaptureLog,
+    private readonly everyMs = 1_000,
+  ) {}
+
+  async start(): Promise<void> {
+    await sql`INSERT INTO capture_progress (source, position) VALUES (${OutboxCapture.SOURCE}, 0) ON CONFLICT (source) DO NOTHING`.execute(
+      this.db,
+    );
+    this.position = (await readPosition(this.db, OutboxCapture.SOURCE)) ?? 0;
+    this.clock.startAfter(await latestEventUs(this.db));
+    this.timer = setInterval(() => this.kick(), this.everyMs);
+    this.timer.unref();
+    await this.kick();
+  }
+
+  /** Captures what the log holds now; a kick while a capture runs makes it look once more. */
+  kick(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          while (await this.captureSome());
+        } while (this.again && !this.closed);
+        this.failing = undefined;
+      } catch (err) {
+        if (!this.failing) this.log.error({ err }, 'change capture failed; retrying');
+        this.failing = String((err as Error).message);
+        this.position = (await readPosition(this.db, OutboxCapture.SOURCE).catch(() => this.position)) ?? this.position;
+      } finally {
+        this.running = undefined;
+      }
+    })();
+    return this.running;
+  }
+
+  /** One batch of the log's transactions; false when there was none. */
+  private async captureSome(): Promise<boolean> {
+    const { rows } = await sql<{
+      seq: number;
+      txid: number;
+      table_name: string;
+      op: string;
+      old_row: unknown;
+      new_row: unknown;
+      at_us: number;
+    }>`
+      SELECT seq, txid, table_name, op, old_row, new_row, (extract(epoch from at) * 1000000)::bigint AS at_us
+      FROM capture_outbox WHERE seq > ${this.position} ORDER BY seq LIMIT ${BATCH_CHANGES + 1}`.execute(this.db);
+    if (rows.length === 0) return false;
+    let list = rows;
+    const last = rows[rows.length - 1];
+    if (rows.length > BATCH_CHANGES && last) {
+      // The last transaction may go on past the page: leave it for the next batch, unless it is the only one.
+      const trimmed = rows.filter((r) => r.txid !== last.txid);
+      list =
+        trimmed.length > 0
+          ? trimmed
+          : (
+              await sql<
+                (typeof rows)[number]
+              >`SELECT seq, txid, table_name, op, old_row, new_row, (extract(epoch from at) * 1000000)::bigint AS at_us
+              FROM capture_outbox WHERE txid = ${last.txid} AND seq > ${this.position} ORDER BY seq`.execute(this.db)
+            ).rows;
+    }
+    const transactions: CapturedTransaction[] = [];
+    for (const row of list) {
+      let t = transactions[transactions.length - 1];
+      if (!t || (t as CapturedTransaction & { txid?: number }).txid !== row.txid) {
+        t = Object.assign({ position: 0, committedAtUs: 0, origin: null, changes: [] } as CapturedTransaction, { txid: row.txid });
+        transactions.push(t);
+      }
+      t.position = Number(row.seq);
+      t.committedAtUs = Math.max(t.committedAtUs, Number(row.at_us));
+      if (row.op === 'origin') t.origin = String(row.new_row);
+      else
+        t.changes.push({
+          table: row.table_name,
+          op: row.op as 'insert' | 'update' | 'delete',
+          old: (row.old_row as Record<string, unknown> | null) ?? null,
+          new: (row.new_row as Record<string, unknown> | null) ?? null,
+        });
+    }
+    const done = await captureBatch(this.db, OutboxCapture.SOURCE, this.position, transactions, this.clock, async (trx, to) => {
+      await sql`DELETE FROM capture_outbox WHERE seq <= ${to}`.execute(trx);
+    });
+    this.position = done.position;
+    this.recorded += done.events;
+    return true;
+  }
+
+  written(): void {
+    void this.kick();
+  }
+
+  async caughtUp(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  async status(): Promise<CaptureStatus> {
+    const { rows } = await sql<{ n: number; oldest: number | null }>`
+      SELECT count(*)::int AS n, extract(epoch from now() - min(at))::float8 AS oldest FROM capture_outbox`.execute(this.db);
+    const waiting = rows[0]?.n ?? 0;
+    return {
+      state: this.closed ? 'stopped' : this.failing ? 'failing' : 'capturing',
+      lagBytes: null,
+      lagSeconds: waiting > 0 ? Number(rows[0]?.oldest ?? 0) : 0,
+      ...(this.failing ? { reason: this.failing } : {}),
+    };
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.caughtUp();
+    this.closed = true;
+  }
+}
+
+/** The capture of the database's engine. */
+export function changeCapture(database: Database, options: { url?: string; log: CaptureLog }): ChangeCapture {
+  if (database.engine === 'pglite') return new OutboxCapture(database.db, options.log);
+  return new LogicalCapture(database.db, { url: options.url ?? '', log: options.log });
+}

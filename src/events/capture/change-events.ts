@@ -1,0 +1,251 @@
+// Committed transactions → the events of the change feed. Per transaction and record, one event: a record's
+// changes within a transaction (its row, and the rows of its children, such as a sale's items) are one change,
+// from the record as it was before the transaction to the record as it is after it. Whether that is a
+// creation, an update or a deletion is read from what the API serves: a row the API does not serve (a quote, a
+// product with deleted_at) is no record; becoming one is a creation, ceasing to be one a deletion; a soft
+// delete (the resource's soft-delete values, or is_active false) is a deletion too. `data.object` is the
+// record exactly as GET returns it, made by the read engine's projection over the row image (one statement per
+// table and batch), so events and reads can never disagree on a field.
+import { sql } from 'kysely';
+import type { Tenant } from '../../domain/tenant.ts';
+import type { Db } from '../../infra/db/database.ts';
+import type { Row } from '../../infra/db/row.ts';
+import { quoteIdentifier } from '../../infra/db/identifiers.ts';
+import { selectScoped } from '../../infra/db/tenancy.ts';
+import { outputRow } from '../../query/output.ts';
+import { descriptorMeta } from '../../query/row-meta.ts';
+import { eventObjectOf, type ResourceDescriptor } from '../../resources/descriptor.ts';
+import { isSqlFragment } from '../../resources/insert-statement.ts';
+import { tenantChannelKey } from '../channels.ts';
+import type { EventAction } from '../event-types.ts';
+import type { CapturedTransaction, RowImage } from './captured.ts';
+import { IMPORT_ORIGIN } from './setup.ts';
+import { SERVED_TABLES } from './served-tables.ts';
+
+export interface EventOrigin {
+  type: 'api' | 'outside';
+  key_id?: string | null;
+  request_id?: string | null;
+}
+
+/** An event as capture writes it (the events table's columns). */
+export interface CapturedEvent {
+  team_id: string;
+  mode: string;
+  type: string;
+  resource: string;
+  data: { object: Row; previous_attributes: Row | null };
+  request_id: string | null;
+  origin: EventOrigin;
+  origin_key_id: string | null;
+  /** Microseconds since the Unix epoch: the transaction's commit. */
+  committedAtUs: number;
+}
+
+/** One record's changes within one transaction. */
+interface RecordChange {
+  descriptor: ResourceDescriptor;
+  tenant: Tenant;
+  id: string;
+  /** The row before the transaction: undefined when only children changed (the row is read as it is now). */
+  before: RowImage | null | undefined;
+  after: RowImage | null | undefined;
+  /** The old row of the change that deleted it. */
+  lastServed: RowImage | null;
+}
+
+/** Fields every update changes, which would make every `previous_attributes` noisy. */
+const NOT_ATTRIBUTES = new Set(['updated_at']);
+
+export function originOf(text: string | null): EventOrigin | 'import' {
+  if (text === null) return { type: 'outside' };
+  if (text === IMPORT_ORIGIN) return 'import';
+  try {
+    const parsed = JSON.parse(text) as { key_id?: unknown; request_id?: unknown };
+    return {
+      type: 'api',
+      key_id: typeof parsed.key_id === 'string' ? parsed.key_id : null,
+      request_id: typeof parsed.request_id === 'string' ? parsed.request_id : null,
+    };
+  } catch {
+    return { type: 'outside' };
+  }
+}
+
+/** The origin a write through the API marks its transaction with. */
+export const apiOriginText = (keyId: string | null, requestId: string | null): string =>
+  JSON.stringify({ key_id: keyId, request_id: requestId });
+
+/** A row the API serves as a record: the descriptor's fixed conditions hold on it. */
+function served(d: ResourceDescriptor, image: RowImage | null | undefined): boolean {
+  if (!image) return false;
+  for (const [column, allowed] of Object.entries(d.where ?? {})) {
+    const value = image[column];
+    if (allowed === null ? value !== null && value !== undefined : !allowed.includes(String(value))) return false;
+  }
+  return true;
+}
+
+/** The values a soft delete sets: the write side's (SQL fragments aside), else `is_active` false where the row has it. */
+function softDeleteOf(d: ResourceDescriptor): Readonly<Record<string, unknown>> {
+  if (d.write) return Object.fromEntries(Object.entries(d.write.softDelete).filter(([, v]) => !isSqlFragment(v)));
+  return 'is_active' in d.row.properties ? { is_active: false } : {};
+}
+
+function softDeleted(d: ResourceDescriptor, object: Row): boolean {
+  const values = Object.entries(softDeleteOf(d));
+  return values.length > 0 && values.every(([field, value]) => object[field] === value);
+}
+
+function changedAttributes(before: Row, after: Row): Row {
+  const previous: Row = {};
+  for (const [field, old] of Object.entries(before)) {
+    if (NOT_ATTRIBUTES.has(field) || !(field in after)) continue;
+    if (JSON.stringify(old) !== JSON.stringify(after[field])) previous[field] = old;
+  }
+  return previous;
+}
+
+/** The records each transaction changed, in the order of their first change. */
+function recordChanges(transaction: CapturedTransaction): RecordChange[] {
+  const byKey = new Map<string, RecordChange>();
+  for (const change of transaction.changes) {
+    const table = SERVED_TABLES.get(change.table);
+    const image = change.new ?? change.old;
+    if (!table || !image) continue;
+    const id = table.parentKey ? image[table.parentKey] : image.id;
+    if (typeof id !== 'string' || typeof image.team_id !== 'string' || typeof image.mode !== 'string') continue;
+    const key = `${table.descriptor.table}/${image.team_id}/${image.mode}/${id}`;
+    let record = byKey.get(key);
+    if (!record) {
+      record = {
+        descriptor: table.descriptor,
+        tenant: { accountId: image.team_id, mode: image.mode } as Tenant,
+        id,
+        before: undefined,
+        after: undefined,
+        lastServed: null,
+      };
+      byKey.set(key, record);
+    }
+    if (table.parentKey) continue;
+    if (record.before === undefined) record.before = change.old;
+    record.after = change.new;
+    if (change.old) record.lastServed = change.old;
+  }
+  return [...byKey.values()];
+}
+
+/** The records of `images` as GET returns them: the descriptor's projection read from each image. */
+async function servedObjects(db: Db, d: ResourceDescriptor, images: readonly RowImage[]): Promise<Row[]> {
+  if (images.length === 0) return [];
+  const meta = descriptorMeta(d);
+  const columns = meta.fields.map((f) => `r.${quoteIdentifier(f)}`).join(', ');
+  const { rows } = await sql<Row>`SELECT r.ordinality AS "__ord", ${sql.raw(columns)}
+    FROM json_populate_recordset(null::${sql.raw(quoteIdentifier(d.table))}, cast(${JSON.stringify(images)} as json)) WITH ORDINALITY AS r
+    ORDER BY r.ordinality`.execute(db);
+  return rows.map((row) => outputRow(row, meta.fields, meta));
+}
+
+/** The records whose children alone changed, as they are now (undefined: not served any more). */
+async function currentObjects(db: Db, changes: readonly RecordChange[]): Promise<Map<RecordChange, Row | undefined>> {
+  const out = new Map<RecordChange, Row | undefined>();
+  const groups = new Map<string, RecordChange[]>();
+  for (const change of changes) {
+    const key = `${change.descriptor.table}/${change.tenant.accountId}/${change.tenant.mode}`;
+    groups.set(key, [...(groups.get(key) ?? []), change]);
+  }
+  for (const group of groups.values()) {
+    const [first] = group;
+    if (!first) continue;
+    const meta = descriptorMeta(first.descriptor);
+    const rows = (await selectScoped(db, first.descriptor.table, first.tenant, first.descriptor.where)
+      .select(meta.fields as string[])
+      .where(
+        'id',
+        'in',
+        group.map((c) => c.id),
+      )
+      .execute()) as Row[];
+    const byId = new Map(rows.map((row) => [String(row.id), outputRow(row, meta.fields, meta)]));
+    for (const change of group) out.set(change, byId.get(change.id));
+  }
+  return out;
+}
+
+/** The events of committed transactions, in commit order and, within one, in the order of the records' first change. */
+export async function eventsOf(db: Db, transactions: readonly CapturedTransaction[]): Promise<CapturedEvent[]> {
+  const planned: { transaction: CapturedTransaction; origin: EventOrigin; change: RecordChange }[] = [];
+  for (const transaction of transactions) {
+    const origin = originOf(transaction.origin);
+    if (origin === 'import') continue;
+    for (const change of recordChanges(transaction)) planned.push({ transaction, origin, change });
+  }
+  // The images each table's statement projects: before and after of every record whose row changed.
+  const images = new Map<ResourceDescriptor, RowImage[]>();
+  const slot = new Map<RowImage, number>();
+  for (const { change } of planned) {
+    for (const image of [change.before, change.after, change.lastServed]) {
+      if (!image || slot.has(image) || !served(change.descriptor, image)) continue;
+      const list = images.get(change.descriptor) ?? [];
+      slot.set(image, list.length);
+      list.push(image);
+      images.set(change.descriptor, list);
+    }
+  }
+  const objects = new Map<ResourceDescriptor, Row[]>();
+  for (const [d, list] of images) objects.set(d, await servedObjects(db, d, list));
+  const objectOf = (d: ResourceDescriptor, image: RowImage | null | undefined): Row | undefined => {
+    const at = image ? slot.get(image) : undefined;
+    return at === undefined ? undefined : objects.get(d)?.[at];
+  };
+  const current = await currentObjects(
+    db,
+    planned.filter(({ change }) => change.before === undefined).map(({ change }) => change),
+  );
+
+  const events: CapturedEvent[] = [];
+  for (const { transaction, origin, change } of planned) {
+    const d = change.descriptor;
+    let action: EventAction;
+    let object: Row | undefined;
+    let previous: Row | null = null;
+    if (change.before === undefined) {
+      // Only its children changed: the record as it is now, with nothing of its own changed.
+      object = current.get(change);
+      action = 'updated';
+      previous = {};
+    } else {
+      const before = objectOf(d, change.before);
+      const after = objectOf(d, change.after);
+      if (!before && !after) continue;
+      if (!before) {
+        action = 'created';
+        object = after;
+      } else if (!after) {
+        action = 'deleted';
+        object = objectOf(d, change.lastServed) ?? before;
+      } else {
+        object = after;
+        action = softDeleted(d, after) && !softDeleted(d, before) ? 'deleted' : 'updated';
+        if (action === 'updated') previous = changedAttributes(before, after);
+      }
+    }
+    if (!object) continue;
+    events.push({
+      team_id: change.tenant.accountId,
+      mode: change.tenant.mode,
+      type: `${eventObjectOf(d)}.${action}`,
+      resource: d.name,
+      data: { object, previous_attributes: previous },
+      request_id: origin.request_id ?? null,
+      origin,
+      origin_key_id: origin.key_id ?? null,
+      committedAtUs: transaction.committedAtUs,
+    });
+  }
+  return events;
+}
+
+/** The channel key of an event's tenant. */
+export const eventChannel = (event: CapturedEvent): string => tenantChannelKey(event.team_id, event.mode);

@@ -1,0 +1,120 @@
+// Writes captured events in the capture's transaction: the events (ids and times that grow in capture order,
+// which is commit order), each tenant's events counter (the retention purge walks tenants by it; it is locked
+// before the deliveries, the lock order endpoint changes follow too), one delivery per subscribed enabled
+// endpoint, and the NOTIFYs that wake long polls and delivery workers once it commits. Capture is the only
+// writer of events, so none of this waits on another writer's locks.
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { EVENTS_COUNTER } from '../../domain/numbering.ts';
+import type { Db } from '../../infra/db/database.ts';
+import { DELIVERIES_CHANNEL, EVENTS_CHANNEL } from '../channels.ts';
+import { patternsMatching } from '../event-types.ts';
+import { type CapturedEvent, eventChannel } from './change-events.ts';
+
+/** Rows per statement: a large transaction's events go out in several. */
+const CHUNK = 1_000;
+
+/**
+ * Event ids and times in capture order: a time never earlier than the last one's (a commit's time may be a
+ * little earlier than an earlier commit's), and a UUIDv7 whose 48-bit milliseconds and 42-bit sequence grow
+ * with it, ending in 32 random bits. (created_at, id) then grows with every event, which is the feed's order.
+ */
+export class EventClock {
+  private lastUs = 0;
+  private lastMs = -1;
+  private sequence = 0;
+
+  /** Starts after the newest event there is. */
+  startAfter(latestUs: number): void {
+    this.lastUs = Math.max(this.lastUs, latestUs + 1);
+  }
+
+  next(committedAtUs: number): { id: string; createdAt: string } {
+    const us = Math.max(committedAtUs, this.lastUs);
+    this.lastUs = us;
+    const ms = Math.floor(us / 1000);
+    this.sequence = ms === this.lastMs ? this.sequence + 1 : 0;
+    this.lastMs = ms;
+    const seq = this.sequence;
+    const hex =
+      ms.toString(16).padStart(12, '0') +
+      '7' +
+      (Math.floor(seq / 2 ** 30) & 0xfff).toString(16).padStart(3, '0') +
+      (8 | (Math.floor(seq / 2 ** 28) & 3)).toString(16) +
+      (seq & 0xfffffff).toString(16).padStart(7, '0') +
+      randomBytes(4).toString('hex');
+    const id = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+    const createdAt = `${new Date(ms).toISOString().slice(0, 23)}${String(us % 1000).padStart(3, '0')}Z`;
+    return { id, createdAt };
+  }
+}
+
+/** The newest event's time, in microseconds since the Unix epoch (0 without events). */
+export async function latestEventUs(db: Db): Promise<number> {
+  const { rows } = await sql<{
+    us: string | null;
+  }>`SELECT (extract(epoch from max(created_at)) * 1000000)::bigint::text AS us FROM events`.execute(db);
+  return Number(rows[0]?.us ?? 0);
+}
+
+export interface Recorded {
+  events: number;
+  deliveries: number;
+  tenants: string[];
+}
+
+export async function recordEvents(trx: Db, events: readonly CapturedEvent[], clock: EventClock): Promise<Recorded> {
+  if (events.length === 0) return { events: 0, deliveries: 0, tenants: [] };
+  const rows = events.map((event) => {
+    const { id, createdAt } = clock.next(event.committedAtUs);
+    return { event, id, createdAt };
+  });
+  const perTenant = new Map<string, { team_id: string; mode: string; value: number; last_at: string }>();
+  for (const { event, createdAt } of rows) {
+    const key = eventChannel(event);
+    const counter = perTenant.get(key) ?? { team_id: event.team_id, mode: event.mode, value: 0, last_at: createdAt };
+    counter.value += 1;
+    counter.last_at = createdAt;
+    perTenant.set(key, counter);
+  }
+  await sql`INSERT INTO tenant_counters (team_id, mode, name, value, last_at)
+    SELECT c.team_id, c.mode, ${EVENTS_COUNTER}, c.value, c.last_at
+    FROM json_to_recordset(cast(${JSON.stringify([...perTenant.values()])} as json)) AS c(team_id uuid, mode text, value bigint, last_at timestamptz)
+    ON CONFLICT (team_id, mode, name) DO UPDATE
+      SET value = tenant_counters.value + excluded.value, last_at = greatest(excluded.last_at, tenant_counters.last_at)`.execute(trx);
+  let deliveries = 0;
+  for (let start = 0; start < rows.length; start += CHUNK) {
+    const chunk = rows.slice(start, start + CHUNK);
+    const json = JSON.stringify(
+      chunk.map(({ event, id, createdAt }) => ({
+        id,
+        team_id: event.team_id,
+        mode: event.mode,
+        type: event.type,
+        resource: event.resource,
+        data: event.data,
+        request_id: event.request_id,
+        origin: event.origin,
+        origin_key_id: event.origin_key_id,
+        created_at: createdAt,
+        patterns: patternsMatching(event.type),
+      })),
+    );
+    await sql`INSERT INTO events (id, team_id, mode, type, resource, data, request_id, origin, origin_key_id, created_at)
+      SELECT e.id, e.team_id, e.mode, e.type, e.resource, e.data, e.request_id, e.origin, e.origin_key_id, e.created_at
+      FROM json_to_recordset(cast(${json} as json))
+        AS e(id uuid, team_id uuid, mode text, type text, resource text, data json, request_id text, origin json, origin_key_id uuid, created_at timestamptz)`.execute(
+      trx,
+    );
+    const fanned = await sql`INSERT INTO webhook_deliveries (team_id, endpoint_id, event_id, next_attempt_at)
+      SELECT w.team_id, w.id, e.id, now()
+      FROM json_to_recordset(cast(${json} as json)) AS e(id uuid, team_id uuid, mode text, patterns text[])
+      JOIN webhook_endpoints w ON w.team_id = e.team_id AND w.mode = e.mode
+      WHERE w.enabled AND w.enabled_events && e.patterns`.execute(trx);
+    deliveries += Number(fanned.numAffectedRows ?? 0);
+  }
+  const tenants = [...perTenant.keys()];
+  await sql`SELECT pg_notify(${EVENTS_CHANNEL}, t) FROM unnest(cast(${`{${tenants.join(',')}}`} as text[])) AS t`.execute(trx);
+  if (deliveries > 0) await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(trx);
+  return { events: rows.length, deliveries, tenants };
+}

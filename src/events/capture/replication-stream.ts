@@ -1,0 +1,135 @@
+// One logical replication session on PostgreSQL: a connection in replication mode streaming the slot's
+// changes (START_REPLICATION … pgoutput) from a position, acknowledging what the capture has committed. A slot
+// streams to one session at a time, which is what makes one instance the capturer: the others are refused
+// ("replication slot … is active") and try again later. Messages: "Streaming Replication Protocol".
+import type postgres from 'postgres';
+import type { CapturedTransaction } from './captured.ts';
+import { PG_EPOCH_US, PgOutputReader, positionText, readPosition } from './pgoutput.ts';
+
+export type StreamItem = { kind: 'transaction'; transaction: CapturedTransaction } | { kind: 'caught-up'; position: number };
+
+export interface ReplicationOptions {
+  url: string;
+  slot: string;
+  publication: string;
+  originPrefix: string;
+  connectTimeoutSeconds: number;
+}
+
+/** A slot name from the database's name: slots are named per server, and each database needs its own. */
+export const slotNameFor = (database: string): string => `balcao_${database.toLowerCase().replace(/[^a-z0-9_]/g, '_')}`.slice(0, 63);
+
+export class ReplicationStream {
+  private stream: (NodeJS.ReadableStream & NodeJS.WritableStream) | undefined;
+  private statusTimer: NodeJS.Timeout | undefined;
+  private acked = 0;
+  private received = 0;
+
+  private constructor(private readonly sql: postgres.Sql) {}
+
+  /** Connects in replication mode (the slot made when missing, at its consistent point: answered as `created`). */
+  static async connect(options: ReplicationOptions): Promise<ReplicationStream> {
+    const { default: postgres } = await import('postgres');
+    const sql = postgres(options.url, {
+      max: 1,
+      fetch_types: false,
+      idle_timeout: 0,
+      max_lifetime: null,
+      connect_timeout: options.connectTimeoutSeconds,
+      onnotice: () => {},
+      connection: { replication: 'database', application_name: 'balcao capture', TimeZone: 'UTC', DateStyle: 'ISO' },
+    });
+    return new ReplicationStream(sql);
+  }
+
+  /** Makes the slot; answers its consistent point, or null when it exists already. */
+  async createSlot(slot: string): Promise<number | null> {
+    try {
+      const [made] = await this.sql.unsafe(`CREATE_REPLICATION_SLOT ${slot} LOGICAL pgoutput NOEXPORT_SNAPSHOT`);
+      return lsnNumber(String(made?.consistent_point));
+    } catch (err) {
+      if ((err as { code?: string }).code === '42710') return null; // duplicate_object
+      throw err;
+    }
+  }
+
+  /** Streams the slot's transactions committed after `from`, then `caught-up` marks whenever the server has
+   *  sent everything up to a position. Ends (or throws) when the session ends. */
+  async *changes(options: ReplicationOptions, from: number): AsyncGenerator<StreamItem> {
+    const stream = (await this.sql
+      .unsafe(
+        `START_REPLICATION SLOT ${options.slot} LOGICAL ${positionText(from)} (proto_version '1', publication_names '${options.publication}', messages 'true')`,
+      )
+      .writable()) as unknown as NodeJS.ReadableStream & NodeJS.WritableStream;
+    this.stream = stream;
+    this.acked = from;
+    this.received = from;
+    const reader = new PgOutputReader(options.originPrefix);
+    // The server ends a session that says nothing for wal_sender_timeout (60 s by default).
+    this.statusTimer = setInterval(() => this.sendStatus(false), 5_000);
+    this.statusTimer.unref();
+    let open = false;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      if (chunk[0] === 0x77) {
+        // XLogData: start, WAL end, send time, then one pgoutput message
+        const message = chunk.subarray(25);
+        if (message[0] === 0x42) open = true;
+        const transaction = reader.read(message);
+        if (transaction) {
+          open = false;
+          this.received = Math.max(this.received, transaction.position);
+          yield { kind: 'transaction', transaction };
+        }
+      } else if (chunk[0] === 0x6b) {
+        // Keepalive: the server has sent everything before its WAL end; a transaction open here commits after it.
+        const end = readPosition(chunk, 1);
+        if (!open && end > this.received) {
+          this.received = end;
+          yield { kind: 'caught-up', position: end };
+        }
+        if (chunk[17]) this.sendStatus(false);
+      }
+    }
+  }
+
+  /** Tells the server that everything up to `position` is captured: the slot may let go of the WAL before it. */
+  acknowledge(position: number): void {
+    if (position <= this.acked) return;
+    this.acked = position;
+    this.sendStatus(false);
+  }
+
+  private sendStatus(replyRequested: boolean): void {
+    const stream = this.stream;
+    if (!stream) return;
+    const message = Buffer.alloc(34);
+    message[0] = 0x72; // r: standby status update
+    writePosition(message, 1, this.received);
+    writePosition(message, 9, this.acked);
+    writePosition(message, 17, this.acked);
+    message.writeBigInt64BE(BigInt(Date.now() * 1000 - PG_EPOCH_US), 25);
+    message[33] = replyRequested ? 1 : 0;
+    try {
+      stream.write(message);
+    } catch {
+      // the session is ending; the next one starts from the slot's acknowledged position
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.statusTimer);
+    this.stream = undefined;
+    await this.sql.end({ timeout: 1 }).catch(() => {});
+  }
+}
+
+function writePosition(buf: Buffer, at: number, position: number): void {
+  buf.writeUInt32BE(Math.floor(position / 2 ** 32), at);
+  buf.writeUInt32BE(position % 2 ** 32, at + 4);
+}
+
+/** `16/B374D848` as a number. */
+export function lsnNumber(text: string): number {
+  const [hi, lo] = text.split('/');
+  return Number.parseInt(hi ?? '0', 16) * 2 ** 32 + Number.parseInt(lo ?? '0', 16);
+}
