@@ -56,6 +56,7 @@ export async function startPostgres(dir: string): Promise<ThrowawayPostgres> {
     "-c listen_addresses='127.0.0.1'",
     `-c unix_socket_directories='${dataDir}'`,
     '-c max_connections=200',
+    '-c wal_level=logical',
     '-c shared_buffers=256MB',
     '-c fsync=off',
     '-c synchronous_commit=off',

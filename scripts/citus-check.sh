@@ -43,7 +43,7 @@ stop_all() {
 for port in $COORD $W1 $W2; do
   dir=$WORK/n$port
   su postgres -c "$PGBIN/initdb -D $dir -U postgres --auth=trust" >/dev/null
-  su postgres -c "$PGBIN/pg_ctl -D $dir -l $dir.log -w start -o '-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c shared_preload_libraries=citus -c fsync=off -c max_connections=300 -c max_prepared_transactions=200'" >/dev/null
+  su postgres -c "$PGBIN/pg_ctl -D $dir -l $dir.log -w start -o '-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c shared_preload_libraries=citus -c fsync=off -c max_connections=300 -c max_prepared_transactions=200 -c wal_level=logical -c max_wal_senders=50 -c max_replication_slots=50'" >/dev/null
 done
 psqlc() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U postgres "$@"; }
 log "cluster: coordinator 127.0.0.1:$COORD, workers :$W1 :$W2 (logs in $WORK)"

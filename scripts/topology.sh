@@ -138,7 +138,7 @@ up() {
   say "PostgreSQL on $PG_PORT"
   as_postgres "$PG_BIN/initdb" -D "$TOPOLOGY_DIR/pg" -U postgres --auth=trust -E UTF8 --no-sync >/dev/null
   as_postgres "$PG_BIN/pg_ctl" -D "$TOPOLOGY_DIR/pg" -l "$TOPOLOGY_DIR/pg.log" -w \
-    -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories= -c max_connections=100 -c fsync=off" start >/dev/null
+    -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories= -c max_connections=100 -c fsync=off -c wal_level=logical" start >/dev/null
   # Lone statements through PgBouncer carry no timeout of their own (BALCAO_DB_PREPARE=false): the
   # database's settings bound them (docs/decisions.md, docs/deployment.md).
   psql -q -X "postgres://postgres@127.0.0.1:$PG_PORT/postgres" -v ON_ERROR_STOP=1 \

@@ -92,7 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('database', database);
   const capture =
     deps.capture ??
-    changeCapture(database, { url: config.listenDatabaseUrl ?? config.databaseUrl, log: app.log.child({ component: 'capture' }) });
+    changeCapture(database, { url: database.sessionUrl, log: app.log.child({ component: 'capture' }) });
   registerPipeline(app, deps, limits, rateLimiter, capture);
 
   // Before every route: @fastify/swagger collects the routes as they register.

@@ -18,9 +18,12 @@ export function registerEvents(app: FastifyInstance, deps: { config: Config; dat
   const worker = new DeliveryWorker(database, config, app.log);
   registerEventRoutes(app, readRunner(database), bus, capture);
   registerWebhookEndpointRoutes(app, database.db, config);
+  // Capture is ready before the server listens (its first writes are captured); the rest once it listens.
+  app.addHook('onReady', async () => {
+    await capture.start();
+  });
   app.addHook('onListen', async () => {
     await bus.start();
-    await capture.start();
     await worker.start();
   });
   app.addHook('preClose', async () => {

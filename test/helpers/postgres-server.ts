@@ -51,6 +51,8 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
       'fsync=off',
       '-c',
       'max_connections=60',
+      '-c',
+      'wal_level=logical',
     ]);
     const quoted = [pgCmd, ...pgArgs].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
     const script = `${quoted} >/dev/null 2>&1 </dev/null &

@@ -1,5 +1,5 @@
 // A throwaway PostgreSQL primary with one streaming replica of the test's own, on free loopback ports: the
-// primary with wal_level=replica, the replica made by `pg_basebackup -R` (standby.signal and primary_conninfo)
+// primary with wal_level=logical (capture), the replica made by `pg_basebackup -R` (standby.signal and primary_conninfo)
 // and started as a hot standby, optionally with a replay delay (recovery_min_apply_delay). The replica can be
 // stopped and started under traffic. Both run in the foreground under a bash that waits on our pipe (as in
 // postgres-server.ts): when the test process ends for any reason the servers stop, so no run leaves one behind.
@@ -88,7 +88,7 @@ export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
     execFileSync(cmd, rest, { stdio: 'ignore' });
   };
   run([path.join(BIN, 'initdb'), '-D', primaryData, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-  const primary = serverProcess(primaryData, await freePort(), ['wal_level=replica', 'max_wal_senders=4']);
+  const primary = serverProcess(primaryData, await freePort(), ['wal_level=logical', 'max_wal_senders=10']);
   await primary.start();
   // initdb's pg_hba.conf lets loopback connections replicate (trust, as every other connection here).
   run([

@@ -141,14 +141,30 @@ export class LogicalCapture implements ChangeCapture {
     private readonly options: LogicalCaptureOptions,
   ) {}
 
+  /** Resolves once the slot is there (made on first use) or capture said why it cannot run, within 10 s: changes
+   *  committed after that are captured, so a server that listens only then loses none of its own writes. */
   async start(): Promise<void> {
-    const { rows } = await sql<{ db: string }>`SELECT current_database() AS db`.execute(this.db);
-    this.slot = slotNameFor(rows[0]?.db ?? 'balcao');
+    let settled: () => void = () => {};
+    const first = new Promise<void>((resolve) => {
+      settled = resolve;
+    });
+    this.firstSettled = settled;
     this.loop = this.run();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([first, new Promise((resolve) => (timer = setTimeout(resolve, 10_000)))]);
+    clearTimeout(timer);
   }
+
+  private firstSettled: () => void = () => {};
 
   private async run(): Promise<void> {
     let failures = 0;
+    try {
+      const { rows } = await sql<{ db: string }>`SELECT current_database() AS db`.execute(this.db);
+      this.slot = slotNameFor(rows[0]?.db ?? 'balcao');
+    } catch (err) {
+      this.setState('failing', String((err as Error).message));
+    }
     while (!this.closed) {
       try {
         await this.session();
@@ -156,6 +172,7 @@ export class LogicalCapture implements ChangeCapture {
       } catch (err) {
         if (this.closed) break;
         failures += 1;
+        this.firstSettled();
         const busy = /is active for PID/i.test(String((err as Error).message));
         if (busy) this.setState('standby');
         else if (!(err instanceof CaptureOvertaken)) {
@@ -194,6 +211,7 @@ export class LogicalCapture implements ChangeCapture {
   private async session(): Promise<void> {
     const { rows: settings } = await sql<{ wal_level: string }>`SELECT current_setting('wal_level') AS wal_level`.execute(this.db);
     if (settings[0]?.wal_level !== 'logical') {
+      this.firstSettled();
       this.setState(
         'misconfigured',
         `PostgreSQL's wal_level is '${settings[0]?.wal_level}'; capture needs 'logical' (ALTER SYSTEM SET wal_level = logical, then restart PostgreSQL)`,
@@ -225,6 +243,7 @@ export class LogicalCapture implements ChangeCapture {
         );
       position = await readPosition(this.db, this.slot);
     } else if (slots[0]?.wal_status === 'lost') {
+      this.firstSettled();
       this.setState('lost', `PostgreSQL removed WAL the replication slot ${this.slot} still needed (max_slot_wal_keep_size)`);
       return;
     }
@@ -238,6 +257,8 @@ export class LogicalCapture implements ChangeCapture {
       );
       position = (await readPosition(this.db, this.slot)) ?? 0;
     }
+    // From here on the slot keeps every change: the server may take writes.
+    this.firstSettled();
     await this.capture(this.stream, position);
   }
 
@@ -253,7 +274,10 @@ export class LogicalCapture implements ChangeCapture {
     let failure: unknown;
     // Batches commit one after another while the stream goes on being read.
     const drain = (): Promise<void> => {
-      draining ??= (async () => {
+      if (draining) return draining;
+      draining = (async () => {
+        // A turn first: the assignment above completes before the finally below can clear it.
+        await Promise.resolve();
         try {
           while (pending.length > 0 || mark > this.capturedThrough) {
             let take = 0;

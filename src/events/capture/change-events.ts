@@ -142,7 +142,7 @@ async function servedObjects(db: Db, d: ResourceDescriptor, images: readonly Row
   const meta = descriptorMeta(d);
   const columns = meta.fields.map((f) => `r.${quoteIdentifier(f)}`).join(', ');
   const { rows } = await sql<Row>`SELECT r.ordinality AS "__ord", ${sql.raw(columns)}
-    FROM json_populate_recordset(null::${sql.raw(quoteIdentifier(d.table))}, cast(${JSON.stringify(images)} as json)) WITH ORDINALITY AS r
+    FROM json_populate_recordset(null::${sql.raw(quoteIdentifier(d.table))}, cast(cast(${JSON.stringify(images)} as text) as json)) WITH ORDINALITY AS r
     ORDER BY r.ordinality`.execute(db);
   return rows.map((row) => outputRow(row, meta.fields, meta));
 }

@@ -79,7 +79,7 @@ export async function recordEvents(trx: Db, events: readonly CapturedEvent[], cl
   }
   await sql`INSERT INTO tenant_counters (team_id, mode, name, value, last_at)
     SELECT c.team_id, c.mode, ${EVENTS_COUNTER}, c.value, c.last_at
-    FROM json_to_recordset(cast(${JSON.stringify([...perTenant.values()])} as json)) AS c(team_id uuid, mode text, value bigint, last_at timestamptz)
+    FROM json_to_recordset(cast(cast(${JSON.stringify([...perTenant.values()])} as text) as json)) AS c(team_id uuid, mode text, value bigint, last_at timestamptz)
     ON CONFLICT (team_id, mode, name) DO UPDATE
       SET value = tenant_counters.value + excluded.value, last_at = greatest(excluded.last_at, tenant_counters.last_at)`.execute(trx);
   let deliveries = 0;
@@ -102,13 +102,13 @@ export async function recordEvents(trx: Db, events: readonly CapturedEvent[], cl
     );
     await sql`INSERT INTO events (id, team_id, mode, type, resource, data, request_id, origin, origin_key_id, created_at)
       SELECT e.id, e.team_id, e.mode, e.type, e.resource, e.data, e.request_id, e.origin, e.origin_key_id, e.created_at
-      FROM json_to_recordset(cast(${json} as json))
+      FROM json_to_recordset(cast(cast(${json} as text) as json))
         AS e(id uuid, team_id uuid, mode text, type text, resource text, data json, request_id text, origin json, origin_key_id uuid, created_at timestamptz)`.execute(
       trx,
     );
     const fanned = await sql`INSERT INTO webhook_deliveries (team_id, endpoint_id, event_id, next_attempt_at)
       SELECT w.team_id, w.id, e.id, now()
-      FROM json_to_recordset(cast(${json} as json)) AS e(id uuid, team_id uuid, mode text, patterns text[])
+      FROM json_to_recordset(cast(cast(${json} as text) as json)) AS e(id uuid, team_id uuid, mode text, patterns text[])
       JOIN webhook_endpoints w ON w.team_id = e.team_id AND w.mode = e.mode
       WHERE w.enabled AND w.enabled_events && e.patterns`.execute(trx);
     deliveries += Number(fanned.numAffectedRows ?? 0);

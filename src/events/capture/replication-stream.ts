@@ -69,7 +69,7 @@ export class ReplicationStream {
     this.statusTimer = setInterval(() => this.sendStatus(false), 5_000);
     this.statusTimer.unref();
     let open = false;
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
+    for await (const chunk of messagesOf(stream)) {
       if (chunk[0] === 0x77) {
         // XLogData: start, WAL end, send time, then one pgoutput message
         const message = chunk.subarray(25);
@@ -132,4 +132,48 @@ function writePosition(buf: Buffer, at: number, position: number): void {
 export function lsnNumber(text: string): number {
   const [hi, lo] = text.split('/');
   return Number.parseInt(hi ?? '0', 16) * 2 ** 32 + Number.parseInt(lo ?? '0', 16);
+}
+
+/** Each CopyData message of the session as one buffer. Read in flowing mode: a paused stream's read() would join
+ *  the buffered messages into one, and the protocol's messages carry no length of their own. The stream is paused
+ *  while many messages wait, so a backlog is read no faster than it is consumed. */
+async function* messagesOf(stream: NodeJS.ReadableStream): AsyncGenerator<Buffer> {
+  const queue: Buffer[] = [];
+  let wake: (() => void) | undefined;
+  let ended = false;
+  let failure: unknown;
+  const notify = () => {
+    wake?.();
+    wake = undefined;
+  };
+  stream.on('data', (chunk: Buffer) => {
+    queue.push(chunk);
+    if (queue.length >= 4096) stream.pause();
+    notify();
+  });
+  stream.on('end', () => {
+    ended = true;
+    notify();
+  });
+  stream.on('close', () => {
+    ended = true;
+    notify();
+  });
+  stream.on('error', (err) => {
+    failure = err;
+    notify();
+  });
+  while (true) {
+    const next = queue.shift();
+    if (next) {
+      if (queue.length < 1024 && stream.isPaused()) stream.resume();
+      yield next;
+      continue;
+    }
+    if (failure) throw failure;
+    if (ended) return;
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+  }
 }

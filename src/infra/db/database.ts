@@ -32,6 +32,9 @@ export interface Database {
   /** PostgreSQL: connections of their own for the API keys' lookups (accounts/key-cache.ts), so that a request's
    *  authentication never queues behind the transactions that fill the pool when writes pile up. */
   readonly lookups?: Db;
+  /** PostgreSQL: where a session of its own connects (LISTEN, change capture's replication): BALCAO_LISTEN_DATABASE_URL
+   *  when set (straight to PostgreSQL, past a transaction-pooling PgBouncer), else DATABASE_URL. */
+  readonly sessionUrl?: string;
   close(): Promise<void>;
 }
 
@@ -155,6 +158,7 @@ async function openPostgres(
     },
     driver: { engine: 'postgres', sql },
     lookups,
+    sessionUrl: listenUrl ?? url,
     close: async () => {
       try {
         await Promise.all([db.destroy(), lookups.destroy()]);
