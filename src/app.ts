@@ -90,9 +90,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest('auth', null);
   app.decorateRequest('tenant', null);
   app.decorate('database', database);
-  const capture =
-    deps.capture ??
-    changeCapture(database, { url: database.sessionUrl, log: app.log.child({ component: 'capture' }) });
+  const capture = deps.capture ?? changeCapture(database, { url: database.sessionUrl, log: app.log.child({ component: 'capture' }) });
   registerPipeline(app, deps, limits, rateLimiter, capture);
 
   // Before every route: @fastify/swagger collects the routes as they register.

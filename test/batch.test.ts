@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
+import { captured } from './helpers/captured.ts';
 import { item, UNLIMITED, writer } from './helpers/write-fixtures.ts';
 
 type Result = { status: number; body: any; etag: string | null };
@@ -95,6 +96,7 @@ describe('POST /v1/batch', () => {
       assert.equal(results[i]?.etag, null);
     }
     assert.deepEqual(await customersOf(account.id), []);
+    await captured(s.database);
     const events = await sql<{ n: number }>`SELECT count(*)::int AS n FROM events WHERE team_id = ${account.id}`.execute(s.db);
     assert.equal(events.rows[0]?.n, 0, 'no event of a rolled-back batch');
     assert.deepEqual((await s.request('GET', '/v1/requests', { key })).body.data, []);
@@ -109,6 +111,7 @@ describe('POST /v1/batch', () => {
     );
     assert.deepEqual(await customersOf(account.id), ['Y1', 'Y2']);
     // Each write emitted its event as if alone.
+    await captured(s.database);
     const types = await sql<{ type: string }>`SELECT type FROM events WHERE team_id = ${account.id} ORDER BY created_at, id`.execute(s.db);
     assert.deepEqual(
       types.rows.map((r) => r.type),

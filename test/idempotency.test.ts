@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { requestSignature } from '../src/http/idempotency.ts';
 import { IdempotencyStore } from '../src/infra/idempotency-store.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
+import { captured } from './helpers/captured.ts';
 import { StatementRecorder } from './helpers/statement-recorder.ts';
 import { item, writer } from './helpers/write-fixtures.ts';
 
@@ -254,6 +255,7 @@ describe('Idempotency-Key', () => {
       listed.body.data.map((c: { id: string }) => c.id),
       [answers[0]!.body.data.id],
     );
+    await captured(s.database);
     const events = await sql<{ n: string }>`SELECT count(*) AS n FROM events WHERE team_id = ${accountId}`.execute(s.db);
     assert.equal(Number(events.rows[0]!.n), 1);
   });

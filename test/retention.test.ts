@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import { purgeExpiredEvents } from '../src/events/event-retention.ts';
 import { purgeRequestLog } from '../src/resources/request-log.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
+import { captured } from './helpers/captured.ts';
 import { writer } from './helpers/write-fixtures.ts';
 
 describe('retention purges', () => {
@@ -25,6 +26,7 @@ describe('retention purges', () => {
       const created = await s.request('POST', '/v1/customers', { key: w.key, body: { full_name: 'Ana', name: 'Ana', phone: '1' } });
       assert.equal(created.status, 201, created.text);
     }
+    await captured(s.database);
     return [live, test, secondLive];
   }
 

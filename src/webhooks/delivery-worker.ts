@@ -171,7 +171,7 @@ export class DeliveryWorker {
       await sql<Row>`
         SELECT d.id AS delivery_id, d.attempt_count, d.endpoint_id, e.url, e.secret,
                CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
-               ${accountColumnSql('ev')} AS account_id, ev.mode, ev.id, ev.type, ev.created_at, ev.data, ev.request_id
+               ${accountColumnSql('ev')} AS account_id, ev.mode, ev.id, ev.type, ev.created_at, ev.data, ev.request_id, ev.origin
         FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameAccountSql('e', 'd')} AND e.id = d.endpoint_id
           JOIN events ev ON ${sameAccountSql('ev', 'd')} AND ev.id = d.event_id
         WHERE ${keysScopedSql(rows, 'd')}`.execute(db)
