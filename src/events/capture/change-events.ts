@@ -77,7 +77,7 @@ export const apiOriginText = (keyId: string | null, requestId: string | null): s
   JSON.stringify({ key_id: keyId, request_id: requestId });
 
 /** A row the API serves as a record: the descriptor's fixed conditions hold on it. */
-function served(d: ResourceDescriptor, image: RowImage | null | undefined): boolean {
+function servedRow(d: ResourceDescriptor, image: RowImage | null | undefined): boolean {
   if (!image) return false;
   for (const [column, allowed] of Object.entries(d.where ?? {})) {
     const value = image[column];
@@ -106,6 +106,9 @@ function changedAttributes(before: Row, after: Row): Row {
   return previous;
 }
 
+const recordKey = (c: Pick<RecordChange, 'descriptor' | 'tenant' | 'id'>): string =>
+  `${c.descriptor.table}/${c.tenant.accountId}/${c.tenant.mode}/${c.id}`;
+
 /** The records each transaction changed, in the order of their first change. */
 function recordChanges(transaction: CapturedTransaction): RecordChange[] {
   const byKey = new Map<string, RecordChange>();
@@ -115,7 +118,7 @@ function recordChanges(transaction: CapturedTransaction): RecordChange[] {
     if (!table || !image) continue;
     const id = table.parentKey ? image[table.parentKey] : image.id;
     if (typeof id !== 'string' || typeof image.team_id !== 'string' || typeof image.mode !== 'string') continue;
-    const key = `${table.descriptor.table}/${image.team_id}/${image.mode}/${id}`;
+    const key = recordKey({ descriptor: table.descriptor, tenant: { accountId: image.team_id, mode: image.mode } as Tenant, id });
     let record = byKey.get(key);
     if (!record) {
       record = {
@@ -147,11 +150,37 @@ async function servedObjects(db: Db, d: ResourceDescriptor, images: readonly Row
   return rows.map((row) => outputRow(row, meta.fields, meta));
 }
 
-/** The records whose children alone changed, as they are now (undefined: not served any more). */
-async function currentObjects(db: Db, changes: readonly RecordChange[]): Promise<Map<RecordChange, Row | undefined>> {
+/**
+ * The records whose children alone changed, as they were then: the old row of the record's next change in the batch
+ * (the row did not change in between), else the row as it is now (nothing changed it since), else, when a later
+ * transaction not yet captured deleted it, the record as its last event showed it.
+ */
+async function recordsAsOfTheirChange(
+  db: Db,
+  changes: readonly { change: RecordChange; index: number }[],
+  later: (change: RecordChange, index: number) => RowImage | undefined,
+): Promise<Map<RecordChange, Row | undefined>> {
   const out = new Map<RecordChange, Row | undefined>();
+  const unresolved: RecordChange[] = [];
+  const images = new Map<ResourceDescriptor, { change: RecordChange; image: RowImage }[]>();
+  for (const { change, index } of changes) {
+    const image = later(change, index);
+    if (image === undefined) unresolved.push(change);
+    else images.set(change.descriptor, [...(images.get(change.descriptor) ?? []), { change, image }]);
+  }
+  for (const [d, list] of images) {
+    const served = list.filter(({ image }) => servedRow(d, image));
+    const objects = await servedObjects(
+      db,
+      d,
+      served.map(({ image }) => image),
+    );
+    served.forEach(({ change }, i) => {
+      out.set(change, objects[i]);
+    });
+  }
   const groups = new Map<string, RecordChange[]>();
-  for (const change of changes) {
+  for (const change of unresolved) {
     const key = `${change.descriptor.table}/${change.tenant.accountId}/${change.tenant.mode}`;
     groups.set(key, [...(groups.get(key) ?? []), change]);
   }
@@ -168,9 +197,19 @@ async function currentObjects(db: Db, changes: readonly RecordChange[]): Promise
       )
       .execute()) as Row[];
     const byId = new Map(rows.map((row) => [String(row.id), outputRow(row, meta.fields, meta)]));
-    for (const change of group) out.set(change, byId.get(change.id));
+    for (const change of group) out.set(change, byId.get(change.id) ?? (await lastEventObject(db, change)));
   }
   return out;
+}
+
+/** The record as its newest event showed it (the rare case of a record deleted before capture could read it). */
+async function lastEventObject(db: Db, change: RecordChange): Promise<Row | undefined> {
+  const { rows } = await sql<{ object: unknown }>`SELECT data->'object' AS object FROM events
+    WHERE team_id = ${change.tenant.accountId} AND mode = ${change.tenant.mode} AND resource = ${change.descriptor.name}
+      AND data->'object'->>'id' = ${change.id}
+    ORDER BY created_at DESC, id DESC LIMIT 1`.execute(db);
+  const object = rows[0]?.object;
+  return typeof object === 'string' ? (JSON.parse(object) as Row) : ((object as Row | undefined) ?? undefined);
 }
 
 /** The events of committed transactions, in commit order and, within one, in the order of the records' first change. */
@@ -186,7 +225,7 @@ export async function eventsOf(db: Db, transactions: readonly CapturedTransactio
   const slot = new Map<RowImage, number>();
   for (const { change } of planned) {
     for (const image of [change.before, change.after, change.lastServed]) {
-      if (!image || slot.has(image) || !served(change.descriptor, image)) continue;
+      if (!image || slot.has(image) || !servedRow(change.descriptor, image)) continue;
       const list = images.get(change.descriptor) ?? [];
       slot.set(image, list.length);
       list.push(image);
@@ -199,9 +238,21 @@ export async function eventsOf(db: Db, transactions: readonly CapturedTransactio
     const at = image ? slot.get(image) : undefined;
     return at === undefined ? undefined : objects.get(d)?.[at];
   };
-  const current = await currentObjects(
+  // A record whose children alone changed: its row as of then is the old row of its next change in the batch.
+  const rowChanges = new Map<string, number[]>();
+  planned.forEach(({ change }, index) => {
+    if (change.before === undefined) return;
+    const key = recordKey(change);
+    rowChanges.set(key, [...(rowChanges.get(key) ?? []), index]);
+  });
+  const later = (record: RecordChange, index: number): RowImage | undefined => {
+    const next = rowChanges.get(recordKey(record))?.find((i) => i > index);
+    return next === undefined ? undefined : (planned[next]?.change.before ?? undefined);
+  };
+  const current = await recordsAsOfTheirChange(
     db,
-    planned.filter(({ change }) => change.before === undefined).map(({ change }) => change),
+    planned.flatMap(({ change }, index) => (change.before === undefined ? [{ change, index }] : [])),
+    later,
   );
 
   const events: CapturedEvent[] = [];
