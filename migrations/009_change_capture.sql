@@ -26,3 +26,8 @@ CREATE TABLE capture_outbox (
   new_row jsonb,
   at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+
+-- A write through the API marks its transaction with its origin (a transactional logical message, read by the
+-- capture beside the transaction's changes). The embedded database's capture set-up replaces it with one that
+-- writes the mark to its change log (src/events/capture/setup.ts).
+CREATE OR REPLACE FUNCTION balcao_mark_origin(origin text) RETURNS text LANGUAGE sql AS $$ SELECT pg_logical_emit_message(true, 'balcao.origin', origin)::text $$;

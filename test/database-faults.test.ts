@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
 import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/database.ts';
-import { migrate } from '../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../src/events/capture/setup.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { type OwnPostgres, startOwnPostgres } from './helpers/postgres-server.ts';
 import { until } from './helpers/poll.ts';
@@ -51,7 +51,7 @@ describe('database faults', () => {
   before(async () => {
     pg = await startOwnPostgres();
     database = await openDatabase({ databaseUrl: pg.url, dataDir: '', dbTimeouts: { ...DEFAULT_DB_TIMEOUTS, statementMs: 1_000 } });
-    await migrate(database.db);
+    await prepareDatabase(database);
     s = await startTestServer({ database });
     const { key, account } = await s.createAccountWithKey();
     keys = [key, (await s.createKey(account.id)).key, (await s.createKey(account.id)).key];

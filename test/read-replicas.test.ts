@@ -16,7 +16,7 @@ import { sql } from 'kysely';
 import postgres from 'postgres';
 import { loadConfig } from '../src/config.ts';
 import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/database.ts';
-import { migrate } from '../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../src/events/capture/setup.ts';
 import { balcaoJson } from './helpers/cli.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { startTestRedis } from './helpers/redis-server.ts';
@@ -127,7 +127,7 @@ if (process.env.TEST_DATABASE_URL) {
     before(async () => {
       pair = await startPrimaryWithReplica();
       const setup = await openDatabase({ databaseUrl: pair.primary.url, dataDir: '' });
-      await migrate(setup.db);
+      await prepareDatabase(setup);
       await setup.close();
       s = await startTestServer({ database: await open(), env: { BALCAO_METRICS_PUBLIC: 'true' } });
       if (process.env.TEST_REDIS_URL) s2 = await startTestServer({ database: await open(), env: { BALCAO_METRICS_PUBLIC: 'true' } });

@@ -7,14 +7,14 @@ import { createAccount } from '../src/accounts/account-repository.ts';
 import { createKey } from '../src/accounts/key-repository.ts';
 import { MODULES } from '../src/domain/modules.ts';
 import { openDatabase } from '../src/infra/db/database.ts';
-import { migrate } from '../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../src/events/capture/setup.ts';
 import { balcaoJson, type ScratchEnv, scratchEnv, startServe } from './helpers/cli.ts';
 
 /** The account and key, written straight into the scratch database (two CLI runs fewer on a busy machine). */
 async function seed(env: Record<string, string>): Promise<{ accountId: string; key: string }> {
   const database = await openDatabase({ databaseUrl: env.DATABASE_URL, dataDir: env.BALCAO_DATA_DIR as string });
   try {
-    await migrate(database.db);
+    await prepareDatabase(database);
     const account = await createAccount(database.db, { name: 'Crash', plan_code: 'enterprise', modules: [...MODULES] });
     const { key } = await createKey(database.db, {
       accountId: account.id,

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/database.ts';
-import { migrate } from '../src/infra/db/migrate.ts';
+import { prepareDatabase } from '../src/events/capture/setup.ts';
 import { onWriteLane } from '../src/infra/db/write-lanes.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { type OwnPostgres, startOwnPostgres } from './helpers/postgres-server.ts';
@@ -26,7 +26,7 @@ describe('write lanes', () => {
       dbPoolSize: 2,
       dbTimeouts: { ...DEFAULT_DB_TIMEOUTS, acquireMs: 400, statementMs: 10_000 },
     });
-    await migrate(database.db);
+    await prepareDatabase(database);
     await sql`create table lane_probe (tx text, step int, seen int, at timestamptz default clock_timestamp())`.execute(database.db);
   });
   after(async () => {
@@ -164,7 +164,7 @@ describe('sales on write lanes over HTTP', () => {
   before(async () => {
     pg = await startOwnPostgres();
     database = await openDatabase({ databaseUrl: pg.url, dataDir: '', dbTimeouts: { ...DEFAULT_DB_TIMEOUTS, statementMs: 5_000 } });
-    await migrate(database.db);
+    await prepareDatabase(database);
     s = await startTestServer({ database });
   });
   after(async () => {

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import type { Database } from '../../src/infra/db/database.ts';
 import { until } from './poll.ts';
 
-export async function captured(database: Pick<Database, 'db' | 'engine'>): Promise<void> {
+export async function captured(database: Pick<Database, 'db' | 'engine'>, withinMs = 30_000): Promise<void> {
   const { db } = database;
   if (database.engine === 'pglite') {
     await until(

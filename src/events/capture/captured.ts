@@ -1,8 +1,10 @@
 // What a capture source hands on: committed transactions, each with its row changes of the served tables and
 // the origin its writer marked it with, in commit order.
 
-/** A row as a source gives it: column → a value json_populate_record reads into the column's type. */
+/** A row as a source gives it, column by column: as the driver reads a SELECT of it (`row`, PostgreSQL's WAL), or
+ *  as to_jsonb writes it (`json`, the embedded database's change log), which json_populate_record reads back. */
 export type RowImage = Record<string, unknown>;
+export type ImageKind = 'row' | 'json';
 
 export interface RowChange {
   table: string;
@@ -12,6 +14,7 @@ export interface RowChange {
 }
 
 export interface CapturedTransaction {
+  images: ImageKind;
   /** Where the source stands once this transaction is captured (a WAL position, or the change log's seq). */
   position: number;
   /** When it committed, in microseconds since the Unix epoch. */

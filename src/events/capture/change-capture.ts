@@ -491,7 +491,9 @@ export class OutboxCapture implements ChangeCapture {
     for (const row of list) {
       let t = transactions[transactions.length - 1];
       if (!t || (t as CapturedTransaction & { txid?: number }).txid !== row.txid) {
-        t = Object.assign({ position: 0, committedAtUs: 0, origin: null, changes: [] } as CapturedTransaction, { txid: row.txid });
+        t = Object.assign({ images: 'json', position: 0, committedAtUs: 0, origin: null, changes: [] } as CapturedTransaction, {
+          txid: row.txid,
+        });
         transactions.push(t);
       }
       t.position = Number(row.seq);

@@ -18,7 +18,7 @@ import { eventObjectOf, type ResourceDescriptor } from '../../resources/descript
 import { isSqlFragment } from '../../resources/insert-statement.ts';
 import { tenantChannelKey } from '../channels.ts';
 import type { EventAction } from '../event-types.ts';
-import type { CapturedTransaction, RowImage } from './captured.ts';
+import type { CapturedTransaction, ImageKind, RowImage } from './captured.ts';
 import { IMPORT_ORIGIN } from './setup.ts';
 import { SERVED_TABLES } from './served-tables.ts';
 
@@ -101,7 +101,10 @@ function changedAttributes(before: Row, after: Row): Row {
   const previous: Row = {};
   for (const [field, old] of Object.entries(before)) {
     if (NOT_ATTRIBUTES.has(field) || !(field in after)) continue;
-    if (JSON.stringify(old) !== JSON.stringify(after[field])) previous[field] = old;
+    const now = after[field];
+    if (old === now) continue;
+    if (old === null || now === null || typeof old !== 'object' || typeof now !== 'object' || JSON.stringify(old) !== JSON.stringify(now))
+      previous[field] = old;
   }
   return previous;
 }
@@ -139,10 +142,12 @@ function recordChanges(transaction: CapturedTransaction): RecordChange[] {
   return [...byKey.values()];
 }
 
-/** The records of `images` as GET returns them: the descriptor's projection read from each image. */
-async function servedObjects(db: Db, d: ResourceDescriptor, images: readonly RowImage[]): Promise<Row[]> {
+/** The records of `images` as GET returns them: the read engine's projection of each row (a `json` image is read
+ *  back into the table's row type first, by json_populate_recordset). */
+async function servedObjects(db: Db, d: ResourceDescriptor, images: readonly RowImage[], kind: ImageKind): Promise<Row[]> {
   if (images.length === 0) return [];
   const meta = descriptorMeta(d);
+  if (kind === 'row') return images.map((image) => outputRow(image, meta.fields, meta));
   const columns = meta.fields.map((f) => `r.${quoteIdentifier(f)}`).join(', ');
   const { rows } = await sql<Row>`SELECT r.ordinality AS "__ord", ${sql.raw(columns)}
     FROM json_populate_recordset(null::${sql.raw(quoteIdentifier(d.table))}, cast(cast(${JSON.stringify(images)} as text) as json)) WITH ORDINALITY AS r
@@ -157,6 +162,7 @@ async function servedObjects(db: Db, d: ResourceDescriptor, images: readonly Row
  */
 async function recordsAsOfTheirChange(
   db: Db,
+  kind: ImageKind,
   changes: readonly { change: RecordChange; index: number }[],
   later: (change: RecordChange, index: number) => RowImage | undefined,
 ): Promise<Map<RecordChange, Row | undefined>> {
@@ -174,6 +180,7 @@ async function recordsAsOfTheirChange(
       db,
       d,
       served.map(({ image }) => image),
+      kind,
     );
     served.forEach(({ change }, i) => {
       out.set(change, objects[i]);
@@ -214,6 +221,7 @@ async function lastEventObject(db: Db, change: RecordChange): Promise<Row | unde
 
 /** The events of committed transactions, in commit order and, within one, in the order of the records' first change. */
 export async function eventsOf(db: Db, transactions: readonly CapturedTransaction[]): Promise<CapturedEvent[]> {
+  const kind: ImageKind = transactions[0]?.images ?? 'row';
   const planned: { transaction: CapturedTransaction; origin: EventOrigin; change: RecordChange }[] = [];
   for (const transaction of transactions) {
     const origin = originOf(transaction.origin);
@@ -233,7 +241,7 @@ export async function eventsOf(db: Db, transactions: readonly CapturedTransactio
     }
   }
   const objects = new Map<ResourceDescriptor, Row[]>();
-  for (const [d, list] of images) objects.set(d, await servedObjects(db, d, list));
+  for (const [d, list] of images) objects.set(d, await servedObjects(db, d, list, kind));
   const objectOf = (d: ResourceDescriptor, image: RowImage | null | undefined): Row | undefined => {
     const at = image ? slot.get(image) : undefined;
     return at === undefined ? undefined : objects.get(d)?.[at];
@@ -251,6 +259,7 @@ export async function eventsOf(db: Db, transactions: readonly CapturedTransactio
   };
   const current = await recordsAsOfTheirChange(
     db,
+    kind,
     planned.flatMap(({ change }, index) => (change.before === undefined ? [{ change, index }] : [])),
     later,
   );

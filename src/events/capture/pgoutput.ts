@@ -1,16 +1,62 @@
 // A reader of PostgreSQL's logical replication protocol (pgoutput, protocol version 1, with messages): each
 // XLogData payload is one message; a transaction is Begin, its changes and messages, Commit. Values come as
-// text (each type's output function); json and jsonb columns are parsed, so json_populate_record reads them
-// as the JSON they hold rather than as a string. Docs: "Logical Replication Message Formats".
+// text (each type's output function, in a UTC session) and are read as the pool's driver reads the same text
+// (database.ts): numbers as numbers, timestamptz as the API's ISO text, booleans, arrays; so a row image is the row
+// a SELECT would give, and the read engine's projection makes the record from it in memory.
+// Docs: "Logical Replication Message Formats".
+import { isoTimestamp } from '../../infra/db/timestamp-text.ts';
 import type { CapturedTransaction, RowImage } from './captured.ts';
 
 /** Microseconds from the Unix epoch to PostgreSQL's (2000-01-01). */
 export const PG_EPOCH_US = 946_684_800_000_000;
-const JSON_TYPES = new Set([114, 3802]);
+type Decode = (text: string) => unknown;
+
+const asNumber: Decode = (text) => Number(text);
+/** By type oid: what the driver makes of a column's text (anything else stays text). */
+const DECODERS: ReadonlyMap<number, Decode> = new Map<number, Decode>([
+  [16, (text) => text === 't'],
+  [20, asNumber],
+  [21, asNumber],
+  [23, asNumber],
+  [700, asNumber],
+  [701, asNumber],
+  [1700, asNumber],
+  [1184, isoTimestamp],
+  [114, (text) => JSON.parse(text)],
+  [3802, (text) => JSON.parse(text)],
+  [1009, textArray],
+  [1015, textArray],
+]);
+
+/** `{a,"b c",NULL}` → ['a', 'b c', null] (one dimension: the served tables have no other). */
+export function textArray(text: string): (string | null)[] {
+  const out: (string | null)[] = [];
+  let i = 1;
+  const end = text.length - 1;
+  while (i < end) {
+    let value = '';
+    let quoted = false;
+    if (text[i] === '"') {
+      quoted = true;
+      i++;
+      while (i < end && text[i] !== '"') {
+        if (text[i] === '\\') i++;
+        value += text[i];
+        i++;
+      }
+      i++;
+    } else {
+      while (i < end && text[i] !== ',') value += text[i++];
+    }
+    out.push(!quoted && value === 'NULL' ? null : value);
+    i++; // the comma
+  }
+  return out;
+}
 
 interface Relation {
   table: string;
-  columns: { name: string; json: boolean }[];
+  columns: { name: string; decode: Decode | undefined }[];
 }
 
 /** A 64-bit unsigned big-endian position as a number (exact below 2^53). */
@@ -32,7 +78,7 @@ export class PgOutputReader {
   read(msg: Buffer): CapturedTransaction | undefined {
     switch (msg[0]) {
       case 0x42: // B: final LSN, commit time, xid
-        this.open = { position: 0, committedAtUs: Number(msg.readBigInt64BE(9)) + PG_EPOCH_US, origin: null, changes: [] };
+        this.open = { images: 'row', position: 0, committedAtUs: Number(msg.readBigInt64BE(9)) + PG_EPOCH_US, origin: null, changes: [] };
         return undefined;
       case 0x43: {
         // C: flags, commit LSN, end LSN, commit time
@@ -73,7 +119,7 @@ export class PgOutputReader {
     const columns: Relation['columns'] = [];
     for (let i = 0; i < count; i++) {
       const [name, next] = cString(msg, at + 1);
-      columns.push({ name, json: JSON_TYPES.has(msg.readUInt32BE(next)) });
+      columns.push({ name, decode: DECODERS.get(msg.readUInt32BE(next)) });
       at = next + 8;
     }
     this.relations.set(id, { table, columns });
@@ -119,7 +165,7 @@ function tuple(msg: Buffer, start: number, relation: Relation, unchanged: RowIma
       const length = msg.readUInt32BE(at);
       const text = msg.toString('utf8', at + 4, at + 4 + length);
       at += 4 + length;
-      if (column) row[column.name] = column.json ? JSON.parse(text) : text;
+      if (column) row[column.name] = column.decode ? column.decode(text) : text;
     } else if (column) {
       row[column.name] = kind === 0x75 ? (unchanged?.[column.name] ?? null) : null;
     }

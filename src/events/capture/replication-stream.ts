@@ -24,6 +24,8 @@ export class ReplicationStream {
   private statusTimer: NodeJS.Timeout | undefined;
   private acked = 0;
   private received = 0;
+  /** Ends the message loop: a connection ended by close() may not end its copy stream. */
+  private readonly stopped = new AbortController();
 
   private constructor(private readonly sql: postgres.Sql) {}
 
@@ -69,7 +71,7 @@ export class ReplicationStream {
     this.statusTimer = setInterval(() => this.sendStatus(false), 5_000);
     this.statusTimer.unref();
     let open = false;
-    for await (const chunk of messagesOf(stream)) {
+    for await (const chunk of messagesOf(stream, this.stopped.signal)) {
       if (chunk[0] === 0x77) {
         // XLogData: start, WAL end, send time, then one pgoutput message
         const message = chunk.subarray(25);
@@ -118,6 +120,7 @@ export class ReplicationStream {
 
   async close(): Promise<void> {
     clearInterval(this.statusTimer);
+    this.stopped.abort();
     this.stream = undefined;
     await this.sql.end({ timeout: 1 }).catch(() => {});
   }
@@ -137,7 +140,7 @@ export function lsnNumber(text: string): number {
 /** Each CopyData message of the session as one buffer. Read in flowing mode: a paused stream's read() would join
  *  the buffered messages into one, and the protocol's messages carry no length of their own. The stream is paused
  *  while many messages wait, so a backlog is read no faster than it is consumed. */
-async function* messagesOf(stream: NodeJS.ReadableStream): AsyncGenerator<Buffer> {
+async function* messagesOf(stream: NodeJS.ReadableStream, stopped: AbortSignal): AsyncGenerator<Buffer> {
   const queue: Buffer[] = [];
   let wake: (() => void) | undefined;
   let ended = false;
@@ -163,7 +166,11 @@ async function* messagesOf(stream: NodeJS.ReadableStream): AsyncGenerator<Buffer
     failure = err;
     notify();
   });
-  while (true) {
+  stopped.addEventListener('abort', () => {
+    ended = true;
+    notify();
+  });
+  while (!stopped.aborted) {
     const next = queue.shift();
     if (next) {
       if (queue.length < 1024 && stream.isPaused()) stream.resume();

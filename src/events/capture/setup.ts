@@ -1,8 +1,8 @@
 // What each engine needs for capture, set up after the migrations (idempotent, and skipped once done for this
 // version of it: a mark in schema_migrations):
 // - PostgreSQL: a publication of the served tables, whose rows are logged whole (REPLICA IDENTITY FULL: an
-//   update's and a delete's old row, for `previous_attributes` and a deleted record's last state), and
-//   `balcao_mark_origin(text)`, a transactional logical message the capture reads beside the transaction's changes.
+//   update's and a delete's old row, for `previous_attributes` and a deleted record's last state). The origin mark,
+//   `balcao_mark_origin(text)`, is the migrations' (009): a transactional logical message.
 // - The embedded database: a trigger on each served table writing every row change to `capture_outbox`, and
 //   `balcao_mark_origin(text)` writing the origin there too (or, for an import, turning the triggers off for the
 //   rest of the transaction: an import makes no event).
@@ -27,7 +27,6 @@ function postgresSetup(): string[] {
   return [
     ...tables().map((t) => `ALTER TABLE ${quoteIdentifier(t)} REPLICA IDENTITY FULL`),
     `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = '${PUBLICATION}') THEN CREATE PUBLICATION ${PUBLICATION} FOR TABLE ${list}; ELSE ALTER PUBLICATION ${PUBLICATION} SET TABLE ${list}; END IF; END $$`,
-    `CREATE OR REPLACE FUNCTION balcao_mark_origin(origin text) RETURNS text LANGUAGE sql AS $$ SELECT pg_logical_emit_message(true, '${ORIGIN_PREFIX}', origin)::text $$`,
   ];
 }
 

@@ -1,0 +1,272 @@
+// Change capture loses and repeats nothing when things fail (docs/events.md, "Nothing lost"): `balcao serve` killed
+// (kill -9) while changes are made, and started again at once or after a while; PostgreSQL restarted under it; a
+// backlog of 100 000 changes from one UPDATE; two instances on one database, the capturing one killed. After each,
+// every committed record has exactly one creation event and no event names a record that was never committed.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { after, describe, it } from 'node:test';
+import postgres from 'postgres';
+import { createAccount } from '../src/accounts/account-repository.ts';
+import { createKey } from '../src/accounts/key-repository.ts';
+import { MODULES } from '../src/domain/modules.ts';
+import { prepareDatabase } from '../src/events/capture/setup.ts';
+import { openDatabase } from '../src/infra/db/database.ts';
+import { captured } from './helpers/captured.ts';
+import { startTestServer } from './helpers/harness.ts';
+import { until } from './helpers/poll.ts';
+import { startOwnPostgres } from './helpers/postgres-server.ts';
+import { type Scratch, scratchWithKey, send, type ServeProcess, spawnServe } from './helpers/serve-process.ts';
+import { UNLIMITED } from './helpers/write-fixtures.ts';
+
+interface FeedEvent {
+  id: string;
+  type: string;
+  data: { object: { id: string } };
+}
+
+/** Every event of the key's tenant, forward. */
+async function wholeFeed(url: string, key: string): Promise<FeedEvent[]> {
+  const events: FeedEvent[] = [];
+  let cursor = '';
+  for (;;) {
+    const res = await send(url, 'GET', `/v1/events?sort=created_at&limit=100${cursor ? `&cursor=${cursor}` : ''}`, { key });
+    assert.equal(res.status, 200, res.text);
+    events.push(...res.body.data);
+    cursor = res.body.pagination.next_cursor;
+    if (!res.body.pagination.has_more) return events;
+  }
+}
+
+/** Every customer of the key's tenant. */
+async function allCustomers(url: string, key: string): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor = '';
+  for (;;) {
+    const res = await send(url, 'GET', `/v1/customers?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { key });
+    assert.equal(res.status, 200, res.text);
+    ids.push(...res.body.data.map((c: { id: string }) => c.id));
+    if (!res.body.pagination.has_more) return ids;
+    cursor = res.body.pagination.next_cursor;
+  }
+}
+
+/** Exactly one `customer.created` per customer there is, and none for any other. */
+function assertOneCreationEach(events: readonly FeedEvent[], customers: readonly string[]): void {
+  const created = events.filter((e) => e.type === 'customer.created').map((e) => e.data.object.id);
+  assert.equal(new Set(created).size, created.length, 'no creation twice');
+  assert.deepEqual([...created].sort(), [...customers].sort(), 'one creation per committed customer, none for another');
+  assert.equal(new Set(events.map((e) => e.id)).size, events.length, 'no event twice');
+}
+
+async function readyCapture(server: ServeProcess): Promise<string> {
+  const res = await send(server.url, 'GET', '/health/ready');
+  return String(res.body?.capture?.state);
+}
+
+/** API creations one after another until `stop` says so (at most `max`); the ids answered. */
+function createWhile(url: string, key: string, stop: () => boolean, max: number): Promise<string[]> {
+  const agent = new http.Agent({ keepAlive: true });
+  return (async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < max && !stop(); i++) {
+      const res = await send(url, 'POST', '/v1/customers', {
+        key,
+        agent,
+        body: { full_name: `API ${i}`, email: `c${i}@example.com` },
+      }).catch(() => undefined);
+      if (res?.status === 201) ids.push(res.body.data.id);
+      else if (!res) break; // the server is gone
+    }
+    agent.destroy();
+    return ids;
+  })();
+}
+
+describe('change capture when balcao serve is killed (kill -9)', () => {
+  const scratches: Scratch[] = [];
+  after(async () => {
+    for (const s of scratches) await s.cleanup();
+  });
+
+  for (const downFor of [0, 3_000]) {
+    it(`makes every committed write an event once, restarted ${downFor ? 'after a while' : 'at once'}`, async () => {
+      const scratch = await scratchWithKey();
+      scratches.push(scratch);
+      const env = { ...scratch.env };
+      const first = await spawnServe(env);
+      let killed = false;
+      const writes = createWhile(first.url, scratch.key, () => killed, 400);
+      // Outside writes meanwhile, on PostgreSQL, from a connection of their own (down or up, the slot keeps them).
+      const outside = env.DATABASE_URL ? postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} }) : undefined;
+      const outsideIds: string[] = [];
+      const outsideWrites = (async () => {
+        for (let i = 0; outside && i < 30; i++) {
+          const id = randomUUID();
+          await outside`INSERT INTO customers (team_id, mode, id, full_name) VALUES (${scratch.accountId}, 'live', ${id}, ${`Fora ${i}`})`;
+          outsideIds.push(id);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      })();
+      await until(
+        'some writes made',
+        async () => Number((await send(first.url, 'GET', '/v1/customers?limit=30', { key: scratch.key })).body.data.length),
+        {
+          done: (n) => n >= 25,
+        },
+      );
+      first.child.kill('SIGKILL');
+      killed = true;
+      await first.exited;
+      const answered = await writes;
+      await outsideWrites;
+      await outside?.end();
+      await new Promise((resolve) => setTimeout(resolve, downFor));
+      const second = await spawnServe(env);
+      try {
+        const customers = await allCustomers(second.url, scratch.key);
+        for (const id of [...answered, ...outsideIds]) assert.ok(customers.includes(id), `${id} was committed`);
+        await until('every committed customer in the feed', () => wholeFeed(second.url, scratch.key), {
+          done: (events) => events.filter((e) => e.type === 'customer.created').length >= customers.length,
+        });
+        assertOneCreationEach(await wholeFeed(second.url, scratch.key), customers);
+      } finally {
+        second.child.kill('SIGTERM');
+        await second.exited;
+      }
+    });
+  }
+});
+
+if (process.env.TEST_DATABASE_URL) {
+  describe('change capture on PostgreSQL (PostgreSQL pass only: runs when TEST_DATABASE_URL is set)', () => {
+    it('loses and repeats nothing across a restart of PostgreSQL', async () => {
+      const pg = await startOwnPostgres();
+      let server: ServeProcess | undefined;
+      try {
+        const { url, key, accountId } = await accountOn(pg.url);
+        server = await spawnServe({ DATABASE_URL: url });
+        const outside = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 2 });
+        const inserted: string[] = [];
+        const insertSome = async (n: number) => {
+          for (let i = 0; i < n; i++) {
+            const id = randomUUID();
+            await outside`INSERT INTO customers (team_id, mode, id, full_name) VALUES (${accountId}, 'live', ${id}, 'Antes')`;
+            inserted.push(id);
+          }
+        };
+        await insertSome(50);
+        await pg.stop();
+        await pg.start();
+        await insertSome(50);
+        await outside.end();
+        const running = server;
+        await until('the server captures again', () => readyCapture(running), { done: (state) => state === 'capturing', withinMs: 60_000 });
+        await until('all 100 in the feed', () => wholeFeed(running.url, key), {
+          done: (events) => events.length >= 100,
+          withinMs: 60_000,
+        });
+        assertOneCreationEach(await wholeFeed(running.url, key), inserted);
+      } finally {
+        if (server) {
+          server.child.kill('SIGTERM');
+          await server.exited;
+        }
+        await pg.destroy();
+      }
+    });
+
+    it('captures a 100 000-row UPDATE: one event per row, each once', async () => {
+      const s = await startTestServer();
+      try {
+        const { account } = await s.createAccountWithKey();
+        const outside = postgres(s.database.sessionUrl as string, { max: 1, onnotice: () => {} });
+        // Loaded as an import (no events), then changed in one transaction.
+        await outside.begin(async (tx) => {
+          await tx`SELECT balcao_mark_origin('{"import":true}')`;
+          await tx`INSERT INTO customers (team_id, mode, full_name) SELECT ${account.id}, 'live', 'Cliente ' || n FROM generate_series(1, 100000) n`;
+        });
+        await outside`UPDATE customers SET notes = 'revisado', updated_at = now() WHERE team_id = ${account.id}`;
+        await outside.end();
+        await captured(s.database, 180_000);
+        const reader = postgres(s.database.sessionUrl as string, { max: 1, onnotice: () => {} });
+        const [counts] = await reader`SELECT count(*)::int AS events, count(DISTINCT data->'object'->>'id')::int AS records,
+            count(*) FILTER (WHERE type <> 'customer.updated')::int AS others,
+            count(*) FILTER (WHERE data->'object'->>'notes' = 'revisado' AND cast(data->'previous_attributes' as jsonb) ? 'notes')::int AS with_notes
+          FROM events WHERE team_id = ${account.id}`;
+        await reader.end();
+        assert.deepEqual(counts, { events: 100_000, records: 100_000, others: 0, with_notes: 100_000 });
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('goes on with another instance when the capturing one is killed', async () => {
+      const scratch = await scratchWithKey();
+      const env = { ...scratch.env };
+      const [a, b] = await Promise.all([spawnServe(env), spawnServe(env)]);
+      const servers = [a, b] as ServeProcess[];
+      try {
+        const states = await until('one instance captures', () => Promise.all(servers.map(readyCapture)), {
+          done: (s) => s.filter((x) => x === 'capturing').length === 1 && s.includes('standby'),
+        });
+        const capturing = servers[states.indexOf('capturing')] as ServeProcess;
+        const other = servers[states.indexOf('standby')] as ServeProcess;
+        const outside = postgres(env.DATABASE_URL as string, { max: 1, onnotice: () => {} });
+        const inserted: string[] = [];
+        for (let i = 0; i < 120; i++) {
+          if (i === 40) {
+            capturing.child.kill('SIGKILL');
+            await capturing.exited;
+          }
+          const id = randomUUID();
+          await outside`INSERT INTO customers (team_id, mode, id, full_name) VALUES (${scratch.accountId}, 'live', ${id}, ${`Cliente ${i}`})`;
+          inserted.push(id);
+        }
+        await outside.end();
+        await until('the other instance captures', () => readyCapture(other), { done: (state) => state === 'capturing' });
+        await until('all 120 in the feed', () => wholeFeed(other.url, scratch.key), { done: (events) => events.length >= 120 });
+        assertOneCreationEach(await wholeFeed(other.url, scratch.key), inserted);
+      } finally {
+        for (const server of servers) {
+          server.child.kill('SIGTERM');
+          await server.exited;
+        }
+        await scratch.cleanup();
+      }
+    });
+  });
+}
+
+/** A database on `adminUrl`'s server, migrated, with an account and a `*:write` key. */
+async function accountOn(adminUrl: string): Promise<{ url: string; key: string; accountId: string }> {
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  const name = `capture_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = adminUrl.replace(/\/[^/]*$/, `/${name}`);
+  const database = await openDatabase({ databaseUrl: url, dataDir: '' });
+  try {
+    await prepareDatabase(database);
+    const account = await createAccount(database.db, {
+      name: 'Loja',
+      plan_code: 'enterprise',
+      modules: [...MODULES],
+      read_only: false,
+      api_enabled: true,
+      rate_limit_overrides: UNLIMITED,
+    });
+    const { key } = await createKey(database.db, {
+      accountId: account.id,
+      name: 'k',
+      mode: 'live',
+      scopes: ['*:write'],
+      allowedIps: [],
+      expiresAt: null,
+      brand: 'balcao',
+    });
+    return { url, key, accountId: account.id };
+  } finally {
+    await database.close();
+  }
+}
