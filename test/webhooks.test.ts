@@ -7,7 +7,6 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { isPublicAddress } from '../src/webhooks/address-safety.ts';
-import { keepEndpointsFlag } from '../src/webhooks/endpoint-repository.ts';
 import { openTestDatabase, startTestServer, type TestServer } from './helpers/harness.ts';
 import { until } from './helpers/poll.ts';
 import { captured } from './helpers/captured.ts';
@@ -438,8 +437,6 @@ describe('webhook address safety', () => {
         .values({ ...tenant, url: `https://127.0.0.1:${port}/hook`, enabled_events: ['*'], secret: `whsec_${'A'.repeat(32)}` })
         .returning('id')
         .execute();
-      // Inserted as SQL, so the flag events read is set as an endpoint change through the API would set it.
-      await keepEndpointsFlag(s.db, { accountId: tenant.team_id, mode: 'live' });
       await s.request('POST', '/v1/suppliers', { key, body: { name: 'F' } });
       const attempts = await until('the delivery fails', () => s.request('GET', `/v1/webhook-endpoints/${row?.id}/deliveries`, { key }), {
         done: (res) => res.body.data.some((a: any) => a.status === 'failed'),

@@ -85,7 +85,7 @@ export type AfterCommit = () => void;
 
 /**
  * A write's transaction failed on something it took for granted about the account, which changed meanwhile (an
- * account's first webhook endpoint, src/events/fan-out.ts). Nothing of the write committed: the engine runs it
+ * sale's next number another writer took, src/resources/writes/transaction-number.ts). Nothing of the write committed: the engine runs it
  * once more, taking nothing for granted (`WrittenRecord.mayAssume` false).
  */
 export class WriteMustRunAgain extends Error {

@@ -31,46 +31,31 @@ const limitReached = () =>
     detail: `endpoint_limit_reached: an account has at most ${MAX_ENDPOINTS} webhook endpoints per mode; delete one first.`,
   });
 
-/** Serializes the changes of one tenant's endpoints: the limit holds under concurrent POSTs, and each change
- *  sets the tenant's `has_endpoints` flag from what the changes before it committed. */
+/** Serializes the changes of one tenant's endpoints: the limit holds under concurrent POSTs. */
 async function lockTenantEndpoints(trx: Db, tenant: Tenant): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(hashtext(${`webhooks:${tenant.accountId}:${tenant.mode}`}))`.execute(trx);
 }
 
-/**
- * Sets the tenant's `has_endpoints` flag (on its events counter row) to whether it has an enabled endpoint now,
- * in the transaction of the change: events skip the fan-out while it is false (src/events/fan-out.ts). Under
- * `lockTenantEndpoints`, so two changes never set it from snapshots that miss each other.
- */
-export async function keepEndpointsFlag(trx: Db, tenant: Tenant): Promise<void> {
-  const enabled = await selectScoped(trx, 'webhook_endpoints', tenant).select('id').where('enabled', '=', true).limit(1).executeTakeFirst();
-  await setEndpointsFlag(trx, tenant, enabled !== undefined);
-}
-
-/** The tenant's events counter row with `has_endpoints` set (created at 0 if it has none yet), locked until commit;
- *  `keep` leaves the flag as it is. */
-async function setEndpointsFlag(trx: Db, tenant: Tenant, hasEndpoints: boolean | 'keep'): Promise<void> {
-  const flag = hasEndpoints === 'keep' ? sql<boolean>`tenant_counters.has_endpoints` : hasEndpoints;
-  await insertScoped(trx, 'tenant_counters', tenant, { name: EVENTS_COUNTER, value: 0, has_endpoints: hasEndpoints === true })
-    .onConflict((oc) => oc.columns([...TENANT_COLUMNS, 'name']).doUpdateSet({ has_endpoints: flag }))
+/** The tenant's events counter row (made at 0 when it has none yet), locked until commit. */
+async function lockEventsCounter(trx: Db, tenant: Tenant): Promise<void> {
+  await insertScoped(trx, 'tenant_counters', tenant, { name: EVENTS_COUNTER, value: 0 })
+    .onConflict((oc) => oc.columns([...TENANT_COLUMNS, 'name']).doUpdateSet({ value: sql`tenant_counters.value` }))
     .execute();
 }
 
 /**
- * Runs `change` with the tenant's endpoints locked, and keeps the flag events read in the same transaction.
- * The rows are locked in the order every other writer of them takes: the tenant's events counter row first (an
- * event's statement locks it, then reads the endpoints it fans out to), then the endpoint's deliveries, then the
- * endpoint (the delivery worker records an attempt on its delivery, then marks the endpoint). Taken the other
- * way, a change and a write, or a deletion and an attempt being recorded, could each wait for the other: a
- * deadlock, which PostgreSQL ends after a second by failing one of them (a 500 on the deletion).
+ * Runs `change` with the tenant's endpoints locked. The rows are locked in the order every other writer of them
+ * takes: the tenant's events counter row first (the capture's transaction moves it, then reads the endpoints it fans
+ * out to), then the endpoint's deliveries, then the endpoint (the delivery worker records an attempt on its
+ * delivery, then marks the endpoint). Taken the other way, a change and a capture, or a deletion and an attempt
+ * being recorded, could each wait for the other: a deadlock, which PostgreSQL ends after a second by failing one of
+ * them (a 500 on the deletion).
  */
 function changeEndpoints<T>(db: Db, tenant: Tenant, change: (trx: Db) => Promise<T>): Promise<T> {
   return db.transaction().execute(async (trx) => {
     await lockTenantEndpoints(trx, tenant);
-    await setEndpointsFlag(trx, tenant, 'keep');
-    const result = await change(trx);
-    await keepEndpointsFlag(trx, tenant);
-    return result;
+    await lockEventsCounter(trx, tenant);
+    return change(trx);
   });
 }
 
