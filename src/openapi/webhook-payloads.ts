@@ -1,7 +1,7 @@
 // OpenAPI 3.1 top-level `webhooks`: one entry per event type, the POST a subscribed endpoint
 // receives (the event object with its record, and the Standard Webhooks headers).
 import { Type } from '@sinclair/typebox';
-import { eventDataSchema } from '../events/event-schema.ts';
+import { eventDataSchema, eventRow } from '../events/event-schema.ts';
 import { EVENT_ACTIONS, EVENT_RESOURCES } from '../events/event-types.ts';
 import { eventObjectOf } from '../resources/descriptor.ts';
 import { resourceByName } from '../resources/registry.ts';
@@ -25,7 +25,7 @@ export function webhookPayloads(): Json {
   const out: Json = {};
   for (const resource of EVENT_RESOURCES) {
     const d = resourceByName(resource);
-    if (!d?.write) continue;
+    if (!d) continue;
     const object = eventObjectOf(d);
     for (const action of EVENT_ACTIONS) {
       const type = `${object}.${action}`;
@@ -37,15 +37,17 @@ export function webhookPayloads(): Json {
           created_at: F.timestamp(),
           data: eventDataSchema(d.row),
           request_id: F.textOrNull(),
+          origin: eventRow.properties.origin,
         },
         { title },
       );
       out[type] = {
         post: {
           operationId: `webhooks.${type}`,
-          summary: `${type}: ${action === 'updated' ? 'a record changed' : action === 'created' ? 'a record was created' : 'a record was deleted (soft)'}`,
+          summary: `${type}: ${action === 'updated' ? 'a record changed' : action === 'created' ? 'a record was created' : 'a record was deleted'}`,
           description:
-            'Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. ' +
+            'Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer ' +
+            '(`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. ' +
             'Delivery is at least once and order is not guaranteed.',
           tags: ['Webhook endpoints'],
           parameters: Object.entries(HEADERS).map(([name, h]) => ({ name, in: 'header', required: true, ...h })),
