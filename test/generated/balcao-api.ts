@@ -821,7 +821,7 @@ export interface webhooks {
     put?: never;
     /**
      * customer.created: a record was created
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.customer.created'];
     delete?: never;
@@ -841,7 +841,7 @@ export interface webhooks {
     put?: never;
     /**
      * customer.updated: a record changed
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.customer.updated'];
     delete?: never;
@@ -860,8 +860,8 @@ export interface webhooks {
     get?: never;
     put?: never;
     /**
-     * customer.deleted: a record was deleted (soft)
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * customer.deleted: a record was deleted
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.customer.deleted'];
     delete?: never;
@@ -881,7 +881,7 @@ export interface webhooks {
     put?: never;
     /**
      * sale.created: a record was created
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.sale.created'];
     delete?: never;
@@ -901,7 +901,7 @@ export interface webhooks {
     put?: never;
     /**
      * sale.updated: a record changed
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.sale.updated'];
     delete?: never;
@@ -920,8 +920,8 @@ export interface webhooks {
     get?: never;
     put?: never;
     /**
-     * sale.deleted: a record was deleted (soft)
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * sale.deleted: a record was deleted
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.sale.deleted'];
     delete?: never;
@@ -941,7 +941,7 @@ export interface webhooks {
     put?: never;
     /**
      * supplier.created: a record was created
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.supplier.created'];
     delete?: never;
@@ -961,7 +961,7 @@ export interface webhooks {
     put?: never;
     /**
      * supplier.updated: a record changed
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.supplier.updated'];
     delete?: never;
@@ -980,8 +980,8 @@ export interface webhooks {
     get?: never;
     put?: never;
     /**
-     * supplier.deleted: a record was deleted (soft)
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * supplier.deleted: a record was deleted
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.supplier.deleted'];
     delete?: never;
@@ -1001,7 +1001,7 @@ export interface webhooks {
     put?: never;
     /**
      * expense.created: a record was created
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.expense.created'];
     delete?: never;
@@ -1021,7 +1021,7 @@ export interface webhooks {
     put?: never;
     /**
      * expense.updated: a record changed
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.expense.updated'];
     delete?: never;
@@ -1040,10 +1040,370 @@ export interface webhooks {
     get?: never;
     put?: never;
     /**
-     * expense.deleted: a record was deleted (soft)
-     * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     * expense.deleted: a record was deleted
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.expense.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'appointment.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * appointment.created: a record was created
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.appointment.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'appointment.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * appointment.updated: a record changed
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.appointment.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'appointment.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * appointment.deleted: a record was deleted
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.appointment.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'service.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * service.created: a record was created
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.service.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'service.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * service.updated: a record changed
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.service.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'service.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * service.deleted: a record was deleted
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.service.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'product.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * product.created: a record was created
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.product.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'product.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * product.updated: a record changed
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.product.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'product.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * product.deleted: a record was deleted
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.product.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'inventory.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * inventory.created: a record was created
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.inventory.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'inventory.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * inventory.updated: a record changed
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.inventory.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'inventory.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * inventory.deleted: a record was deleted
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.inventory.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'bank_account.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * bank_account.created: a record was created
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.bank_account.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'bank_account.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * bank_account.updated: a record changed
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.bank_account.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'bank_account.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * bank_account.deleted: a record was deleted
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.bank_account.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'deal.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * deal.created: a record was created
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.deal.created'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'deal.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * deal.updated: a record changed
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.deal.updated'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'deal.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * deal.deleted: a record was deleted
+     * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
+     */
+    post: operations['webhooks.deal.deleted'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2769,6 +3129,21 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** CustomerUpdatedEvent */
     CustomerUpdatedEvent: {
@@ -2789,6 +3164,21 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** CustomerDeletedEvent */
     CustomerDeletedEvent: {
@@ -2809,6 +3199,21 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** SaleCreatedEvent */
     SaleCreatedEvent: {
@@ -2829,6 +3234,21 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** SaleUpdatedEvent */
     SaleUpdatedEvent: {
@@ -2849,6 +3269,21 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** SaleDeletedEvent */
     SaleDeletedEvent: {
@@ -2869,6 +3304,21 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** SupplierCreatedEvent */
     SupplierCreatedEvent: {
@@ -2889,6 +3339,21 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** SupplierUpdatedEvent */
     SupplierUpdatedEvent: {
@@ -2909,6 +3374,21 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** SupplierDeletedEvent */
     SupplierDeletedEvent: {
@@ -2929,6 +3409,21 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** ExpenseCreatedEvent */
     ExpenseCreatedEvent: {
@@ -2949,6 +3444,21 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** ExpenseUpdatedEvent */
     ExpenseUpdatedEvent: {
@@ -2969,6 +3479,21 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** ExpenseDeletedEvent */
     ExpenseDeletedEvent: {
@@ -2989,6 +3514,651 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** AppointmentCreatedEvent */
+    AppointmentCreatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'appointment.created';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Appointment'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** AppointmentUpdatedEvent */
+    AppointmentUpdatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'appointment.updated';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Appointment'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** AppointmentDeletedEvent */
+    AppointmentDeletedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'appointment.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Appointment'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** ServiceCreatedEvent */
+    ServiceCreatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'service.created';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Service'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** ServiceUpdatedEvent */
+    ServiceUpdatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'service.updated';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Service'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** ServiceDeletedEvent */
+    ServiceDeletedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'service.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Service'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** ProductCreatedEvent */
+    ProductCreatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'product.created';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Product'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** ProductUpdatedEvent */
+    ProductUpdatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'product.updated';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Product'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** ProductDeletedEvent */
+    ProductDeletedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'product.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Product'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** InventoryCreatedEvent */
+    InventoryCreatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'inventory.created';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['InventoryItem'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** InventoryUpdatedEvent */
+    InventoryUpdatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'inventory.updated';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['InventoryItem'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** InventoryDeletedEvent */
+    InventoryDeletedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'inventory.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['InventoryItem'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** Bank_accountCreatedEvent */
+    Bank_accountCreatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'bank_account.created';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['BankAccount'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** Bank_accountUpdatedEvent */
+    Bank_accountUpdatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'bank_account.updated';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['BankAccount'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** Bank_accountDeletedEvent */
+    Bank_accountDeletedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'bank_account.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['BankAccount'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** DealCreatedEvent */
+    DealCreatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'deal.created';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Deal'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** DealUpdatedEvent */
+    DealUpdatedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'deal.updated';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Deal'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
+    };
+    /** DealDeletedEvent */
+    DealDeletedEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'deal.deleted';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: components['schemas']['Deal'];
+        /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
+        previous_attributes: {
+          [key: string]: unknown;
+        } | null;
+      };
+      request_id: string | null;
+      /** @description Who made the change. */
+      origin: {
+        /**
+         * @description `api`: a write through the API (a batch operation included); `outside`: any other writer of the account's data.
+         * @enum {string}
+         */
+        type: 'api' | 'outside';
+        /**
+         * Format: uuid
+         * @description With `api`: the id of the API key that wrote.
+         */
+        key_id?: string | null;
+        /** @description With `api`: the `X-Request-Id` of the write. */
+        request_id?: string | null;
+      };
     };
     /** Problem */
     Problem: {
@@ -9489,6 +10659,528 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': components['schemas']['ExpenseDeletedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.appointment.created': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['AppointmentCreatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.appointment.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['AppointmentUpdatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.appointment.deleted': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['AppointmentDeletedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.service.created': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ServiceCreatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.service.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ServiceUpdatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.service.deleted': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ServiceDeletedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.product.created': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ProductCreatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.product.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ProductUpdatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.product.deleted': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ProductDeletedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.inventory.created': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['InventoryCreatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.inventory.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['InventoryUpdatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.inventory.deleted': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['InventoryDeletedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.bank_account.created': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['Bank_accountCreatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.bank_account.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['Bank_accountUpdatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.bank_account.deleted': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['Bank_accountDeletedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.deal.created': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['DealCreatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.deal.updated': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['DealUpdatedEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.deal.deleted': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['DealDeletedEvent'];
       };
     };
     responses: {
