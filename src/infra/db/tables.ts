@@ -102,6 +102,22 @@ export interface BankAccounts {
   updated_at: TimestampText | null;
 }
 
+export interface CaptureOutbox {
+  at: Generated<TimestampText>;
+  new_row: Json | null;
+  old_row: Json | null;
+  op: string;
+  seq: Generated<number>;
+  table_name: string;
+  txid: number;
+}
+
+export interface CaptureProgress {
+  position: number;
+  source: string;
+  updated_at: Generated<TimestampText>;
+}
+
 export interface CatalogItems {
   allows_appointments: boolean | null;
   category_id: string | null;
@@ -207,6 +223,8 @@ export interface Events {
   data: Json;
   id: string;
   mode: string;
+  origin: Json | null;
+  origin_key_id: string | null;
   request_id: string | null;
   resource: string;
   team_id: string;
@@ -488,6 +506,8 @@ export interface DB {
   api_keys: ApiKeys;
   appointments: Appointments;
   bank_accounts: BankAccounts;
+  capture_outbox: CaptureOutbox;
+  capture_progress: CaptureProgress;
   catalog_items: CatalogItems;
   customers: Customers;
   deal_stages: DealStages;
