@@ -12,14 +12,19 @@ export async function captured(database: Pick<Database, 'db' | 'engine'>, within
     await until(
       'the change log captured',
       async () => Number((await sql<{ n: number }>`SELECT count(*)::int AS n FROM capture_outbox`.execute(db)).rows[0]?.n) === 0,
+      { withinMs },
     );
     return;
   }
   const { rows } = await sql<{ at: string }>`SELECT (pg_current_wal_lsn() - '0/0')::text AS at`.execute(db);
   const target = Number(rows[0]?.at);
-  await until('the changes committed so far captured', async () => {
-    const slot = await sql<{ at: string | null }>`SELECT (confirmed_flush_lsn - '0/0')::text AS at FROM pg_replication_slots
+  await until(
+    'the changes committed so far captured',
+    async () => {
+      const slot = await sql<{ at: string | null }>`SELECT (confirmed_flush_lsn - '0/0')::text AS at FROM pg_replication_slots
         WHERE database = current_database() AND slot_name LIKE 'balcao_%'`.execute(db);
-    return Number(slot.rows[0]?.at ?? 0) >= target;
-  });
+      return Number(slot.rows[0]?.at ?? 0) >= target;
+    },
+    { withinMs },
+  );
 }
