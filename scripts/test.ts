@@ -32,6 +32,7 @@ const SLOW_FIRST = [
   'demo-data',
   'secrets',
   'serve-workers',
+  'restart',
 ].map((name) => `test/${name}.test.ts`);
 
 /**

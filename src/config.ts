@@ -101,7 +101,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readinessTimeoutMs: milliseconds(env, 'BALCAO_READINESS_TIMEOUT_MS', 1_000),
     redisStartupWaitMs: milliseconds(env, 'BALCAO_REDIS_STARTUP_WAIT_MS', 5_000),
     shutdownTimeoutMs: milliseconds(env, 'BALCAO_SHUTDOWN_TIMEOUT_MS', 25_000),
-    shutdownGraceMs: milliseconds(env, 'BALCAO_SHUTDOWN_GRACE_MS', 2_000, true),
+    // No balancer sends traffic to the embedded database's one process: its stop need not wait for one.
+    shutdownGraceMs: milliseconds(env, 'BALCAO_SHUTDOWN_GRACE_MS', env.DATABASE_URL ? 2_000 : 0, true),
     metricsPort: env.BALCAO_METRICS_PORT ? parsePort(env.BALCAO_METRICS_PORT, 'BALCAO_METRICS_PORT') : undefined,
     metricsHost: env.BALCAO_METRICS_HOST || '127.0.0.1',
     metricsPublic: env.BALCAO_METRICS_PUBLIC === 'true',
