@@ -5,6 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
+import { Gauge, type Registry } from 'prom-client';
 import type { Database } from '../infra/db/database.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
@@ -71,4 +72,18 @@ export function registerHealthRoutes(app: FastifyInstance, database: Database, r
       return reply.code(healthy ? 200 : 503).send(body);
     },
   );
+}
+
+/** `balcao_ready` for /metrics: what /health/ready would answer at the scrape (1 ready, 0 not), so an alert needs no
+ *  separate probe. With --workers the lowest worker's value. */
+export function registerReadinessMetric(registry: Registry, database: Database, readiness: ReadinessOptions): void {
+  new Gauge({
+    name: 'balcao_ready',
+    help: '1 when /health/ready would answer 200 (the database answers within BALCAO_READINESS_TIMEOUT_MS, not stopping); 0 otherwise.',
+    registers: [registry],
+    aggregator: 'min',
+    async collect() {
+      this.set(!readiness.stopping() && (await databaseAnswers(database, readiness.timeoutMs)) ? 1 : 0);
+    },
+  });
 }

@@ -10,6 +10,7 @@ import { readRunner } from '../infra/db/read-router.ts';
 import { registerEventRoutes } from '../events/event-routes.ts';
 import { DeliveryWorker } from './delivery-worker.ts';
 import { registerWebhookEndpointRoutes } from './endpoint-routes.ts';
+import { registerWebhookMetrics } from './webhook-metrics.ts';
 
 export function registerEvents(app: FastifyInstance, deps: { config: Config; database: Database }): void {
   const { config, database } = deps;
@@ -17,6 +18,7 @@ export function registerEvents(app: FastifyInstance, deps: { config: Config; dat
   const worker = new DeliveryWorker(database, config, app.log);
   registerEventRoutes(app, readRunner(database), bus);
   registerWebhookEndpointRoutes(app, database.db, config);
+  registerWebhookMetrics(app.metrics, database, worker, config.readinessTimeoutMs);
   app.addHook('onListen', async () => {
     await bus.start();
     await worker.start();
