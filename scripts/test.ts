@@ -33,6 +33,7 @@ const SLOW_FIRST = [
   'secrets',
   'serve-workers',
   'restart',
+  'data-subject',
 ].map((name) => `test/${name}.test.ts`);
 
 /**
