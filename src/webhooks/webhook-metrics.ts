@@ -6,6 +6,9 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Database } from '../infra/db/database.ts';
 import type { DeliveryWorker } from './delivery-worker.ts';
 
+/** How often the queue's state is read from the database, at most. */
+const QUEUE_READ_EVERY_MS = 10_000;
+
 /** A pending delivery due longer ago than this counts as overdue: the workers are not keeping up. */
 export const OVERDUE_AFTER_SECONDS = 60;
 
@@ -37,13 +40,18 @@ export function registerWebhookMetrics(registry: Registry, database: Database, w
     },
   });
 
-  // One query per scrape feeds the three gauges; a scrape that finds the database away keeps the last values.
+  // One query feeds the three gauges, at most every QUEUE_READ_EVERY_MS (scrapes come every 15 s or so; tests and a
+  // draining stop scrape far more often, and the query must not compete with requests for the pool). A scrape that
+  // finds the database away keeps the last values.
   let last: QueueState = { pending: 0, overdue: 0, failing_seconds_max: 0 };
+  let readAt = Number.NEGATIVE_INFINITY;
   let reading: Promise<QueueState> | undefined;
   const read = (): Promise<QueueState> => {
+    if (Date.now() - readAt < QUEUE_READ_EVERY_MS) return Promise.resolve(last);
     reading ??= queueState(database, deadlineMs)
       .then((state) => {
         last = state;
+        readAt = Date.now();
         return state;
       })
       .catch(() => last)
