@@ -32,6 +32,8 @@ const SLOW_FIRST = [
   'demo-data',
   'secrets',
   'serve-workers',
+  'restart',
+  'data-subject',
 ].map((name) => `test/${name}.test.ts`);
 
 /**

@@ -12,7 +12,7 @@ import { createErrorHandler } from './http/error-handler.ts';
 import { createClientErrorHandler, createFrameworkErrors } from './http/framework-errors.ts';
 import { addLifecycle } from './http/graceful-stop.ts';
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts';
-import { registerHealthRoutes } from './http/health.ts';
+import { registerHealthRoutes, registerReadinessMetric } from './http/health.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerReadYourWrites } from './http/read-your-writes.ts';
 import { lazySerializers } from './http/lazy-serializers.ts';
@@ -98,12 +98,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerDeprecation(app, config.publicUrl);
   await registerOpenApi(app, config, resources);
   registerDocs(app, config);
-  registerHealthRoutes(app, database, rateLimiter, {
-    timeoutMs: config.readinessTimeoutMs,
-    stopping: () => lifecycle.stopping,
-    capture: () => capture.status(),
+  const readiness = { timeoutMs: config.readinessTimeoutMs, stopping: () => lifecycle.stopping, capture: () => capture.status() };
+  registerHealthRoutes(app, database, rateLimiter, readiness);
+  registerMetrics(app, rateLimiter, {
+    processMetrics: deps.processMetrics,
+    public: config.metricsPublic,
+    reads: database.reads,
+    poolSize: database.engine === 'postgres' ? config.dbPoolSize : 1,
+    capture,
   });
-  registerMetrics(app, rateLimiter, { processMetrics: deps.processMetrics, public: config.metricsPublic, reads: database.reads, capture });
+  registerReadinessMetric(app.metrics, database, readiness);
   registerMeRoute(app, rateLimiter);
   registerReadRoutes(app, { ...deps, resources });
   registerWriteRoutes(app, {

@@ -22,6 +22,8 @@ export interface Config {
   readonly redisStartupWaitMs: number;
   /** Longest a graceful stop may take before the process exits anyway. */
   readonly shutdownTimeoutMs: number;
+  /** BALCAO_ACTOR: the operator the audit log names for a command run without --actor (else the OS user). */
+  readonly operatorActor: string | undefined;
   /** After a stop signal, how long the listener stays open (unready) before it closes (BALCAO_SHUTDOWN_GRACE_MS). */
   readonly shutdownGraceMs: number;
   /** BALCAO_METRICS_PORT: /metrics on its own listener at metricsHost (unset: no such listener). */
@@ -101,7 +103,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readinessTimeoutMs: milliseconds(env, 'BALCAO_READINESS_TIMEOUT_MS', 1_000),
     redisStartupWaitMs: milliseconds(env, 'BALCAO_REDIS_STARTUP_WAIT_MS', 5_000),
     shutdownTimeoutMs: milliseconds(env, 'BALCAO_SHUTDOWN_TIMEOUT_MS', 25_000),
-    shutdownGraceMs: milliseconds(env, 'BALCAO_SHUTDOWN_GRACE_MS', 2_000, true),
+    operatorActor: env.BALCAO_ACTOR || undefined,
+    // No balancer sends traffic to the embedded database's one process: its stop need not wait for one.
+    shutdownGraceMs: milliseconds(env, 'BALCAO_SHUTDOWN_GRACE_MS', env.DATABASE_URL ? 2_000 : 0, true),
     metricsPort: env.BALCAO_METRICS_PORT ? parsePort(env.BALCAO_METRICS_PORT, 'BALCAO_METRICS_PORT') : undefined,
     metricsHost: env.BALCAO_METRICS_HOST || '127.0.0.1',
     metricsPublic: env.BALCAO_METRICS_PUBLIC === 'true',

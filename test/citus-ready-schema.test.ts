@@ -16,7 +16,7 @@ import { openTestDatabase } from './helpers/harness.ts';
 /** Replicated to every node (migrations/citus/distribute.sql). */
 const REFERENCE_TABLES = ['accounts', 'api_keys'];
 /** Stay on the coordinator. */
-const COORDINATOR_TABLES = ['idempotency_keys', 'schema_migrations', 'capture_progress', 'capture_outbox'];
+const COORDINATOR_TABLES = ['idempotency_keys', 'schema_migrations', 'capture_progress', 'capture_outbox', 'operator_audit'];
 
 let db: Db;
 let close: () => Promise<void>;

@@ -52,7 +52,9 @@ export interface CreateKeyInput {
 
 /** Creates a key; refuses beyond the plan's simultaneous keys (revoked and expired keys do not count). */
 export async function createKey(db: Db, input: CreateKeyInput): Promise<{ row: KeyRow; key: string }> {
-  return db.transaction().execute(async (tx) => {
+  // Inside the caller's transaction when given one (the CLI writes its audit entry in the same transaction).
+  const inTransaction = <T>(fn: (tx: Db) => Promise<T>): Promise<T> => (db.isTransaction ? fn(db) : db.transaction().execute(fn));
+  return inTransaction(async (tx) => {
     // The account row lock serializes concurrent creations for one account.
     const account = await tx.selectFrom('accounts').selectAll().where('id', '=', input.accountId).forUpdate().executeTakeFirst();
     if (!account) throw new KeyLimitError(`account ${input.accountId} does not exist`);
@@ -87,6 +89,10 @@ export async function createKey(db: Db, input: CreateKeyInput): Promise<{ row: K
       .executeTakeFirstOrThrow();
     return { row, key: generated.key };
   });
+}
+
+export async function getKey(db: Db, id: string): Promise<KeyRow | undefined> {
+  return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 export async function revokeKey(db: Db, id: string): Promise<KeyRow | undefined> {

@@ -1,10 +1,18 @@
 // `balcao accounts create|update|list`: contracts (plan, modules, API switch, read-only rule,
 // rate-limit adjustments).
 import { type Command, Option } from 'commander';
-import { type AccountInput, createAccount, listAccounts, toAccountView, updateAccount } from '../accounts/account-repository.ts';
+import {
+  type AccountInput,
+  createAccount,
+  getAccount,
+  listAccounts,
+  toAccountView,
+  updateAccount,
+} from '../accounts/account-repository.ts';
+import { changedFields, recordAudit } from '../accounts/operator-audit.ts';
 import { isModuleName, MODULES, type ModuleName } from '../domain/modules.ts';
 import { isPlanCode, PLAN_CODES, type RateLimitOverrides } from '../domain/plans.ts';
-import { CliError, commandContext, output, requireUuid, splitList, withDatabase } from './runtime.ts';
+import { actorOf, CliError, commandContext, output, requireUuid, splitList, withDatabase } from './runtime.ts';
 
 interface AccountFlags {
   name?: string;
@@ -14,8 +22,12 @@ interface AccountFlags {
   apiDisabled?: boolean;
   apiEnabled?: boolean;
   rateLimits?: string;
+  actor?: string;
   json?: boolean;
 }
+
+/** What the audit log compares before and after an account command: the view, less its id. */
+const AUDITED_FIELDS = ['name', 'plan_code', 'modules', 'api_enabled', 'read_only', 'rate_limits'] as const;
 
 const RATE_LIMIT_NAMES: Record<string, keyof RateLimitOverrides> = {
   burst: 'burst_per_second',
@@ -80,6 +92,7 @@ function contractOptions(command: Command): Command {
     .option('--no-read-only', 'the plan allows writes')
     .option('--api-disabled', 'disable the API for the account')
     .option('--rate-limits <list>', 'contract adjustments: burst=N,read=N,write=N,day=N')
+    .option('--actor <name>', 'the operator the audit log names (default: BALCAO_ACTOR, else the OS user)')
     .option('--json', 'print one JSON object');
 }
 
@@ -90,8 +103,20 @@ export function registerAccountsCommand(program: Command): void {
     async (flags: AccountFlags) => {
       const { config } = commandContext();
       const input = toInput(flags);
-      const view = await withDatabase(config, 'balcao accounts create', async ({ db }) =>
-        toAccountView(await createAccount(db, { ...input, name: input.name as string })),
+      const actor = actorOf(flags, config);
+      const view = await withDatabase(config, 'balcao accounts create', ({ db }) =>
+        db.transaction().execute(async (tx) => {
+          const created = toAccountView(await createAccount(tx, { ...input, name: input.name as string }));
+          await recordAudit(tx, {
+            actor,
+            command: 'accounts create',
+            accountId: created.id,
+            targetType: 'account',
+            targetId: created.id,
+            changes: changedFields(undefined, created, AUDITED_FIELDS),
+          });
+          return created;
+        }),
       );
       output(!!flags.json, view, () => describe(view));
     },
@@ -108,11 +133,24 @@ export function registerAccountsCommand(program: Command): void {
     const { config } = commandContext();
     requireUuid(id, 'account');
     const input = toInput(flags);
-    const view = await withDatabase(config, 'balcao accounts update', async ({ db }) => {
-      const row = await updateAccount(db, id, input);
-      if (!row) throw new CliError(`account ${id} not found`);
-      return toAccountView(row);
-    });
+    const actor = actorOf(flags, config);
+    const view = await withDatabase(config, 'balcao accounts update', ({ db }) =>
+      db.transaction().execute(async (tx) => {
+        const before = await getAccount(tx, id);
+        const row = before && (await updateAccount(tx, id, input));
+        if (!before || !row) throw new CliError(`account ${id} not found`);
+        const after = toAccountView(row);
+        await recordAudit(tx, {
+          actor,
+          command: 'accounts update',
+          accountId: id,
+          targetType: 'account',
+          targetId: id,
+          changes: changedFields(toAccountView(before), after, AUDITED_FIELDS),
+        });
+        return after;
+      }),
+    );
     output(!!flags.json, view, () => describe(view));
   });
 

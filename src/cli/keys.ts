@@ -1,11 +1,12 @@
 // `balcao keys create|revoke|list`: API keys. The secret is printed once, at creation.
 import type { Command } from 'commander';
 import { getAccount } from '../accounts/account-repository.ts';
-import { createKey, KeyLimitError, listKeys, revokeKey, toKeyView } from '../accounts/key-repository.ts';
+import { createKey, getKey, KeyLimitError, listKeys, revokeKey, toKeyView } from '../accounts/key-repository.ts';
+import { changedFields, recordAudit } from '../accounts/operator-audit.ts';
 import { isValidIpRange } from '../domain/ip-allowlist.ts';
 import { isValidScope } from '../domain/scopes.ts';
 import { isCalendarDate, isTimestamp } from '../schemas/formats.ts';
-import { CliError, commandContext, output, requireUuid, splitList, withDatabase } from './runtime.ts';
+import { actorOf, CliError, commandContext, output, requireUuid, splitList, withDatabase } from './runtime.ts';
 
 interface CreateFlags {
   account: string;
@@ -14,8 +15,13 @@ interface CreateFlags {
   test?: boolean;
   expiresAt?: string;
   allowedIps?: string;
+  actor?: string;
   json?: boolean;
 }
+
+/** What the audit log records of a key: never its secret, its hash or its last characters. */
+const AUDITED_FIELDS = ['name', 'prefix', 'scopes', 'expires_at', 'allowed_ips', 'revoked_at'] as const;
+const ACTOR_HELP = 'the operator the audit log names (default: BALCAO_ACTOR, else the OS user)';
 
 export function registerKeysCommand(program: Command): void {
   const keys = program.command('keys').description('manage API keys');
@@ -54,21 +60,34 @@ function registerCreate(keys: Command): void {
     .option('--test', 'a test-mode key (sandbox data)')
     .option('--expires-at <iso8601>', 'expiration instant (may lie in the past)')
     .option('--allowed-ips <list>', 'comma list of IPs and CIDR ranges (IPv4 and IPv6)')
+    .option('--actor <name>', ACTOR_HELP)
     .option('--json', 'print one JSON object')
     .action(async (flags: CreateFlags) => {
       const { config } = commandContext();
       const { scopes, allowedIps, expiresAt } = checkedCreateFlags(flags);
+      const actor = actorOf(flags, config);
       const created = await withDatabase(config, 'balcao keys create', async ({ db }) => {
         if (!(await getAccount(db, flags.account))) throw new CliError(`account ${flags.account} not found`);
         try {
-          return await createKey(db, {
-            accountId: flags.account,
-            name: flags.name,
-            mode: flags.test ? 'test' : 'live',
-            scopes,
-            allowedIps,
-            expiresAt,
-            brand: config.keyBrand,
+          return await db.transaction().execute(async (tx) => {
+            const made = await createKey(tx, {
+              accountId: flags.account,
+              name: flags.name,
+              mode: flags.test ? 'test' : 'live',
+              scopes,
+              allowedIps,
+              expiresAt,
+              brand: config.keyBrand,
+            });
+            await recordAudit(tx, {
+              actor,
+              command: 'keys create',
+              accountId: flags.account,
+              targetType: 'api_key',
+              targetId: made.row.id,
+              changes: changedFields(undefined, toKeyView(made.row), AUDITED_FIELDS),
+            });
+            return made;
           });
         } catch (err) {
           if (err instanceof KeyLimitError) throw new CliError(err.message);
@@ -101,13 +120,29 @@ function registerRevoke(keys: Command): void {
     .command('revoke')
     .description('revoke an API key (running servers stop accepting it within 5 seconds)')
     .argument('<key-id>', 'key id')
+    .option('--actor <name>', ACTOR_HELP)
     .option('--json', 'print one JSON object')
-    .action(async (id: string, flags: { json?: boolean }) => {
+    .action(async (id: string, flags: { actor?: string; json?: boolean }) => {
       const { config } = commandContext();
       requireUuid(id, 'key');
-      const row = await withDatabase(config, 'balcao keys revoke', ({ db }) => revokeKey(db, id));
-      if (!row) throw new CliError(`key ${id} not found`);
-      const view = toKeyView(row);
+      const actor = actorOf(flags, config);
+      const view = await withDatabase(config, 'balcao keys revoke', ({ db }) =>
+        db.transaction().execute(async (tx) => {
+          const before = await getKey(tx, id);
+          const row = before && (await revokeKey(tx, id));
+          if (!before || !row) throw new CliError(`key ${id} not found`);
+          const after = toKeyView(row);
+          await recordAudit(tx, {
+            actor,
+            command: 'keys revoke',
+            accountId: row.account_id,
+            targetType: 'api_key',
+            targetId: id,
+            changes: changedFields(toKeyView(before), after, AUDITED_FIELDS),
+          });
+          return after;
+        }),
+      );
       output(!!flags.json, view, () => `key ${view.id} "${view.name}" revoked at ${view.revoked_at}`);
     });
 }

@@ -27,6 +27,14 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Register> 
     summary: 'write every record of an account to files balcao import reads back',
     load: async () => (await import('./export.ts')).registerExportCommand,
   },
+  subjects: {
+    summary: "a customer's data-subject requests (LGPD): export everything about them, or erase them",
+    load: async () => (await import('./subjects.ts')).registerSubjectsCommand,
+  },
+  audit: {
+    summary: 'list the operator audit log (who changed accounts, keys and personal data)',
+    load: async () => (await import('./audit.ts')).registerAuditCommand,
+  },
   demo: {
     summary: 'create (once) a demo account with sample data, print a new key, and serve',
     load: async () => (await import('./demo.ts')).registerDemoCommand,

@@ -1,6 +1,7 @@
 // What every command shares: configuration, opening (and migrating) the database for the
 // duration of a command, printing exactly one JSON object with --json, and failing with a
 // one-line message on stderr and a non-zero exit code.
+import { operatorName } from '../accounts/operator-audit.ts';
 import { type Config, loadConfig } from '../config.ts';
 import type { Database } from '../infra/db/database.ts';
 import { isUuid } from '../schemas/formats.ts';
@@ -35,6 +36,11 @@ export async function withDatabase<T>(
   } finally {
     await database.close();
   }
+}
+
+/** Who runs a command that changes something, for the audit log: --actor, BALCAO_ACTOR, or the OS user. */
+export function actorOf(flags: { actor?: string }, config: Config): string {
+  return operatorName(flags.actor, config.operatorActor);
 }
 
 /** Prints the JSON object alone with --json, else the human text. */

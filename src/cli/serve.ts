@@ -4,6 +4,7 @@ import cluster from 'node:cluster';
 import type { Command } from 'commander';
 import type { buildApp } from '../app.ts';
 import { type Config, parseWorkerCount } from '../config.ts';
+import { announceStop } from '../infra/db/data-dir-lock.ts';
 import { compileEngine } from '../infra/db/pglite-engine.ts';
 import type { Database } from '../infra/db/database.ts';
 import { logOutput } from './log-output.ts';
@@ -65,6 +66,8 @@ export async function startServing(
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   onStopSignals((signal) => {
+    // A process started on the same embedded database meanwhile waits for this one to exit (data-dir-lock.ts).
+    announceStop(new Date(Date.now() + config.shutdownTimeoutMs));
     app.log.info(
       { signal, graceMs: config.shutdownGraceMs, timeoutMs: config.shutdownTimeoutMs },
       'stopping: not ready; finishing the requests in flight',

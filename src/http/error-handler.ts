@@ -6,12 +6,14 @@ import { AppError, errors } from '../errors/app-error.ts';
 import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
 import { toAppError } from '../errors/database-errors.ts';
 import { toFieldErrors } from './body-validation.ts';
+import { noteFailure } from './database-failures.ts';
 
 export function createErrorHandler(errorsUrl: string, routeMiss: (request: FastifyRequest) => AppError) {
   return function errorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
     // A body that fails to parse on an unknown route is still a 404/405: the route decides first.
     const appError = request.is404 && !(error instanceof AppError) ? routeMiss(request) : translate(error);
     if (appError.status >= 500) {
+      noteFailure(request, appError);
       request.log.error({ err: appError.cause ?? error, code: appError.code }, 'request failed');
     }
     return sendProblem(reply, request, appError, errorsUrl);

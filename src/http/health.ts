@@ -5,6 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
+import { Gauge, type Registry } from 'prom-client';
 import type { Database } from '../infra/db/database.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
@@ -112,4 +113,28 @@ export function registerHealthRoutes(app: FastifyInstance, database: Database, r
       return reply.code(healthy ? 200 : 503).send(body);
     },
   );
+}
+
+/** The database is pinged for the metric at most this often: scrapes come every 15 s or so, but a test or an operator
+ *  watching a stop drain scrapes many times a second, and each ping would take a pooled connection from requests. */
+const READY_PING_EVERY_MS = 5_000;
+
+/** `balcao_ready` for /metrics: what /health/ready would answer (1 ready, 0 not), so an alert needs no separate probe;
+ *  0 at once when a stop begins. With --workers the lowest worker's value. */
+export function registerReadinessMetric(registry: Registry, database: Database, readiness: ReadinessOptions): void {
+  let answered = true;
+  let pingedAt = Number.NEGATIVE_INFINITY;
+  new Gauge({
+    name: 'balcao_ready',
+    help: '1 when /health/ready would answer 200 (the database answers within BALCAO_READINESS_TIMEOUT_MS, not stopping); 0 otherwise.',
+    registers: [registry],
+    aggregator: 'min',
+    async collect() {
+      if (!readiness.stopping() && Date.now() - pingedAt >= READY_PING_EVERY_MS) {
+        answered = await databaseAnswers(database, readiness.timeoutMs);
+        pingedAt = Date.now();
+      }
+      this.set(!readiness.stopping() && answered ? 1 : 0);
+    },
+  });
 }

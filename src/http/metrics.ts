@@ -5,6 +5,7 @@
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from 'prom-client';
+import { databaseFailureCause } from './database-failures.ts';
 import { RequestStats } from './request-stats.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { ReadRouter } from '../infra/db/read-router.ts';
@@ -19,7 +20,7 @@ export interface CaptureMetricsSource {
 export function registerMetrics(
   app: FastifyInstance,
   rateLimiter: RateLimiter,
-  options: { processMetrics?: boolean; public?: boolean; reads?: ReadRouter; capture?: CaptureMetricsSource } = {},
+  options: { processMetrics?: boolean; public?: boolean; reads?: ReadRouter; poolSize?: number; capture?: CaptureMetricsSource } = {},
 ): Registry {
   // One registry per app instance: tests build many apps in one process.
   const registry = new Registry();
@@ -46,7 +47,23 @@ export function registerMetrics(
     },
   });
 
-  if (options.reads) registerReplicaMetrics(registry, options.reads);
+  // Always registered, so dashboards and alerts find the series' names; without replicas they have no samples.
+  registerReplicaMetrics(registry, options.reads);
+
+  new Gauge({
+    name: 'balcao_db_pool_size',
+    help: 'Database connections this process may open for requests (BALCAO_DB_POOL_SIZE; 1 on the embedded database).',
+    registers: [registry],
+    collect() {
+      this.set(options.poolSize ?? 1);
+    },
+  });
+  const unavailable = new Counter({
+    name: 'balcao_db_unavailable_total',
+    help: 'Requests answered 503 because of the database, by cause: acquire_timeout (no pooled connection in time: the pool is exhausted), lookup_timeout, statement_timeout, connection.',
+    labelNames: ['cause'] as const,
+    registers: [registry],
+  });
   if (options.capture) registerCaptureMetrics(registry, options.capture);
 
   // What a graceful stop still has to finish; operators watch it drain.
@@ -68,6 +85,8 @@ export function registerMetrics(
     inFlight -= 1;
     const operation = request.routeOptions.config.operationId ?? (request.is404 ? 'unmatched' : 'internal');
     stats.record(operation, request.method, reply.statusCode, reply.elapsedTime / 1000);
+    const failure = reply.statusCode === 503 ? databaseFailureCause(request) : undefined;
+    if (failure) unavailable.inc({ cause: failure });
     done();
   });
 
@@ -146,7 +165,7 @@ declare module 'fastify' {
 }
 
 /** Each read replica's state and lag, and where reads went (BALCAO_READ_DATABASE_URL). */
-function registerReplicaMetrics(registry: Registry, reads: ReadRouter): void {
+function registerReplicaMetrics(registry: Registry, reads: ReadRouter | undefined): void {
   new Gauge({
     name: 'balcao_read_replica_up',
     help: '1 while the replica takes reads; 0 while it is skipped (down, lagging past BALCAO_READ_MAX_LAG_MS, not a standby).',
@@ -154,7 +173,7 @@ function registerReplicaMetrics(registry: Registry, reads: ReadRouter): void {
     registers: [registry],
     collect() {
       this.reset();
-      for (const r of reads.status()) this.set({ replica: r.name, state: r.state }, r.state === 'up' ? 1 : 0);
+      for (const r of reads?.status() ?? []) this.set({ replica: r.name, state: r.state }, r.state === 'up' ? 1 : 0);
     },
   });
   new Gauge({
@@ -164,7 +183,7 @@ function registerReplicaMetrics(registry: Registry, reads: ReadRouter): void {
     registers: [registry],
     collect() {
       this.reset();
-      for (const r of reads.status()) if (r.lag_ms !== null) this.set({ replica: r.name }, r.lag_ms / 1000);
+      for (const r of reads?.status() ?? []) if (r.lag_ms !== null) this.set({ replica: r.name }, r.lag_ms / 1000);
     },
   });
   // Counters kept by the router, copied at each scrape.
@@ -175,6 +194,7 @@ function registerReplicaMetrics(registry: Registry, reads: ReadRouter): void {
     registers: [registry],
     collect() {
       this.reset();
+      if (!reads) return;
       this.inc({ target: 'primary' }, reads.primaryReads);
       for (const c of reads.counters()) this.inc({ target: c.name }, c.reads);
     },
@@ -186,7 +206,7 @@ function registerReplicaMetrics(registry: Registry, reads: ReadRouter): void {
     registers: [registry],
     collect() {
       this.reset();
-      for (const c of reads.counters()) this.inc({ replica: c.name }, c.fallbacks);
+      for (const c of reads?.counters() ?? []) this.inc({ replica: c.name }, c.fallbacks);
     },
   });
 }

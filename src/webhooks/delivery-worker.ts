@@ -68,6 +68,9 @@ export class DeliveryWorker {
   private again = false;
   private stopped = false;
   private readonly abort = new AbortController();
+  /** Attempts recorded by this worker since start, by outcome (webhook-metrics.ts reads them); `given_up` counts
+   *  the deliveries whose last retry failed. */
+  readonly outcomes = { succeeded: 0, failed: 0, given_up: 0 };
 
   constructor(
     private readonly database: Database,
@@ -254,6 +257,8 @@ export class DeliveryWorker {
         trx,
       );
     });
+    this.outcomes[outcome.ok ? 'succeeded' : 'failed'] += 1;
+    if (status === 'failed') this.outcomes.given_up += 1;
     if (!outcome.ok) this.log.info({ delivery: c.id, attempt, status: outcome.status, error: outcome.error }, 'webhook attempt failed');
   }
 

@@ -11,6 +11,7 @@ import { readRunner } from '../infra/db/read-router.ts';
 import { registerEventRoutes } from '../events/event-routes.ts';
 import { DeliveryWorker } from './delivery-worker.ts';
 import { registerWebhookEndpointRoutes } from './endpoint-routes.ts';
+import { registerWebhookMetrics } from './webhook-metrics.ts';
 
 export function registerEvents(app: FastifyInstance, deps: { config: Config; database: Database; capture: ChangeCapture }): void {
   const { config, database, capture } = deps;
@@ -18,6 +19,7 @@ export function registerEvents(app: FastifyInstance, deps: { config: Config; dat
   const worker = new DeliveryWorker(database, config, app.log);
   registerEventRoutes(app, readRunner(database), bus, capture);
   registerWebhookEndpointRoutes(app, database.db, config);
+  registerWebhookMetrics(app.metrics, database, worker, config.readinessTimeoutMs);
   // Capture is ready before the server listens (its first writes are captured); the rest once it listens.
   app.addHook('onReady', async () => {
     await capture.start();

@@ -19,7 +19,7 @@ import { isSqlFragment } from '../../resources/insert-statement.ts';
 import { tenantChannelKey } from '../channels.ts';
 import type { EventAction } from '../event-types.ts';
 import type { CapturedTransaction, ImageKind, RowImage } from './captured.ts';
-import { IMPORT_ORIGIN } from './setup.ts';
+import { ERASURE_ORIGIN, IMPORT_ORIGIN } from './setup.ts';
 import { SERVED_TABLES } from './served-tables.ts';
 
 export interface EventOrigin {
@@ -57,9 +57,10 @@ interface RecordChange {
 /** Fields every update changes, which would make every `previous_attributes` noisy. */
 const NOT_ATTRIBUTES = new Set(['updated_at']);
 
-export function originOf(text: string | null): EventOrigin | 'import' {
+export function originOf(text: string | null): EventOrigin | 'import' | 'erasure' {
   if (text === null) return { type: 'outside' };
   if (text === IMPORT_ORIGIN) return 'import';
+  if (text === ERASURE_ORIGIN) return 'erasure';
   try {
     const parsed = JSON.parse(text) as { key_id?: unknown; request_id?: unknown };
     return {
@@ -222,11 +223,14 @@ async function lastEventObject(db: Db, change: RecordChange): Promise<Row | unde
 /** The events of committed transactions, in commit order and, within one, in the order of the records' first change. */
 export async function eventsOf(db: Db, transactions: readonly CapturedTransaction[]): Promise<CapturedEvent[]> {
   const kind: ImageKind = transactions[0]?.images ?? 'row';
-  const planned: { transaction: CapturedTransaction; origin: EventOrigin; change: RecordChange }[] = [];
+  const planned: { transaction: CapturedTransaction; origin: EventOrigin; change: RecordChange; withhold: boolean }[] = [];
   for (const transaction of transactions) {
-    const origin = originOf(transaction.origin);
-    if (origin === 'import') continue;
-    for (const change of recordChanges(transaction)) planned.push({ transaction, origin, change });
+    const marked = originOf(transaction.origin);
+    if (marked === 'import') continue;
+    // An erasure's events name the fields it changed, without their old (personal) values.
+    const withhold = marked === 'erasure';
+    const origin: EventOrigin = marked === 'erasure' ? { type: 'outside' } : marked;
+    for (const change of recordChanges(transaction)) planned.push({ transaction, origin, change, withhold });
   }
   // The images each table's statement projects: before and after of every record whose row changed.
   const images = new Map<ResourceDescriptor, RowImage[]>();
@@ -265,7 +269,7 @@ export async function eventsOf(db: Db, transactions: readonly CapturedTransactio
   );
 
   const events: CapturedEvent[] = [];
-  for (const { transaction, origin, change } of planned) {
+  for (const { transaction, origin, change, withhold } of planned) {
     const d = change.descriptor;
     let action: EventAction;
     let object: Row | undefined;
@@ -292,6 +296,7 @@ export async function eventsOf(db: Db, transactions: readonly CapturedTransactio
       }
     }
     if (!object) continue;
+    if (withhold && previous) previous = Object.fromEntries(Object.keys(previous).map((field) => [field, null]));
     events.push({
       team_id: change.tenant.accountId,
       mode: change.tenant.mode,

@@ -19,6 +19,8 @@ export const PUBLICATION = 'balcao_capture';
 export const ORIGIN_PREFIX = 'balcao.origin';
 /** The origin text of a `balcao import` transaction. */
 export const IMPORT_ORIGIN = '{"import":true}';
+/** The origin text of a data subject's erasure (`balcao subjects erase`): its events withhold the old values. */
+export const ERASURE_ORIGIN = '{"erasure":true}';
 
 const tables = () => [...SERVED_TABLES.keys()].sort();
 

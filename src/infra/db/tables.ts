@@ -302,6 +302,17 @@ export interface InventoryItems {
   updated_at: TimestampText | null;
 }
 
+export interface OperatorAudit {
+  account_id: string | null;
+  actor: string;
+  at: Generated<TimestampText>;
+  changes: Generated<Json>;
+  command: string;
+  id: Generated<string>;
+  target_id: string | null;
+  target_type: string;
+}
+
 export interface RecurringExpenses {
   contract_id: string | null;
   created_at: Generated<TimestampText>;
@@ -516,6 +527,7 @@ export interface DB {
   expenses: Expenses;
   idempotency_keys: IdempotencyKeys;
   inventory_items: InventoryItems;
+  operator_audit: OperatorAudit;
   recurring_expenses: RecurringExpenses;
   request_log: RequestLog;
   services: Services;
