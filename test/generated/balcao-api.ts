@@ -795,13 +795,79 @@ export interface paths {
     };
     /**
      * List the delivery attempts of an endpoint
-     * @description Newest first: event, attempt number, time, response status or error, duration and the next attempt.
+     * @description Newest first: event, delivery, attempt number, time, response status or error, duration and the next attempt. Filters: `filter[status][eq|in]` and `filter[event_type][eq|in]`.
      *
      *     Requires the scope `webhooks:read`.
      */
     get: operations['webhook-endpoints.deliveries'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}/test': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a test ping to the endpoint
+     * @description Sends a signed event of type `ping` (`data.object.endpoint_id`) to the endpoint now, and answers with that attempt. The ping is not an event of the feed and is not listed among the deliveries.
+     *
+     *     Requires the scope `webhooks:write`.
+     */
+    post: operations['webhook-endpoints.test'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}/deliveries/{delivery_id}/retry': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a delivery again
+     * @description Sends the delivery again soon, whatever its status, with the same `webhook-id` (the event id). The attempt is one more in the deliveries list.
+     *
+     *     Requires the scope `webhooks:write`.
+     */
+    post: operations['webhook-endpoints.retry-delivery'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}/replay': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Replay the events after a point of the feed
+     * @description Queues for this endpoint every retained event after `after` (a forward cursor of `GET /v1/events`) or since `since`, that the endpoint subscribes to, in feed order: at most 10000 per call (`has_more`, then `after` = `next_cursor`). An event already delivered is sent again with the same `webhook-id`.
+     *
+     *     Requires the scope `webhooks:write`.
+     */
+    post: operations['webhook-endpoints.replay'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1044,6 +1110,26 @@ export interface webhooks {
      * @description Sent to every enabled endpoint subscribed to this type. Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.expense.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  ping: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * ping: the test of `POST /v1/webhook-endpoints/{id}/test`
+     * @description Sent only when asked for, signed like every delivery; not an event of the feed, never retried.
+     */
+    post: operations['webhooks.ping'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2655,6 +2741,11 @@ export interface components {
     WebhookAttempt: {
       /** Format: uuid */
       id: string;
+      /**
+       * Format: uuid
+       * @description The delivery (one event to this endpoint) this attempt belongs to: what `…/retry` takes.
+       */
+      delivery_id: string;
       /** Format: uuid */
       event_id: string;
       event_type: string;
@@ -2683,6 +2774,29 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       next_attempt_at: string | null;
+    };
+    /** WebhookTestResult */
+    WebhookTestResult: {
+      /**
+       * @description `succeeded` when the endpoint answered a 2xx in time.
+       * @enum {string}
+       */
+      status: 'succeeded' | 'failed';
+      /** Format: int32 */
+      response_status: number | null;
+      /** @description `timeout`, `connection_refused`, `address_not_allowed`, … when no status came back. */
+      error: string | null;
+      /** Format: int32 */
+      duration_ms: number;
+    };
+    /** WebhookReplayResult */
+    WebhookReplayResult: {
+      /** Format: int32 */
+      queued: number;
+      /** @description More events follow the 10000 queued: call again with `after` = `next_cursor`. */
+      has_more: boolean;
+      /** @description With `has_more`: the forward cursor of `GET /v1/events` after the last event queued. Null otherwise. */
+      next_cursor: string | null;
     };
     /** CustomerCreatedEvent */
     CustomerCreatedEvent: {
@@ -2923,6 +3037,27 @@ export interface components {
         } | null;
       };
       request_id: string | null;
+    };
+    /** PingEvent */
+    PingEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'ping';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: {
+          /** Format: uuid */
+          endpoint_id: string;
+        };
+        previous_attributes: null;
+      };
+      /** @description The `X-Request-Id` of the test request. */
+      request_id: string;
     };
     /** Problem */
     Problem: {
@@ -3992,6 +4127,25 @@ export interface components {
           description?: string | null;
           /** @description true re-enables an endpoint the service disabled. */
           enabled?: boolean;
+        };
+      };
+    };
+    /** @description Exactly one of `after` and `since`. */
+    ReplayWebhookInput: {
+      content: {
+        /**
+         * @example {
+         *       "since": "2026-11-20T00:00:00Z"
+         *     }
+         */
+        'application/json': {
+          /** @description A forward cursor of `GET /v1/events` (`sort=created_at`): the events after it are sent. */
+          after?: string;
+          /**
+           * Format: date-time
+           * @description The events created at or after this time are sent.
+           */
+          since?: string;
         };
       };
     };
@@ -8960,6 +9114,14 @@ export interface operations {
         limit?: number;
         /** @description `pagination.next_cursor` of the previous page. */
         cursor?: string;
+        /** @description Filter: the attempt's `status`. */
+        'filter[status][eq]'?: 'succeeded' | 'retrying' | 'failed';
+        /** @description Filter: `status` one of a comma list (`retrying,failed`). */
+        'filter[status][in]'?: string;
+        /** @description Filter: the event type (`sale.created`). */
+        'filter[event_type][eq]'?: string;
+        /** @description Filter: the event type one of a comma list. */
+        'filter[event_type][in]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -8988,6 +9150,7 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "delivery_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "event_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "event_type": "string",
            *           "attempt_number": 1,
@@ -9022,6 +9185,181 @@ export interface operations {
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.test': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /** @description Record id; anything else is a 404. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "status": "succeeded",
+           *         "response_status": 1,
+           *         "error": "string",
+           *         "duration_ms": 1
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookTestResult'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.retry-delivery': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /** @description Endpoint id; anything else is a 404. */
+        id: string;
+        /** @description The `delivery_id` of an entry of the deliveries list (the entry's own `id` is accepted too); anything else is a 404. */
+        delivery_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Queued: no body. */
+      202: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.replay': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /** @description Record id; anything else is a 404. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: components['requestBodies']['ReplayWebhookInput'];
+    responses: {
+      /** @description HTTP 202. */
+      202: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "queued": 1,
+           *         "has_more": true,
+           *         "next_cursor": "string"
+           *       },
+           *       "meta": {
+           *         "request_id": "string"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookReplayResult'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['RequestHeaderFieldsTooLarge'];
@@ -9369,6 +9707,35 @@ export interface operations {
     };
     responses: {
       /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.ping': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['PingEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx: the test succeeded. */
       200: {
         headers: {
           [name: string]: unknown;
