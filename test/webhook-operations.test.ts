@@ -105,6 +105,7 @@ describe('webhook operations', () => {
 
       const retried = await s.request('POST', `/v1/webhook-endpoints/${ep.id}/deliveries/${deliveryId}/retry`, { key });
       assert.equal(retried.status, 202, retried.text);
+      assert.equal(retried.body.data.delivery_id, deliveryId);
       await receiver.until((r) => r.length >= 5);
       const fifth = await until('the retry is listed', () => attemptsOf(s, key, ep.id), { done: (rows) => rows.length === 5 });
       assert.deepEqual(
@@ -115,6 +116,7 @@ describe('webhook operations', () => {
       // A succeeded delivery goes again too; an attempt's own id names its delivery as well.
       const byAttempt = await s.request('POST', `/v1/webhook-endpoints/${ep.id}/deliveries/${fifth[0]?.id}/retry`, { key });
       assert.equal(byAttempt.status, 202, byAttempt.text);
+      assert.equal(byAttempt.body.data.delivery_id, deliveryId);
       await until('the second retry is listed', () => attemptsOf(s, key, ep.id), { done: (rows) => rows.length === 6 });
       assert.equal(receiver.received.length, 6);
       assert.equal(new Set(receiver.received.map((r) => r.id)).size, 1, 'the same webhook-id every time');

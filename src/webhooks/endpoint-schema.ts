@@ -109,6 +109,12 @@ export const deliveryParamsSchema = Type.Object({
   }),
 });
 
+/** `POST …/retry`: the delivery queued again (named by its id or by one of its attempts). */
+export const webhookRetryResult = Type.Object(
+  { delivery_id: Object.assign(F.uuid(), { description: 'The delivery queued again.' }) },
+  { title: 'WebhookRetryResult' },
+);
+
 /** The longest cursor the query language accepts (src/query/cursor.ts). */
 const MAX_CURSOR_LENGTH = 2048;
 

@@ -2,7 +2,6 @@
 // again, and the replay of the feed from a point. Scope `webhooks:write`; every message goes out through the
 // same address checks as a delivery (src/webhooks/post-webhook.ts). Retry and replay answer 202: they queue,
 // the delivery worker sends.
-import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import { errors } from '../errors/app-error.ts';
@@ -14,7 +13,14 @@ import type { Db } from '../infra/db/database.ts';
 import { requireTenant } from '../infra/db/tenancy.ts';
 import { idParamsSchema } from '../query/schemas.ts';
 import { DELIVERIES_CHANNEL } from '../events/channels.ts';
-import { deliveryParamsSchema, MAX_REPLAYED, replayWebhookBody, webhookReplayResult, webhookTestResult } from './endpoint-schema.ts';
+import {
+  deliveryParamsSchema,
+  MAX_REPLAYED,
+  replayWebhookBody,
+  webhookReplayResult,
+  webhookRetryResult,
+  webhookTestResult,
+} from './endpoint-schema.ts';
 import { pingEndpoint } from './ping.ts';
 import { replayEvents, replayFrom, retryDelivery, wakeDeliveryWorkers } from './redelivery.ts';
 
@@ -68,13 +74,13 @@ export function registerWebhookOperationRoutes(app: FastifyInstance, { db, confi
           'The attempt is one more in the deliveries list.',
         tags,
         params: deliveryParamsSchema,
-        response: { 202: Type.Null({ description: 'Queued: no body.' }) },
+        response: { 202: itemEnvelopeSchema(webhookRetryResult) },
       },
     },
     async (request, reply) => {
-      await retryDelivery(db, requireTenant(request.tenant, 'write'), request.params.id, request.params.delivery_id);
+      const deliveryId = await retryDelivery(db, requireTenant(request.tenant, 'write'), request.params.id, request.params.delivery_id);
       await wake(request.log);
-      return reply.code(202).send();
+      return reply.code(202).send(itemEnvelope(request, { delivery_id: deliveryId }));
     },
   );
 

@@ -35,13 +35,14 @@ async function deliveryOf(db: Db, tenant: Tenant, endpointId: string, id: string
  * deliveries list. An attempt in flight at that moment is that attempt. The endpoint belongs to the tenant
  * (checked first), so its deliveries do too.
  */
-export async function retryDelivery(db: Db, tenant: Tenant, endpointId: string, id: string): Promise<void> {
+export async function retryDelivery(db: Db, tenant: Tenant, endpointId: string, id: string): Promise<string> {
   await getEndpoint(db, tenant, endpointId);
   if (!isUuid(id)) throw errors.notFound();
   const delivery = await deliveryOf(db, tenant, endpointId, id);
   await sql`
     UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now()
     WHERE ${accountColumnSql()} = ${tenant.accountId} AND endpoint_id = ${endpointId} AND id = ${delivery}`.execute(db);
+  return delivery;
 }
 
 export type ReplayFrom = { after: string } | { since: string };

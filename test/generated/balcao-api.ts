@@ -2586,6 +2586,7 @@ export interface components {
       /**
        * Format: int32
        * @description The HTTP status the single request would have answered (424 `batch_aborted` in a failed atomic batch).
+       * @example 201
        */
       status: number;
       /**
@@ -2788,6 +2789,14 @@ export interface components {
       error: string | null;
       /** Format: int32 */
       duration_ms: number;
+    };
+    /** WebhookRetryResult */
+    WebhookRetryResult: {
+      /**
+       * Format: uuid
+       * @description The delivery queued again.
+       */
+      delivery_id: string;
     };
     /** WebhookReplayResult */
     WebhookReplayResult: {
@@ -3064,7 +3073,7 @@ export interface components {
       /**
        * Format: uri
        * @description Identifies the error type: `<errors_url>/<code>`, where `<errors_url>` depends on the deployment and `<code>` is one of `x-error-codes`; clients decide by the code (the last path segment).
-       * @example http://localhost:3000/errors/invalid_token
+       * @example https://balcao.example.com/errors/invalid_token
        */
       type: string;
       /** @description Short English label of the type; may change. */
@@ -3105,7 +3114,7 @@ export interface components {
   responses: {
     /**
      * @description Bad request. Problem types:
-     *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
+     *     - [`bad_request`](/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
      */
     BadRequest: {
       headers: {
@@ -3128,7 +3137,7 @@ export interface components {
     };
     /**
      * @description Idempotency conflict. Problem types:
-     *     - [`idempotency_conflict`](http://localhost:3000/errors/idempotency_conflict): The Idempotency-Key was already used with another method, path or body, or its first request is still running.
+     *     - [`idempotency_conflict`](/errors/idempotency_conflict): The Idempotency-Key was already used with another method, path or body, or its first request is still running.
      */
     Conflict: {
       headers: {
@@ -3150,10 +3159,10 @@ export interface components {
     };
     /**
      * @description Insufficient scope (one of several types). Problem types:
-     *     - [`insufficient_scope`](http://localhost:3000/errors/insufficient_scope): The key lacks the scope this operation needs, or the plan allows reads only.
-     *     - [`api_disabled`](http://localhost:3000/errors/api_disabled): The API is not enabled for this account.
-     *     - [`module_not_enabled`](http://localhost:3000/errors/module_not_enabled): The module of this resource is not part of the account contract.
-     *     - [`ip_not_allowed`](http://localhost:3000/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
+     *     - [`insufficient_scope`](/errors/insufficient_scope): The key lacks the scope this operation needs, or the plan allows reads only.
+     *     - [`api_disabled`](/errors/api_disabled): The API is not enabled for this account.
+     *     - [`module_not_enabled`](/errors/module_not_enabled): The module of this resource is not part of the account contract.
+     *     - [`ip_not_allowed`](/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
      */
     Forbidden: {
       headers: {
@@ -3176,8 +3185,8 @@ export interface components {
     };
     /**
      * @description API disabled (one of several types). Problem types:
-     *     - [`api_disabled`](http://localhost:3000/errors/api_disabled): The API is not enabled for this account.
-     *     - [`ip_not_allowed`](http://localhost:3000/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
+     *     - [`api_disabled`](/errors/api_disabled): The API is not enabled for this account.
+     *     - [`ip_not_allowed`](/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
      */
     ForbiddenApiDisabledOrIpNotAllowed: {
       headers: {
@@ -3200,9 +3209,9 @@ export interface components {
     };
     /**
      * @description Insufficient scope (one of several types). Problem types:
-     *     - [`insufficient_scope`](http://localhost:3000/errors/insufficient_scope): The key lacks the scope this operation needs, or the plan allows reads only.
-     *     - [`api_disabled`](http://localhost:3000/errors/api_disabled): The API is not enabled for this account.
-     *     - [`ip_not_allowed`](http://localhost:3000/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
+     *     - [`insufficient_scope`](/errors/insufficient_scope): The key lacks the scope this operation needs, or the plan allows reads only.
+     *     - [`api_disabled`](/errors/api_disabled): The API is not enabled for this account.
+     *     - [`ip_not_allowed`](/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
      */
     ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed: {
       headers: {
@@ -3225,7 +3234,7 @@ export interface components {
     };
     /**
      * @description Internal error. Problem types:
-     *     - [`internal_error`](http://localhost:3000/errors/internal_error): An unexpected failure on the server.
+     *     - [`internal_error`](/errors/internal_error): An unexpected failure on the server.
      */
     InternalError: {
       headers: {
@@ -3248,7 +3257,7 @@ export interface components {
     };
     /**
      * @description Method not allowed. Problem types:
-     *     - [`method_not_allowed`](http://localhost:3000/errors/method_not_allowed): The path exists but does not accept this method.
+     *     - [`method_not_allowed`](/errors/method_not_allowed): The path exists but does not accept this method.
      */
     MethodNotAllowed: {
       headers: {
@@ -3266,7 +3275,7 @@ export interface components {
     };
     /**
      * @description Not found. Problem types:
-     *     - [`not_found`](http://localhost:3000/errors/not_found): The record or path does not exist, or belongs to another account.
+     *     - [`not_found`](/errors/not_found): The record or path does not exist, or belongs to another account.
      */
     NotFound: {
       headers: {
@@ -3286,7 +3295,7 @@ export interface components {
     };
     /**
      * @description Payload too large. Problem types:
-     *     - [`payload_too_large`](http://localhost:3000/errors/payload_too_large): The request body is over 1 MiB.
+     *     - [`payload_too_large`](/errors/payload_too_large): The request body is over 1 MiB.
      */
     PayloadTooLarge: {
       headers: {
@@ -3306,7 +3315,7 @@ export interface components {
     };
     /**
      * @description Precondition failed. Problem types:
-     *     - [`precondition_failed`](http://localhost:3000/errors/precondition_failed): The `If-Match` header names a version (ETag) of the record that is no longer current: someone changed it since you read it. Nothing was written.
+     *     - [`precondition_failed`](/errors/precondition_failed): The `If-Match` header names a version (ETag) of the record that is no longer current: someone changed it since you read it. Nothing was written.
      */
     PreconditionFailed: {
       headers: {
@@ -3326,7 +3335,7 @@ export interface components {
     };
     /**
      * @description Bad request. Problem types:
-     *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
+     *     - [`bad_request`](/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
      */
     PublicBadRequest: {
       headers: {
@@ -3343,7 +3352,7 @@ export interface components {
     };
     /**
      * @description Internal error. Problem types:
-     *     - [`internal_error`](http://localhost:3000/errors/internal_error): An unexpected failure on the server.
+     *     - [`internal_error`](/errors/internal_error): An unexpected failure on the server.
      */
     PublicInternalError: {
       headers: {
@@ -3360,7 +3369,7 @@ export interface components {
     };
     /**
      * @description Not found. Problem types:
-     *     - [`not_found`](http://localhost:3000/errors/not_found): The record or path does not exist, or belongs to another account.
+     *     - [`not_found`](/errors/not_found): The record or path does not exist, or belongs to another account.
      */
     PublicNotFound: {
       headers: {
@@ -3377,7 +3386,7 @@ export interface components {
     };
     /**
      * @description Request header fields too large. Problem types:
-     *     - [`header_too_large`](http://localhost:3000/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
+     *     - [`header_too_large`](/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
      */
     PublicRequestHeaderFieldsTooLarge: {
       headers: {
@@ -3394,7 +3403,7 @@ export interface components {
     };
     /**
      * @description Request timeout. Problem types:
-     *     - [`request_timeout`](http://localhost:3000/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
+     *     - [`request_timeout`](/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
      */
     PublicRequestTimeout: {
       headers: {
@@ -3411,7 +3420,7 @@ export interface components {
     };
     /**
      * @description Rate limit exceeded. Problem types:
-     *     - [`rate-limit-exceeded`](http://localhost:3000/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
+     *     - [`rate-limit-exceeded`](/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
      */
     PublicTooManyRequests: {
       headers: {
@@ -3429,7 +3438,7 @@ export interface components {
     };
     /**
      * @description Request header fields too large. Problem types:
-     *     - [`header_too_large`](http://localhost:3000/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
+     *     - [`header_too_large`](/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
      */
     RequestHeaderFieldsTooLarge: {
       headers: {
@@ -3452,7 +3461,7 @@ export interface components {
     };
     /**
      * @description Request timeout. Problem types:
-     *     - [`request_timeout`](http://localhost:3000/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
+     *     - [`request_timeout`](/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
      */
     RequestTimeout: {
       headers: {
@@ -3475,7 +3484,7 @@ export interface components {
     };
     /**
      * @description Service unavailable. Problem types:
-     *     - [`service_unavailable`](http://localhost:3000/errors/service_unavailable): A dependency (the database) is unavailable.
+     *     - [`service_unavailable`](/errors/service_unavailable): A dependency (the database) is unavailable.
      */
     ServiceUnavailable: {
       headers: {
@@ -3499,7 +3508,7 @@ export interface components {
     };
     /**
      * @description Rate limit exceeded. Problem types:
-     *     - [`rate-limit-exceeded`](http://localhost:3000/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
+     *     - [`rate-limit-exceeded`](/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
      */
     TooManyRequests: {
       headers: {
@@ -3523,9 +3532,9 @@ export interface components {
     };
     /**
      * @description Invalid token (one of several types). Problem types:
-     *     - [`invalid_token`](http://localhost:3000/errors/invalid_token): The Authorization header is missing or malformed, or the API key is unknown.
-     *     - [`token_revoked`](http://localhost:3000/errors/token_revoked): The API key was revoked.
-     *     - [`token_expired`](http://localhost:3000/errors/token_expired): The API key is past its expiration date.
+     *     - [`invalid_token`](/errors/invalid_token): The Authorization header is missing or malformed, or the API key is unknown.
+     *     - [`token_revoked`](/errors/token_revoked): The API key was revoked.
+     *     - [`token_expired`](/errors/token_expired): The API key is past its expiration date.
      */
     Unauthorized: {
       headers: {
@@ -3542,7 +3551,7 @@ export interface components {
     };
     /**
      * @description Unsupported media type. Problem types:
-     *     - [`unsupported_media_type`](http://localhost:3000/errors/unsupported_media_type): Write bodies must be `application/json`.
+     *     - [`unsupported_media_type`](/errors/unsupported_media_type): Write bodies must be `application/json`.
      */
     UnsupportedMediaType: {
       headers: {
@@ -3562,7 +3571,7 @@ export interface components {
     };
     /**
      * @description Validation failed. Problem types:
-     *     - [`validation`](http://localhost:3000/errors/validation): The body, a filter, the sort, the cursor or a header is outside the contract.
+     *     - [`validation`](/errors/validation): The body, a filter, the sort, the cursor or a header is outside the contract.
      */
     ValidationFailed: {
       headers: {
@@ -3603,14 +3612,6 @@ export interface components {
   requestBodies: {
     CreateCustomerInput: {
       content: {
-        /**
-         * @example {
-         *       "full_name": "Maria da Silva",
-         *       "email": "cliente@example.com",
-         *       "phone": "+55 11 91234-5678",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /** @example Maria da Silva */
           full_name: string;
@@ -3648,14 +3649,6 @@ export interface components {
     };
     UpdateCustomerInput: {
       content: {
-        /**
-         * @example {
-         *       "full_name": "Maria da Silva",
-         *       "email": "cliente@example.com",
-         *       "phone": "+55 11 91234-5678",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /** @example Maria da Silva */
           full_name?: string;
@@ -3695,23 +3688,6 @@ export interface components {
     };
     CreateSaleInput: {
       content: {
-        /**
-         * @example {
-         *       "items": [
-         *         {
-         *           "catalog_type": "product",
-         *           "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-         *           "quantity": 3,
-         *           "unit_price": 19.99
-         *         }
-         *       ],
-         *       "status": "pending",
-         *       "payment_status": "paid",
-         *       "payment_method": "pix",
-         *       "delivery_date": "2026-11-21",
-         *       "sale_date": "2026-11-21T10:00:00.000Z"
-         *     }
-         */
         'application/json': {
           items: components['schemas']['CreateTransactionItemInput'][];
           /**
@@ -3757,14 +3733,6 @@ export interface components {
     };
     UpdateSaleInput: {
       content: {
-        /**
-         * @example {
-         *       "status": "completed",
-         *       "payment_status": "paid",
-         *       "payment_method": "pix",
-         *       "delivery_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /** @example completed */
           status?: string;
@@ -3788,13 +3756,6 @@ export interface components {
     };
     CreateSupplierInput: {
       content: {
-        /**
-         * @example {
-         *       "name": "Distribuidora Silva",
-         *       "email": "cliente@example.com",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /**
            * @description At least one of name, legal_name, trade_name is required.
@@ -3835,13 +3796,6 @@ export interface components {
     };
     UpdateSupplierInput: {
       content: {
-        /**
-         * @example {
-         *       "name": "Distribuidora Silva",
-         *       "email": "cliente@example.com",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /**
            * @description At least one of name, legal_name, trade_name is required.
@@ -3882,18 +3836,6 @@ export interface components {
     };
     CreateExpenseInput: {
       content: {
-        /**
-         * @example {
-         *       "expense_type": "fixed",
-         *       "description": "string",
-         *       "original_amount": 150.5,
-         *       "final_amount": 140.5,
-         *       "payment_method": "pix",
-         *       "status": "pending",
-         *       "payment_date": "2026-11-21",
-         *       "due_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /** @example fixed */
           expense_type: string;
@@ -3955,17 +3897,6 @@ export interface components {
     };
     UpdateExpenseInput: {
       content: {
-        /**
-         * @example {
-         *       "expense_type": "fixed",
-         *       "original_amount": 150.5,
-         *       "final_amount": 140.5,
-         *       "payment_method": "pix",
-         *       "status": "pending",
-         *       "payment_date": "2026-11-21",
-         *       "due_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /** @example fixed */
           expense_type?: string;
@@ -4027,16 +3958,6 @@ export interface components {
     };
     BatchRequest: {
       content: {
-        /**
-         * @example {
-         *       "operations": [
-         *         {
-         *           "method": "POST",
-         *           "path": "/v1/customers"
-         *         }
-         *       ]
-         *     }
-         */
         'application/json': {
           operations: components['schemas']['BatchOperation'][];
           /**
@@ -4049,11 +3970,6 @@ export interface components {
     };
     CreateWebhookEndpointInput: {
       content: {
-        /**
-         * @example {
-         *       "url": "https://erp.example.com/webhooks/balcao"
-         *     }
-         */
         'application/json': {
           /**
            * @description https:// URL resolving to a public address.
@@ -4093,11 +4009,6 @@ export interface components {
     };
     UpdateWebhookEndpointInput: {
       content: {
-        /**
-         * @example {
-         *       "url": "https://erp.example.com/webhooks/balcao"
-         *     }
-         */
         'application/json': {
           /**
            * @description https:// URL resolving to a public address.
@@ -4133,11 +4044,6 @@ export interface components {
     /** @description Exactly one of `after` and `since`. */
     ReplayWebhookInput: {
       content: {
-        /**
-         * @example {
-         *       "since": "2026-11-20T00:00:00Z"
-         *     }
-         */
         'application/json': {
           /** @description A forward cursor of `GET /v1/events` (`sort=created_at`): the events after it are sent. */
           after?: string;
@@ -4360,9 +4266,9 @@ export interface operations {
            * @example {
            *       "data": {
            *         "team_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "team_name": "string",
+           *         "team_name": "Pet Shop Au Au",
            *         "key_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "key_name": "string",
+           *         "key_name": "ERP da loja",
            *         "key_last4": "stri",
            *         "key_prefix": "live",
            *         "scopes": [
@@ -4403,7 +4309,7 @@ export interface operations {
            *         }
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -4450,7 +4356,7 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "name": "string",
+           *           "name": "Proposta enviada",
            *           "color": "#22aa55",
            *           "position": 1,
            *           "milestone": "won",
@@ -4458,7 +4364,7 @@ export interface operations {
            *         }
            *       ],
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -4726,37 +4632,37 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "full_name": "string",
-           *           "email": "string",
-           *           "phone": "string",
-           *           "document": "string",
-           *           "birth_date": "2026-11-21",
-           *           "notes": "string",
+           *           "full_name": "Maria da Silva",
+           *           "email": "maria.silva@example.com",
+           *           "phone": "+55 11 98765-4321",
+           *           "document": "529.982.247-25",
+           *           "birth_date": "1987-04-12",
+           *           "notes": "Cliente prefere contato por WhatsApp.",
            *           "is_active": true,
-           *           "gender": "string",
-           *           "address_country": "string",
-           *           "address_state": "string",
-           *           "address_city": "string",
-           *           "address_neighborhood": "string",
-           *           "address_street": "string",
-           *           "address_number": "string",
-           *           "address_complement": "string",
-           *           "address_zip_code": "string",
+           *           "gender": "feminino",
+           *           "address_country": "Brasil",
+           *           "address_state": "SP",
+           *           "address_city": "São Paulo",
+           *           "address_neighborhood": "Bela Vista",
+           *           "address_street": "Avenida Paulista",
+           *           "address_number": "1578",
+           *           "address_complement": "Apto 42",
+           *           "address_zip_code": "01310-100",
            *           "accepts_communications": true,
            *           "valid_whatsapp": true,
-           *           "profile_photo_url": "string",
-           *           "whatsapp_photo": "string",
+           *           "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
+           *           "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -4811,31 +4717,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "full_name": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "document": "string",
-           *         "birth_date": "2026-11-21",
-           *         "notes": "string",
+           *         "full_name": "Maria da Silva",
+           *         "email": "maria.silva@example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "document": "529.982.247-25",
+           *         "birth_date": "1987-04-12",
+           *         "notes": "Cliente prefere contato por WhatsApp.",
            *         "is_active": true,
-           *         "gender": "string",
-           *         "address_country": "string",
-           *         "address_state": "string",
-           *         "address_city": "string",
-           *         "address_neighborhood": "string",
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_complement": "string",
-           *         "address_zip_code": "string",
+           *         "gender": "feminino",
+           *         "address_country": "Brasil",
+           *         "address_state": "SP",
+           *         "address_city": "São Paulo",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_complement": "Apto 42",
+           *         "address_zip_code": "01310-100",
            *         "accepts_communications": true,
            *         "valid_whatsapp": true,
-           *         "profile_photo_url": "string",
-           *         "whatsapp_photo": "string",
+           *         "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
+           *         "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -4897,31 +4803,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "full_name": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "document": "string",
-           *         "birth_date": "2026-11-21",
-           *         "notes": "string",
+           *         "full_name": "Maria da Silva",
+           *         "email": "maria.silva@example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "document": "529.982.247-25",
+           *         "birth_date": "1987-04-12",
+           *         "notes": "Cliente prefere contato por WhatsApp.",
            *         "is_active": true,
-           *         "gender": "string",
-           *         "address_country": "string",
-           *         "address_state": "string",
-           *         "address_city": "string",
-           *         "address_neighborhood": "string",
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_complement": "string",
-           *         "address_zip_code": "string",
+           *         "gender": "feminino",
+           *         "address_country": "Brasil",
+           *         "address_state": "SP",
+           *         "address_city": "São Paulo",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_complement": "Apto 42",
+           *         "address_zip_code": "01310-100",
            *         "accepts_communications": true,
            *         "valid_whatsapp": true,
-           *         "profile_photo_url": "string",
-           *         "whatsapp_photo": "string",
+           *         "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
+           *         "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -5037,31 +4943,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "full_name": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "document": "string",
-           *         "birth_date": "2026-11-21",
-           *         "notes": "string",
+           *         "full_name": "Maria da Silva",
+           *         "email": "maria.silva@example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "document": "529.982.247-25",
+           *         "birth_date": "1987-04-12",
+           *         "notes": "Cliente prefere contato por WhatsApp.",
            *         "is_active": true,
-           *         "gender": "string",
-           *         "address_country": "string",
-           *         "address_state": "string",
-           *         "address_city": "string",
-           *         "address_neighborhood": "string",
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_complement": "string",
-           *         "address_zip_code": "string",
+           *         "gender": "feminino",
+           *         "address_country": "Brasil",
+           *         "address_state": "SP",
+           *         "address_city": "São Paulo",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_complement": "Apto 42",
+           *         "address_zip_code": "01310-100",
            *         "accepts_communications": true,
            *         "valid_whatsapp": true,
-           *         "profile_photo_url": "string",
-           *         "whatsapp_photo": "string",
+           *         "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
+           *         "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -5330,34 +5236,34 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *           "transaction_type": "sale",
-           *           "transaction_number": "string",
+           *           "transaction_number": "1042",
            *           "status": "pending",
            *           "sale_date": "2026-11-21T10:00:00.000Z",
            *           "delivery_date": "2026-11-21",
-           *           "subtotal": 0,
+           *           "subtotal": 59.97,
            *           "discount_amount": 0,
            *           "discount_percentage": 0,
            *           "tax_amount": 0,
-           *           "total_amount": 0,
-           *           "notes": "string",
+           *           "total_amount": 59.97,
+           *           "notes": "Entregar no período da tarde.",
            *           "payment_method": "pix",
            *           "payment_status": "pending",
            *           "delivery_fee": 0,
-           *           "order_code": "string",
+           *           "order_code": "PED-2026-000123",
            *           "is_active": true,
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -5412,22 +5318,22 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *         "transaction_type": "sale",
-           *         "transaction_number": "string",
+           *         "transaction_number": "1042",
            *         "status": "pending",
            *         "sale_date": "2026-11-21T10:00:00.000Z",
            *         "delivery_date": "2026-11-21",
-           *         "subtotal": 0,
+           *         "subtotal": 59.97,
            *         "discount_amount": 0,
            *         "discount_percentage": 0,
            *         "tax_amount": 0,
-           *         "total_amount": 0,
-           *         "notes": "string",
+           *         "total_amount": 59.97,
+           *         "notes": "Entregar no período da tarde.",
            *         "payment_method": "pix",
            *         "payment_status": "pending",
            *         "delivery_fee": 0,
-           *         "order_code": "string",
+           *         "order_code": "PED-2026-000123",
            *         "is_active": true,
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z",
@@ -5435,20 +5341,20 @@ export interface operations {
            *           {
            *             "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *             "catalog_type": "product",
-           *             "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *             "quantity": 0,
-           *             "unit_price": 0,
+           *             "catalog_item_id": "5d7f3a2e-8c41-4b9a-b6e0-3f1a2c9d8e77",
+           *             "quantity": 3,
+           *             "unit_price": 19.99,
            *             "discount_amount": 0,
            *             "discount_percentage": 0,
-           *             "subtotal": 0,
-           *             "total_amount": 0,
-           *             "notes": "string",
+           *             "subtotal": 59.97,
+           *             "total_amount": 59.97,
+           *             "notes": "Entregar no período da tarde.",
            *             "created_at": "2026-11-21T10:00:00.000Z"
            *           }
            *         ]
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -5512,22 +5418,22 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *         "transaction_type": "sale",
-           *         "transaction_number": "string",
+           *         "transaction_number": "1042",
            *         "status": "pending",
            *         "sale_date": "2026-11-21T10:00:00.000Z",
            *         "delivery_date": "2026-11-21",
-           *         "subtotal": 0,
+           *         "subtotal": 59.97,
            *         "discount_amount": 0,
            *         "discount_percentage": 0,
            *         "tax_amount": 0,
-           *         "total_amount": 0,
-           *         "notes": "string",
+           *         "total_amount": 59.97,
+           *         "notes": "Entregar no período da tarde.",
            *         "payment_method": "pix",
            *         "payment_status": "pending",
            *         "delivery_fee": 0,
-           *         "order_code": "string",
+           *         "order_code": "PED-2026-000123",
            *         "is_active": true,
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z",
@@ -5535,29 +5441,29 @@ export interface operations {
            *           {
            *             "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *             "catalog_type": "product",
-           *             "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *             "quantity": 0,
-           *             "unit_price": 0,
+           *             "catalog_item_id": "5d7f3a2e-8c41-4b9a-b6e0-3f1a2c9d8e77",
+           *             "quantity": 3,
+           *             "unit_price": 19.99,
            *             "discount_amount": 0,
            *             "discount_percentage": 0,
-           *             "subtotal": 0,
-           *             "total_amount": 0,
-           *             "notes": "string",
+           *             "subtotal": 59.97,
+           *             "total_amount": 59.97,
+           *             "notes": "Entregar no período da tarde.",
            *             "created_at": "2026-11-21T10:00:00.000Z"
            *           }
            *         ],
            *         "status_history": [
            *           {
            *             "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *             "old_status": "string",
-           *             "new_status": "string",
-           *             "change_reason": "string",
+           *             "old_status": "pending",
+           *             "new_status": "completed",
+           *             "change_reason": "Pagamento confirmado via Pix",
            *             "created_at": "2026-11-21T10:00:00.000Z"
            *           }
            *         ]
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -5673,28 +5579,28 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *         "transaction_type": "sale",
-           *         "transaction_number": "string",
+           *         "transaction_number": "1042",
            *         "status": "pending",
            *         "sale_date": "2026-11-21T10:00:00.000Z",
            *         "delivery_date": "2026-11-21",
-           *         "subtotal": 0,
+           *         "subtotal": 59.97,
            *         "discount_amount": 0,
            *         "discount_percentage": 0,
            *         "tax_amount": 0,
-           *         "total_amount": 0,
-           *         "notes": "string",
+           *         "total_amount": 59.97,
+           *         "notes": "Entregar no período da tarde.",
            *         "payment_method": "pix",
            *         "payment_status": "pending",
            *         "delivery_fee": 0,
-           *         "order_code": "string",
+           *         "order_code": "PED-2026-000123",
            *         "is_active": true,
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -5949,31 +5855,31 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "name": "string",
-           *           "legal_name": "string",
-           *           "trade_name": "string",
-           *           "document_number": "string",
-           *           "email": "string",
-           *           "phone": "string",
-           *           "phone1": "string",
-           *           "phone2": "string",
-           *           "phone3": "string",
-           *           "rg": "string",
-           *           "code": "string",
-           *           "birth_date": "2026-11-21",
+           *           "name": "Distribuidora Silva",
+           *           "legal_name": "Distribuidora Silva Comércio de Alimentos Ltda",
+           *           "trade_name": "Distribuidora Silva",
+           *           "document_number": "11.222.333/0001-81",
+           *           "email": "compras@distribuidorasilva.example.com",
+           *           "phone": "+55 11 98765-4321",
+           *           "phone1": "+55 11 3456-7890",
+           *           "phone2": "+55 11 99876-5432",
+           *           "phone3": "+55 11 2345-6789",
+           *           "rg": "12.345.678-9",
+           *           "code": "FOR-0042",
+           *           "birth_date": "1979-09-03",
            *           "is_employee": true,
            *           "is_active": true,
-           *           "address_street": "string",
-           *           "address_number": "string",
-           *           "address_neighborhood": "string",
-           *           "address_city": "string",
-           *           "address_state": "string",
-           *           "address_country": "string",
-           *           "address_zip_code": "string",
+           *           "address_street": "Avenida Paulista",
+           *           "address_number": "1578",
+           *           "address_neighborhood": "Bela Vista",
+           *           "address_city": "São Paulo",
+           *           "address_state": "SP",
+           *           "address_country": "Brasil",
+           *           "address_zip_code": "01310-100",
            *           "pix_keys": [
            *             {
-           *               "type": "string",
-           *               "key": "string"
+           *               "type": "cnpj",
+           *               "key": "11.222.333/0001-81"
            *             }
            *           ],
            *           "created_at": "2026-11-21T10:00:00.000Z",
@@ -5981,12 +5887,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6041,38 +5947,38 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "legal_name": "string",
-           *         "trade_name": "string",
-           *         "document_number": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "phone1": "string",
-           *         "phone2": "string",
-           *         "phone3": "string",
-           *         "rg": "string",
-           *         "code": "string",
-           *         "birth_date": "2026-11-21",
+           *         "name": "Distribuidora Silva",
+           *         "legal_name": "Distribuidora Silva Comércio de Alimentos Ltda",
+           *         "trade_name": "Distribuidora Silva",
+           *         "document_number": "11.222.333/0001-81",
+           *         "email": "compras@distribuidorasilva.example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "phone1": "+55 11 3456-7890",
+           *         "phone2": "+55 11 99876-5432",
+           *         "phone3": "+55 11 2345-6789",
+           *         "rg": "12.345.678-9",
+           *         "code": "FOR-0042",
+           *         "birth_date": "1979-09-03",
            *         "is_employee": true,
            *         "is_active": true,
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_neighborhood": "string",
-           *         "address_city": "string",
-           *         "address_state": "string",
-           *         "address_country": "string",
-           *         "address_zip_code": "string",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_city": "São Paulo",
+           *         "address_state": "SP",
+           *         "address_country": "Brasil",
+           *         "address_zip_code": "01310-100",
            *         "pix_keys": [
            *           {
-           *             "type": "string",
-           *             "key": "string"
+           *             "type": "cnpj",
+           *             "key": "11.222.333/0001-81"
            *           }
            *         ],
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6134,38 +6040,38 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "legal_name": "string",
-           *         "trade_name": "string",
-           *         "document_number": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "phone1": "string",
-           *         "phone2": "string",
-           *         "phone3": "string",
-           *         "rg": "string",
-           *         "code": "string",
-           *         "birth_date": "2026-11-21",
+           *         "name": "Distribuidora Silva",
+           *         "legal_name": "Distribuidora Silva Comércio de Alimentos Ltda",
+           *         "trade_name": "Distribuidora Silva",
+           *         "document_number": "11.222.333/0001-81",
+           *         "email": "compras@distribuidorasilva.example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "phone1": "+55 11 3456-7890",
+           *         "phone2": "+55 11 99876-5432",
+           *         "phone3": "+55 11 2345-6789",
+           *         "rg": "12.345.678-9",
+           *         "code": "FOR-0042",
+           *         "birth_date": "1979-09-03",
            *         "is_employee": true,
            *         "is_active": true,
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_neighborhood": "string",
-           *         "address_city": "string",
-           *         "address_state": "string",
-           *         "address_country": "string",
-           *         "address_zip_code": "string",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_city": "São Paulo",
+           *         "address_state": "SP",
+           *         "address_country": "Brasil",
+           *         "address_zip_code": "01310-100",
            *         "pix_keys": [
            *           {
-           *             "type": "string",
-           *             "key": "string"
+           *             "type": "cnpj",
+           *             "key": "11.222.333/0001-81"
            *           }
            *         ],
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6281,38 +6187,38 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "legal_name": "string",
-           *         "trade_name": "string",
-           *         "document_number": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "phone1": "string",
-           *         "phone2": "string",
-           *         "phone3": "string",
-           *         "rg": "string",
-           *         "code": "string",
-           *         "birth_date": "2026-11-21",
+           *         "name": "Distribuidora Silva",
+           *         "legal_name": "Distribuidora Silva Comércio de Alimentos Ltda",
+           *         "trade_name": "Distribuidora Silva",
+           *         "document_number": "11.222.333/0001-81",
+           *         "email": "compras@distribuidorasilva.example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "phone1": "+55 11 3456-7890",
+           *         "phone2": "+55 11 99876-5432",
+           *         "phone3": "+55 11 2345-6789",
+           *         "rg": "12.345.678-9",
+           *         "code": "FOR-0042",
+           *         "birth_date": "1979-09-03",
            *         "is_employee": true,
            *         "is_active": true,
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_neighborhood": "string",
-           *         "address_city": "string",
-           *         "address_state": "string",
-           *         "address_country": "string",
-           *         "address_zip_code": "string",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_city": "São Paulo",
+           *         "address_state": "SP",
+           *         "address_country": "Brasil",
+           *         "address_zip_code": "01310-100",
            *         "pix_keys": [
            *           {
-           *             "type": "string",
-           *             "key": "string"
+           *             "type": "cnpj",
+           *             "key": "11.222.333/0001-81"
            *           }
            *         ],
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6671,31 +6577,31 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "expense_number": "string",
-           *           "expense_type": "string",
-           *           "description": "string",
+           *           "expense_number": "DESP-2026-0042",
+           *           "expense_type": "fixed",
+           *           "description": "Aluguel da loja, novembro de 2026",
            *           "original_amount": 0,
            *           "discount_amount": 0,
            *           "final_amount": 0,
            *           "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "cost_center_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "supplier_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "bank_account_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "supplier_id": "8a4e2c6f-1b3d-4f5a-9c7e-2d6b8f0a1c34",
+           *           "bank_account_id": "c2e4a6b8-3d5f-4a7c-8e9b-1f3a5c7e9b20",
            *           "credit_card_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "payment_method": "pix",
-           *           "check_number": "string",
+           *           "check_number": "000123",
            *           "installments": 1,
            *           "status": "pending",
            *           "payment_date": "2026-11-21",
            *           "due_date": "2026-11-21",
-           *           "notes": "string",
+           *           "notes": "Pago via Pix no vencimento.",
            *           "tags": [
-           *             "string"
+           *             "aluguel"
            *           ],
            *           "is_recurring": true,
            *           "is_active": true,
-           *           "payment_reference": "string",
+           *           "payment_reference": "NF-e 35261111222333000181550010000012341000012345",
            *           "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "installment_number": 1,
            *           "total_installments": 1,
@@ -6704,12 +6610,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6764,31 +6670,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "expense_number": "string",
-           *         "expense_type": "string",
-           *         "description": "string",
+           *         "expense_number": "DESP-2026-0042",
+           *         "expense_type": "fixed",
+           *         "description": "Aluguel da loja, novembro de 2026",
            *         "original_amount": 0,
            *         "discount_amount": 0,
            *         "final_amount": 0,
            *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "cost_center_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "supplier_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "bank_account_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "supplier_id": "8a4e2c6f-1b3d-4f5a-9c7e-2d6b8f0a1c34",
+           *         "bank_account_id": "c2e4a6b8-3d5f-4a7c-8e9b-1f3a5c7e9b20",
            *         "credit_card_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "payment_method": "pix",
-           *         "check_number": "string",
+           *         "check_number": "000123",
            *         "installments": 1,
            *         "status": "pending",
            *         "payment_date": "2026-11-21",
            *         "due_date": "2026-11-21",
-           *         "notes": "string",
+           *         "notes": "Pago via Pix no vencimento.",
            *         "tags": [
-           *           "string"
+           *           "aluguel"
            *         ],
            *         "is_recurring": true,
            *         "is_active": true,
-           *         "payment_reference": "string",
+           *         "payment_reference": "NF-e 35261111222333000181550010000012341000012345",
            *         "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "installment_number": 1,
            *         "total_installments": 1,
@@ -6796,7 +6702,7 @@ export interface operations {
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6860,31 +6766,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "expense_number": "string",
-           *         "expense_type": "string",
-           *         "description": "string",
+           *         "expense_number": "DESP-2026-0042",
+           *         "expense_type": "fixed",
+           *         "description": "Aluguel da loja, novembro de 2026",
            *         "original_amount": 0,
            *         "discount_amount": 0,
            *         "final_amount": 0,
            *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "cost_center_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "supplier_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "bank_account_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "supplier_id": "8a4e2c6f-1b3d-4f5a-9c7e-2d6b8f0a1c34",
+           *         "bank_account_id": "c2e4a6b8-3d5f-4a7c-8e9b-1f3a5c7e9b20",
            *         "credit_card_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "payment_method": "pix",
-           *         "check_number": "string",
+           *         "check_number": "000123",
            *         "installments": 1,
            *         "status": "pending",
            *         "payment_date": "2026-11-21",
            *         "due_date": "2026-11-21",
-           *         "notes": "string",
+           *         "notes": "Pago via Pix no vencimento.",
            *         "tags": [
-           *           "string"
+           *           "aluguel"
            *         ],
            *         "is_recurring": true,
            *         "is_active": true,
-           *         "payment_reference": "string",
+           *         "payment_reference": "NF-e 35261111222333000181550010000012341000012345",
            *         "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "installment_number": 1,
            *         "total_installments": 1,
@@ -6904,7 +6810,7 @@ export interface operations {
            *         }
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7020,31 +6926,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "expense_number": "string",
-           *         "expense_type": "string",
-           *         "description": "string",
+           *         "expense_number": "DESP-2026-0042",
+           *         "expense_type": "fixed",
+           *         "description": "Aluguel da loja, novembro de 2026",
            *         "original_amount": 0,
            *         "discount_amount": 0,
            *         "final_amount": 0,
            *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "cost_center_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "supplier_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "bank_account_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "supplier_id": "8a4e2c6f-1b3d-4f5a-9c7e-2d6b8f0a1c34",
+           *         "bank_account_id": "c2e4a6b8-3d5f-4a7c-8e9b-1f3a5c7e9b20",
            *         "credit_card_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "payment_method": "pix",
-           *         "check_number": "string",
+           *         "check_number": "000123",
            *         "installments": 1,
            *         "status": "pending",
            *         "payment_date": "2026-11-21",
            *         "due_date": "2026-11-21",
-           *         "notes": "string",
+           *         "notes": "Pago via Pix no vencimento.",
            *         "tags": [
-           *           "string"
+           *           "aluguel"
            *         ],
            *         "is_recurring": true,
            *         "is_active": true,
-           *         "payment_reference": "string",
+           *         "payment_reference": "NF-e 35261111222333000181550010000012341000012345",
            *         "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "installment_number": 1,
            *         "total_installments": 1,
@@ -7052,7 +6958,7 @@ export interface operations {
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7187,15 +7093,15 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *           "appointment_date": "2026-11-21",
            *           "start_time": "14:30:00",
            *           "end_time": "14:30:00",
            *           "status": "scheduled",
-           *           "appointment_type": "string",
-           *           "notes": "string",
-           *           "customer_notes": "string",
-           *           "cancellation_reason": "string",
+           *           "appointment_type": "banho_e_tosa",
+           *           "notes": "Entregar no período da tarde.",
+           *           "customer_notes": "Cachorro de porte médio, muito dócil.",
+           *           "cancellation_reason": "Cliente remarcou para a semana seguinte.",
            *           "has_passed": true,
            *           "transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "pet_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
@@ -7205,12 +7111,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7270,15 +7176,15 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *         "appointment_date": "2026-11-21",
            *         "start_time": "14:30:00",
            *         "end_time": "14:30:00",
            *         "status": "scheduled",
-           *         "appointment_type": "string",
-           *         "notes": "string",
-           *         "customer_notes": "string",
-           *         "cancellation_reason": "string",
+           *         "appointment_type": "banho_e_tosa",
+           *         "notes": "Entregar no período da tarde.",
+           *         "customer_notes": "Cachorro de porte médio, muito dócil.",
+           *         "cancellation_reason": "Cliente remarcou para a semana seguinte.",
            *         "has_passed": true,
            *         "transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "pet_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
@@ -7287,7 +7193,7 @@ export interface operations {
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7413,11 +7319,11 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "name": "string",
-           *           "description": "string",
+           *           "name": "Banho e tosa",
+           *           "description": "Banho com hidratação e tosa higiênica para cães de porte médio.",
            *           "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "duration_minutes": 1,
-           *           "price": 0,
+           *           "duration_minutes": 60,
+           *           "price": 80,
            *           "requires_staff": true,
            *           "color": "#3366ff",
            *           "is_active": true,
@@ -7426,12 +7332,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7491,11 +7397,11 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "description": "string",
+           *         "name": "Banho e tosa",
+           *         "description": "Banho com hidratação e tosa higiênica para cães de porte médio.",
            *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "duration_minutes": 1,
-           *         "price": 0,
+           *         "duration_minutes": 60,
+           *         "price": 80,
            *         "requires_staff": true,
            *         "color": "#3366ff",
            *         "is_active": true,
@@ -7503,7 +7409,7 @@ export interface operations {
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7667,36 +7573,36 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "name": "string",
-           *           "description": "string",
+           *           "name": "Ração Premium Cães Adultos 15 kg",
+           *           "description": "Ração seca para cães adultos de porte médio, sabor frango e arroz.",
            *           "unit": "un",
-           *           "selling_price": 0,
-           *           "cost_price": 0,
+           *           "selling_price": 189.9,
+           *           "cost_price": 120,
            *           "is_variable_price": true,
            *           "min_price": 0,
            *           "max_price": 0,
-           *           "ean_code": "string",
-           *           "internal_code": "string",
+           *           "ean_code": "7891234567895",
+           *           "internal_code": "RAC-PREM-15",
            *           "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "current_stock": 0,
-           *           "min_stock_alert": 0,
+           *           "current_stock": 24,
+           *           "min_stock_alert": 5,
            *           "manages_stock": true,
            *           "is_in_catalog": true,
            *           "allows_appointments": true,
            *           "is_active": true,
-           *           "image_url": "string",
+           *           "image_url": "https://cdn.example.com/produtos/racao-premium-15kg.jpg",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7756,30 +7662,30 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "description": "string",
+           *         "name": "Ração Premium Cães Adultos 15 kg",
+           *         "description": "Ração seca para cães adultos de porte médio, sabor frango e arroz.",
            *         "unit": "un",
-           *         "selling_price": 0,
-           *         "cost_price": 0,
+           *         "selling_price": 189.9,
+           *         "cost_price": 120,
            *         "is_variable_price": true,
            *         "min_price": 0,
            *         "max_price": 0,
-           *         "ean_code": "string",
-           *         "internal_code": "string",
+           *         "ean_code": "7891234567895",
+           *         "internal_code": "RAC-PREM-15",
            *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "current_stock": 0,
-           *         "min_stock_alert": 0,
+           *         "current_stock": 24,
+           *         "min_stock_alert": 5,
            *         "manages_stock": true,
            *         "is_in_catalog": true,
            *         "allows_appointments": true,
            *         "is_active": true,
-           *         "image_url": "string",
+           *         "image_url": "https://cdn.example.com/produtos/racao-premium-15kg.jpg",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7905,13 +7811,13 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "name": "string",
-           *           "description": "string",
+           *           "name": "Shampoo neutro 5 L",
+           *           "description": "Shampoo neutro para banho, galão de 5 litros.",
            *           "unit": "un",
-           *           "current_stock": 0,
-           *           "min_stock_alert": 0,
-           *           "ean_code": "string",
-           *           "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "current_stock": 24,
+           *           "min_stock_alert": 5,
+           *           "ean_code": "7891234567895",
+           *           "catalog_item_id": "5d7f3a2e-8c41-4b9a-b6e0-3f1a2c9d8e77",
            *           "is_in_catalog": true,
            *           "is_active": true,
            *           "created_at": "2026-11-21T10:00:00.000Z",
@@ -7919,12 +7825,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7984,20 +7890,20 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "description": "string",
+           *         "name": "Shampoo neutro 5 L",
+           *         "description": "Shampoo neutro para banho, galão de 5 litros.",
            *         "unit": "un",
-           *         "current_stock": 0,
-           *         "min_stock_alert": 0,
-           *         "ean_code": "string",
-           *         "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "current_stock": 24,
+           *         "min_stock_alert": 5,
+           *         "ean_code": "7891234567895",
+           *         "catalog_item_id": "5d7f3a2e-8c41-4b9a-b6e0-3f1a2c9d8e77",
            *         "is_in_catalog": true,
            *         "is_active": true,
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8123,28 +8029,28 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "account_name": "string",
-           *           "bank_name": "string",
-           *           "agency_number": "string",
-           *           "account_number": "string",
+           *           "account_name": "Conta corrente Itaú",
+           *           "bank_name": "Itaú Unibanco",
+           *           "agency_number": "0341",
+           *           "account_number": "12345-6",
            *           "account_type": "checking",
            *           "currency": "BRL",
-           *           "initial_balance": 0,
-           *           "current_balance": 0,
+           *           "initial_balance": 1000,
+           *           "current_balance": 2350.75,
            *           "is_active": true,
            *           "archived": true,
-           *           "notes": "string",
+           *           "notes": "Entregar no período da tarde.",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8204,22 +8110,22 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "account_name": "string",
-           *         "bank_name": "string",
-           *         "agency_number": "string",
-           *         "account_number": "string",
+           *         "account_name": "Conta corrente Itaú",
+           *         "bank_name": "Itaú Unibanco",
+           *         "agency_number": "0341",
+           *         "account_number": "12345-6",
            *         "account_type": "checking",
            *         "currency": "BRL",
-           *         "initial_balance": 0,
-           *         "current_balance": 0,
+           *         "initial_balance": 1000,
+           *         "current_balance": 2350.75,
            *         "is_active": true,
            *         "archived": true,
-           *         "notes": "string",
+           *         "notes": "Entregar no período da tarde.",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8305,13 +8211,13 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *           "stage_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "status": "open",
            *           "origin_channel": "whatsapp",
-           *           "estimated_value": 0,
+           *           "estimated_value": 1500,
            *           "assigned_to_user_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "lost_reason": "string",
+           *           "lost_reason": "Preço acima do orçamento do cliente.",
            *           "quote_transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "won_transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "entered_stage_at": "2026-11-21T10:00:00.000Z",
@@ -8321,12 +8227,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8386,13 +8292,13 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *         "stage_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "status": "open",
            *         "origin_channel": "whatsapp",
-           *         "estimated_value": 0,
+           *         "estimated_value": 1500,
            *         "assigned_to_user_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "lost_reason": "string",
+           *         "lost_reason": "Preço acima do orçamento do cliente.",
            *         "quote_transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "won_transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "entered_stage_at": "2026-11-21T10:00:00.000Z",
@@ -8401,7 +8307,7 @@ export interface operations {
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8486,23 +8392,23 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "request_id": "string",
+           *           "request_id": "erp-sync-0042",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "method": "POST",
            *           "path": "/v1/sales",
            *           "status": 1,
-           *           "idempotency_key": "string",
+           *           "idempotency_key": "6f1c2e7a-4b9d-4e3a-8c5f-0a2b4d6e8f10",
            *           "resource": "sales",
            *           "resource_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8555,7 +8461,7 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "status": 1,
+           *           "status": 201,
            *           "body": {
            *             "data": {
            *               "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
@@ -8569,7 +8475,7 @@ export interface operations {
            *         }
            *       ],
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8646,16 +8552,16 @@ export interface operations {
            *             "object": {},
            *             "previous_attributes": {}
            *           },
-           *           "request_id": "string"
+           *           "request_id": "erp-sync-0042"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8712,10 +8618,10 @@ export interface operations {
            *           "object": {},
            *           "previous_attributes": {}
            *         },
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8763,24 +8669,24 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "url": "string",
-           *           "description": "string",
+           *           "url": "https://erp.example.com/webhooks/balcao",
+           *           "description": "ERP: sincronização de vendas",
            *           "enabled_events": [
-           *             "string"
+           *             "sale.*"
            *           ],
            *           "enabled": true,
-           *           "disabled_reason": "string",
+           *           "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8833,19 +8739,19 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "url": "string",
-           *         "description": "string",
+           *         "url": "https://erp.example.com/webhooks/balcao",
+           *         "description": "ERP: sincronização de vendas",
            *         "enabled_events": [
-           *           "string"
+           *           "sale.*"
            *         ],
            *         "enabled": true,
-           *         "disabled_reason": "string",
+           *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z",
-           *         "secret": "string"
+           *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8898,18 +8804,18 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "url": "string",
-           *         "description": "string",
+           *         "url": "https://erp.example.com/webhooks/balcao",
+           *         "description": "ERP: sincronização de vendas",
            *         "enabled_events": [
-           *           "string"
+           *           "sale.*"
            *         ],
            *         "enabled": true,
-           *         "disabled_reason": "string",
+           *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9000,18 +8906,18 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "url": "string",
-           *         "description": "string",
+           *         "url": "https://erp.example.com/webhooks/balcao",
+           *         "description": "ERP: sincronização de vendas",
            *         "enabled_events": [
-           *           "string"
+           *           "sale.*"
            *         ],
            *         "enabled": true,
-           *         "disabled_reason": "string",
+           *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9070,19 +8976,19 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "url": "string",
-           *         "description": "string",
+           *         "url": "https://erp.example.com/webhooks/balcao",
+           *         "description": "ERP: sincronização de vendas",
            *         "enabled_events": [
-           *           "string"
+           *           "sale.*"
            *         ],
            *         "enabled": true,
-           *         "disabled_reason": "string",
+           *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z",
-           *         "secret": "string"
+           *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9152,24 +9058,24 @@ export interface operations {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "delivery_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "event_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "event_type": "string",
+           *           "event_type": "sale.created",
            *           "attempt_number": 1,
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "status": "succeeded",
-           *           "response_status": 1,
-           *           "error": "string",
-           *           "response_body": "string",
-           *           "duration_ms": 1,
+           *           "response_status": 200,
+           *           "error": null,
+           *           "response_body": "ok",
+           *           "duration_ms": 182,
            *           "next_attempt_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9226,12 +9132,12 @@ export interface operations {
            * @example {
            *       "data": {
            *         "status": "succeeded",
-           *         "response_status": 1,
-           *         "error": "string",
-           *         "duration_ms": 1
+           *         "response_status": 200,
+           *         "error": null,
+           *         "duration_ms": 182
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9278,7 +9184,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Queued: no body. */
+      /** @description HTTP 202. */
       202: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -9287,7 +9193,22 @@ export interface operations {
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
           [name: string]: unknown;
         };
-        content?: never;
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "delivery_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13"
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookRetryResult'];
+            meta: components['schemas']['Meta'];
+          };
+        };
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
@@ -9337,12 +9258,12 @@ export interface operations {
           /**
            * @example {
            *       "data": {
-           *         "queued": 1,
+           *         "queued": 42,
            *         "has_more": true,
-           *         "next_cursor": "string"
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
