@@ -14,6 +14,7 @@ import { EXAMPLE_ERRORS_URL, ProblemResponses, problemCodesFor } from './problem
 import { FieldErrorSchema, ProblemSchema } from './problem-schema.ts';
 import type { RouteFacts } from './route-facts.ts';
 import { webhookPayloads } from './webhook-payloads.ts';
+import { rendererCompatible } from './renderer-compat.ts';
 
 type Json = Record<string, any>;
 
@@ -136,6 +137,7 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
   doc.tags = ordered.map(([name, ops]) => ({ name, description: tagDescription(ops) }));
   doc.components = documentComponents(finishing, config);
   forEachSchemaRoot(doc, simplifyNullable);
+  rendererCompatible(doc.components.schemas);
   describeProblem(doc.components.schemas.Problem);
   return doc;
 }

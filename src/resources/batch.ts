@@ -89,7 +89,7 @@ const BatchResultSchema = Type.Object(
       description: 'The HTTP status the single request would have answered (424 `batch_aborted` in a failed atomic batch).',
       examples: [201],
     }),
-    body: Type.Unknown({
+    body: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
       description: 'Exactly the body of the single request: an item envelope, a problem, or null (204).',
       examples: [{ data: { id: '3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13', full_name: 'Maria Silva' }, meta: { request_id: 'erp-sync-0042' } }],
     }),

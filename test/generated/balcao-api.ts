@@ -2028,7 +2028,40 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       updated_at: string | null;
-      recurring?: components['schemas']['RecurringExpense'] | null;
+      /** RecurringExpense */
+      recurring?: {
+        /** Format: uuid */
+        id: string;
+        /** Format: uuid */
+        expense_template_id: string;
+        /** @example monthly */
+        recurrence_frequency: string;
+        /** Format: int32 */
+        recurrence_interval: number;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        start_date: string;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        end_date: string | null;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        next_generation_date: string;
+        /** Format: uuid */
+        last_generated_expense_id: string | null;
+        is_active: boolean | null;
+        /**
+         * Format: date-time
+         * @example 2026-11-21T10:00:00.000Z
+         */
+        created_at: string;
+      } | null;
     };
     /**
      * ExpenseProjection
@@ -2093,7 +2126,40 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       updated_at?: string | null;
-      recurring?: components['schemas']['RecurringExpense'] | null;
+      /** RecurringExpense */
+      recurring?: {
+        /** Format: uuid */
+        id: string;
+        /** Format: uuid */
+        expense_template_id: string;
+        /** @example monthly */
+        recurrence_frequency: string;
+        /** Format: int32 */
+        recurrence_interval: number;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        start_date: string;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        end_date: string | null;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        next_generation_date: string;
+        /** Format: uuid */
+        last_generated_expense_id: string | null;
+        is_active: boolean | null;
+        /**
+         * Format: date-time
+         * @example 2026-11-21T10:00:00.000Z
+         */
+        created_at: string;
+      } | null;
     };
     /** Appointment */
     Appointment: {
@@ -2601,7 +2667,9 @@ export interface components {
        *       }
        *     }
        */
-      body: unknown;
+      body: {
+        [key: string]: unknown;
+      } | null;
       /**
        * @description The `ETag` of the single request, or null.
        * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
