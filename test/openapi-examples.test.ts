@@ -17,7 +17,7 @@ function examplesIn(node: unknown, at = ''): { at: string; value: unknown }[] {
   const out: { at: string; value: unknown }[] = [];
   for (const [key, value] of Object.entries(node)) {
     if (key === 'example') out.push({ at: `${at}/example`, value });
-    else if (key === 'examples' && Array.isArray(value)) value.forEach((v, i) => out.push({ at: `${at}/examples/${i}`, value: v }));
+    else if (key === 'examples' && Array.isArray(value)) out.push(...value.map((v, i) => ({ at: `${at}/examples/${i}`, value: v })));
     else if (key === 'examples' && value && typeof value === 'object')
       for (const [name, e] of Object.entries<Json>(value)) out.push({ at: `${at}/examples/${name}`, value: e.value });
     else out.push(...examplesIn(value, `${at}/${key}`));
