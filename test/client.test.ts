@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BalcaoError, type BalcaoClient, createClient, verifyWebhook } from '../clients/typescript/src/index.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
+import { until } from './helpers/poll.ts';
 import { startReceiver } from './helpers/webhook-receiver.ts';
 import { UNLIMITED } from './helpers/write-fixtures.ts';
 
@@ -195,7 +196,12 @@ describe('@balcao/client', () => {
       assert.equal((event.data.object as { id?: string }).id, supplier.id);
       assert.throws(() => verifyWebhook(delivered.body.replace('Silva', 'Souza'), delivered.headers, endpoint.secret));
 
-      const attempts = await client.webhookEndpoints.deliveries(endpoint.id, { filter: { event_type: { eq: 'supplier.created' } } });
+      // The attempt is recorded once the receiver's answer is in: after the receiver saw the request.
+      const attempts = await until(
+        'the attempt is listed',
+        () => client.webhookEndpoints.deliveries(endpoint.id, { filter: { event_type: { eq: 'supplier.created' } } }),
+        { done: (page) => page.data.length > 0 },
+      );
       const retried = await client.webhookEndpoints.retryDelivery(endpoint.id, attempts.data[0]?.delivery_id as string);
       assert.equal(retried.delivery_id, attempts.data[0]?.delivery_id);
       await receiver.until((r) => r.length >= 3);

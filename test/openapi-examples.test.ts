@@ -84,7 +84,7 @@ describe('the examples of the description', () => {
     const all = examplesIn(doc);
     assert.ok(all.length > 100, `${all.length} examples`);
     for (const { at, value } of all)
-      for (const leaf of leaves(value)) assert.doesNotMatch(String(leaf), /^string x*$|^stringx*$/, `placeholder at ${at}`);
+      for (const leaf of leaves(value)) assert.doesNotMatch(String(leaf), /^(s|st|str|stri|strin|string)x*$/, `placeholder at ${at}`);
     assert.deepEqual(
       doc.servers.map((x: Json) => x.url),
       ['https://api.loja-exemplo.com.br'],

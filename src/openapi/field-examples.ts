@@ -50,6 +50,7 @@ export const FIELD_EXAMPLES: Readonly<Record<string, unknown>> = {
   phone3: '+55 11 2345-6789',
   team_name: 'Pet Shop Au Au',
   key_name: 'ERP da loja',
+  key_last4: 'x7Qm',
   profile_photo_url: 'https://cdn.example.com/clientes/maria-da-silva.jpg',
   whatsapp_photo: 'https://cdn.example.com/whatsapp/5511987654321.jpg',
   // Address (Avenida Paulista, São Paulo)

@@ -4337,7 +4337,7 @@ export interface operations {
            *         "team_name": "Pet Shop Au Au",
            *         "key_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "key_name": "ERP da loja",
-           *         "key_last4": "stri",
+           *         "key_last4": "x7Qm",
            *         "key_prefix": "live",
            *         "scopes": [
            *           "customers:write",
