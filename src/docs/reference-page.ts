@@ -64,6 +64,8 @@ export function registerReferencePage(app: FastifyInstance): void {
     reply.type('text/html; charset=utf-8').send(referencePage(scalarBundle().version)),
   );
   app.get('/docs/', { config: { operationId: 'docs.page-slash', ...hidden } }, async (_request, reply) => reply.redirect('../docs', 301));
+  // Browsers ask for it on every page; no icon, without a 404 in the console.
+  app.get('/favicon.ico', { config: { operationId: 'docs.favicon', ...hidden } }, async (_request, reply) => reply.code(204).send());
   app.get('/docs/scalar.js', { config: { operationId: 'docs.script', ...hidden } }, async (request, reply) => {
     const { js, gzip } = scalarBundle();
     reply.type('application/javascript; charset=utf-8').header('cache-control', 'public, max-age=86400').header('vary', 'accept-encoding');

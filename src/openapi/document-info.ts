@@ -4,6 +4,7 @@ import type { Config } from '../config.ts';
 import { PLAN_CODES, PLANS } from '../domain/plans.ts';
 import { ANONYMOUS_PER_MINUTE } from '../http/rate-limit.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../query/plan.ts';
+import { ERROR_PAGES_PATH, EXAMPLE_ERRORS_URL } from './problem-responses.ts';
 import { type ResourceDescriptor, writableOf } from '../resources/descriptor.ts';
 
 export const API_TITLE = 'Balcão API';
@@ -35,7 +36,7 @@ One item: \`{ "data": {…}, "meta": { "request_id": "…" } }\`. A list: \`{ "d
 \`limit\` (1..${MAX_LIMIT}, default ${DEFAULT_LIMIT}), \`cursor\`, \`sort\` (one field, \`-\` for descending), \`fields\` and \`filter[<field>][<operator>]=<value>\` with \`eq\`, \`neq\`, \`gt\`, \`gte\`, \`lt\`, \`lte\`, \`in\`, \`nin\` (comma lists), \`ilike\` (\`%\` wildcard) and \`is_null\` (\`true\`/\`false\`). Filters combine with AND. To read everything, repeat the same query with \`cursor=<pagination.next_cursor>\` while \`pagination.has_more\` is true.
 
 ## Errors
-Failures are \`application/problem+json\` with \`type\` (\`${config.errorsUrl}/<code>\`; decide by it), \`title\`, \`status\`, \`detail\`, \`instance\`, \`request_id\`, and \`errors[]\` on a 422 about the body. Any other method on a listed path answers 405 \`method_not_allowed\` with an \`Allow\` header. One page per type: [${config.errorsUrl}](${config.errorsUrl}).
+Failures are \`application/problem+json\` with \`type\` (\`<errors address>/<code>\`, e.g. \`${EXAMPLE_ERRORS_URL}/validation\`; decide by the code), \`title\`, \`status\`, \`detail\`, \`instance\`, \`request_id\`, and \`errors[]\` on a 422 about the body. Any other method on a listed path answers 405 \`method_not_allowed\` with an \`Allow\` header. One page per type, served by the API itself: [${ERROR_PAGES_PATH}](${ERROR_PAGES_PATH}).
 
 ## Rate limits
 Per key, three layers at once: per second (all requests), per minute (reads and writes counted apart) and per day (all requests). Every authenticated response carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\`; a 429 \`rate-limit-exceeded\` also carries \`Retry-After\` (seconds). The effective values of a key are in \`GET /v1/me\`. Requests without a usable key are limited by address (${ANONYMOUS_PER_MINUTE} per minute).

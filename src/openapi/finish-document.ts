@@ -10,10 +10,11 @@ import { deprecationText } from '../http/deprecation.ts';
 import { SchemaNamer } from './named-schemas.ts';
 import { simplifyNullable } from '../schemas/nullable.ts';
 import { canonicalJson } from '../schemas/canonical-json.ts';
-import { ProblemResponses, problemCodesFor } from './problem-responses.ts';
+import { EXAMPLE_ERRORS_URL, ProblemResponses, problemCodesFor } from './problem-responses.ts';
 import { FieldErrorSchema, ProblemSchema } from './problem-schema.ts';
 import type { RouteFacts } from './route-facts.ts';
 import { webhookPayloads } from './webhook-payloads.ts';
+import { rendererCompatible } from './renderer-compat.ts';
 
 type Json = Record<string, any>;
 
@@ -104,7 +105,7 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
   const namer = new SchemaNamer(swaggerSchemas);
   for (const schema of Object.values<Json>(swaggerSchemas)) namer.hoist(schema, true);
   const resolve = (ref: string): Json | undefined => namer.get(ref.replace('#/components/schemas/', ''));
-  const finishing: Finishing = { namer, resolve, requestBodies: new RequestBodies(), problems: new ProblemResponses(config.errorsUrl) };
+  const finishing: Finishing = { namer, resolve, requestBodies: new RequestBodies(), problems: new ProblemResponses(EXAMPLE_ERRORS_URL) };
   const tags = new Map<string, RouteFacts[]>();
 
   // Records with versions (issue 28): their item reads answer 304, their PATCH/DELETE take If-Match, their POST tags.
@@ -136,7 +137,8 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
   doc.tags = ordered.map(([name, ops]) => ({ name, description: tagDescription(ops) }));
   doc.components = documentComponents(finishing, config);
   forEachSchemaRoot(doc, simplifyNullable);
-  describeProblem(doc.components.schemas.Problem, config);
+  rendererCompatible(doc.components.schemas);
+  describeProblem(doc.components.schemas.Problem);
   return doc;
 }
 
@@ -155,7 +157,9 @@ function finishOperation(op: Json, f: RouteFacts, tagged: boolean, { namer, reso
 
   const body = op.requestBody?.content?.['application/json'];
   if (body?.schema) {
-    if (body.example === undefined) body.example = exampleOf(body.schema, { resolve, mode: 'request' });
+    // A schema's own examples (swagger moves the first to `example`) become the named `complete` one.
+    if (body.examples === undefined) body.examples = requestExamples(body.schema, resolve, body.example);
+    delete body.example;
     body.schema = namer.hoist(body.schema, true, true);
     op.requestBody = requestBodies.ref(op.requestBody);
   }
@@ -173,6 +177,20 @@ function finishOperation(op: Json, f: RouteFacts, tagged: boolean, { namer, reso
   }
   Object.assign(op.responses, problems.forOperation(problemCodesFor(f), f.public));
   op.responses = Object.fromEntries(Object.entries(op.responses).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+/**
+ * A request body's named examples: `complete` (every field, or the schema's own example; "try it" in a rendered
+ * reference starts from it) and `usual` (the required fields and those with an example) when that differs.
+ */
+function requestExamples(schema: Json, resolve: (ref: string) => Json | undefined, given: unknown): Json {
+  const complete = given ?? exampleOf(schema, { resolve, mode: 'complete' });
+  const usual = exampleOf(schema, { resolve, mode: 'request' });
+  const examples: Json = { complete: { summary: 'Every field', value: complete } };
+  const isEmpty = typeof usual === 'object' && usual !== null && Object.keys(usual).length === 0;
+  if (given === undefined && !isEmpty && canonicalJson(usual) !== canonicalJson(complete))
+    examples.usual = { summary: 'The required fields and the usual ones', value: usual };
+  return examples;
 }
 
 /** The headers a response of the operation carries, besides those its route declares. */
@@ -198,12 +216,12 @@ function documentComponents({ namer, requestBodies, problems }: Finishing, confi
 }
 
 /** The problem schema's field errors by reference, and the error types it may carry. */
-function describeProblem(problem: Json, config: Config): void {
+function describeProblem(problem: Json): void {
   problem.properties.errors = {
     type: 'array',
     items: { $ref: '#/components/schemas/FieldError' },
     description: ProblemSchema.properties.errors.description,
   };
-  problem.properties.type.examples = [`${config.errorsUrl}/${Object.keys(ERROR_CATALOGUE)[0]}`];
+  problem.properties.type.examples = [`${EXAMPLE_ERRORS_URL}/${Object.keys(ERROR_CATALOGUE)[0]}`];
   problem.properties.type['x-error-codes'] = Object.keys(ERROR_CATALOGUE);
 }

@@ -116,6 +116,13 @@ function sampleErrors(): Record<string, { summary: string; error: AppError }> {
   return samples;
 }
 
+/**
+ * The description is the same for every deployment: its examples show problem types under this example address
+ * (a deployment sends `<BALCAO_ERRORS_URL>/<code>`), and its links go to the pages the server serves itself.
+ */
+export const EXAMPLE_ERRORS_URL = 'https://balcao.example.com/errors';
+export const ERROR_PAGES_PATH = '/errors';
+
 /** An example body of the given type, as the error handler would write it. */
 export function sampleProblem(code: ErrorCode, errorsUrl: string): Record<string, unknown> {
   const sample = Object.values(sampleErrors()).find((x) => x.error.code === code);
@@ -186,7 +193,7 @@ export class ProblemResponses {
   }
 
   private build(status: number, codes: readonly ErrorCode[], isPublic: boolean): Json {
-    const lines = codes.map((c) => `- [\`${c}\`](${this.errorsUrl}/${c}): ${ERROR_CATALOGUE[c].description}`);
+    const lines = codes.map((c) => `- [\`${c}\`](${ERROR_PAGES_PATH}/${c}): ${ERROR_CATALOGUE[c].description}`);
     const headers: Json = { 'X-Request-Id': headerUse('X-Request-Id', 'always') };
     if (!isPublic && !codes.every((c) => BEFORE_CHARGE.has(c))) {
       const always = codes.every((c) => AFTER_CHARGE.has(c));

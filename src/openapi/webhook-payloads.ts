@@ -6,6 +6,7 @@ import { EVENT_ACTIONS, EVENT_RESOURCES } from '../events/event-types.ts';
 import { eventObjectOf } from '../resources/descriptor.ts';
 import { resourceByName } from '../resources/registry.ts';
 import { F } from '../schemas/common.ts';
+import { pingEventSchema } from '../webhooks/endpoint-schema.ts';
 
 type Json = Record<string, any>;
 
@@ -58,5 +59,17 @@ export function webhookPayloads(): Json {
       };
     }
   }
+  out.ping = {
+    post: {
+      operationId: 'webhooks.ping',
+      summary: 'ping: the test of `POST /v1/webhook-endpoints/{id}/test`',
+      description: 'Sent only when asked for, signed like every delivery; not an event of the feed, never retried.',
+      tags: ['Webhook endpoints'],
+      parameters: Object.entries(HEADERS).map(([name, h]) => ({ name, in: 'header', required: true, ...h })),
+      requestBody: { required: true, content: { 'application/json': { schema: JSON.parse(JSON.stringify(pingEventSchema)) } } },
+      responses: { '200': { description: 'Any 2xx: the test succeeded.' } },
+      security: [],
+    },
+  };
   return out;
 }

@@ -63,7 +63,23 @@ export const BatchBodySchema = Type.Object(
     atomic: Type.Optional(Type.Boolean({ default: false, description: 'All the operations commit together, or none does.' })),
   },
   // Checked by the route itself: the operations' bodies must reach their own validation untouched.
-  { title: 'BatchRequest', 'x-balcao-unvalidated': true },
+  {
+    title: 'BatchRequest',
+    'x-balcao-unvalidated': true,
+    examples: [
+      {
+        atomic: true,
+        operations: [
+          {
+            method: 'POST',
+            path: '/v1/customers',
+            body: { full_name: 'Maria da Silva', email: 'maria.silva@example.com', phone: '+55 11 98765-4321', document: '529.982.247-25' },
+          },
+          { method: 'POST', path: '/v1/suppliers', body: { name: 'Distribuidora Silva', document_number: '11.222.333/0001-81' } },
+        ],
+      },
+    ],
+  },
 );
 
 const BatchResultSchema = Type.Object(
@@ -71,8 +87,9 @@ const BatchResultSchema = Type.Object(
     status: Type.Integer({
       format: 'int32',
       description: 'The HTTP status the single request would have answered (424 `batch_aborted` in a failed atomic batch).',
+      examples: [201],
     }),
-    body: Type.Unknown({
+    body: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
       description: 'Exactly the body of the single request: an item envelope, a problem, or null (204).',
       examples: [{ data: { id: '3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13', full_name: 'Maria Silva' }, meta: { request_id: 'erp-sync-0042' } }],
     }),

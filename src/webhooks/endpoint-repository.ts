@@ -148,3 +148,19 @@ export async function rotateSecret(db: Db, tenant: Tenant, id: string, beforeCom
     return { ...view(row), secret };
   });
 }
+
+/** Where and with which secrets a message to the endpoint is sent: its URL, its secret and the previous one while
+ *  it still signs after a rotation. */
+export async function signingTarget(db: Db, tenant: Tenant, id: string): Promise<{ url: string; secrets: string[] }> {
+  if (!isUuid(id)) throw errors.notFound();
+  const row = (await selectScoped(db, 'webhook_endpoints', tenant)
+    .select([
+      'url',
+      'secret',
+      sql<string | null>`case when previous_secret_expires_at > now() then previous_secret end`.as('previous_secret'),
+    ])
+    .where('id', '=', id)
+    .executeTakeFirst()) as { url: string; secret: string; previous_secret: string | null } | undefined;
+  if (!row) throw errors.notFound();
+  return { url: row.url, secrets: row.previous_secret ? [row.secret, row.previous_secret] : [row.secret] };
+}

@@ -16,6 +16,7 @@ import { MAX_LIMIT } from '../query/plan.ts';
 import { idParamsSchema } from '../query/schemas.ts';
 import { urlRefusal } from './address-safety.ts';
 import { listAttempts } from './attempt-list.ts';
+import { registerWebhookOperationRoutes } from './operation-routes.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, updateEndpoint } from './endpoint-repository.ts';
 import {
   createWebhookEndpointBody,
@@ -37,6 +38,12 @@ const deliveriesQuery = Type.Object(
       Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_LIMIT, default: 20, description: `Page size, 1..${MAX_LIMIT}.` }),
     ),
     cursor: Type.Optional(Type.String({ description: '`pagination.next_cursor` of the previous page.' })),
+    'filter[status][eq]': Type.Optional(
+      Type.String({ enum: ['succeeded', 'retrying', 'failed'], description: "Filter: the attempt's `status`." }),
+    ),
+    'filter[status][in]': Type.Optional(Type.String({ description: 'Filter: `status` one of a comma list (`retrying,failed`).' })),
+    'filter[event_type][eq]': Type.Optional(Type.String({ description: 'Filter: the event type (`sale.created`).' })),
+    'filter[event_type][in]': Type.Optional(Type.String({ description: 'Filter: the event type one of a comma list.' })),
   },
   { additionalProperties: true },
 );
@@ -203,7 +210,9 @@ function registerDeliveries(app: TypedApp, { db }: RouteDeps): void {
       schema: {
         operationId: 'webhook-endpoints.deliveries',
         summary: 'List the delivery attempts of an endpoint',
-        description: 'Newest first: event, attempt number, time, response status or error, duration and the next attempt.',
+        description:
+          'Newest first: event, delivery, attempt number, time, response status or error, duration and the next attempt. ' +
+          'Filters: `filter[status][eq|in]` and `filter[event_type][eq|in]`.',
         tags,
         params: idParamsSchema,
         querystring: deliveriesQuery,
@@ -232,4 +241,5 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, db: Db, conf
   ]) {
     register(typed, deps);
   }
+  registerWebhookOperationRoutes(app, deps);
 }

@@ -71,6 +71,9 @@ export const updateWebhookEndpointBody = Type.Object(
 export const webhookAttemptRow = Type.Object(
   {
     id: F.uuid(),
+    delivery_id: Object.assign(F.uuid(), {
+      description: 'The delivery (one event to this endpoint) this attempt belongs to: what `…/retry` takes.',
+    }),
     event_id: F.uuid(),
     event_type: F.text(),
     attempt_number: F.integer(),
@@ -85,3 +88,85 @@ export const webhookAttemptRow = Type.Object(
   { title: 'WebhookAttempt' },
 );
 export type WebhookAttempt = Static<typeof webhookAttemptRow>;
+
+/** `POST …/test`: the one attempt of the signed `ping` the endpoint was sent, as it went. */
+export const webhookTestResult = Type.Object(
+  {
+    status: Type.String({ enum: ['succeeded', 'failed'], description: '`succeeded` when the endpoint answered a 2xx in time.' }),
+    response_status: F.integerOrNull(),
+    error: F.textOrNull({ description: '`timeout`, `connection_refused`, `address_not_allowed`, … when no status came back.' }),
+    duration_ms: F.integer(),
+  },
+  { title: 'WebhookTestResult' },
+);
+
+export const deliveryParamsSchema = Type.Object({
+  id: Type.String({ format: 'uuid', maxLength: 36, description: 'Endpoint id; anything else is a 404.' }),
+  delivery_id: Type.String({
+    format: 'uuid',
+    maxLength: 36,
+    description: "The `delivery_id` of an entry of the deliveries list (the entry's own `id` is accepted too); anything else is a 404.",
+  }),
+});
+
+/** `POST …/retry`: the delivery queued again (named by its id or by one of its attempts). */
+export const webhookRetryResult = Type.Object(
+  { delivery_id: Object.assign(F.uuid(), { description: 'The delivery queued again.' }) },
+  { title: 'WebhookRetryResult' },
+);
+
+/** The longest cursor the query language accepts (src/query/cursor.ts). */
+const MAX_CURSOR_LENGTH = 2048;
+
+export const replayWebhookBody = Type.Object(
+  {
+    after: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_CURSOR_LENGTH,
+        pattern: '^[A-Za-z0-9_-]+={0,2}$',
+        description: 'A forward cursor of `GET /v1/events` (`sort=created_at`): the events after it are sent.',
+      }),
+    ),
+    since: Type.Optional(
+      Type.String({ format: 'date-time', maxLength: 35, description: 'The events created at or after this time are sent.' }),
+    ),
+  },
+  {
+    title: 'ReplayWebhookInput',
+    description: 'Exactly one of `after` and `since`.',
+    examples: [{ since: '2026-11-20T00:00:00Z' }],
+  },
+);
+
+export const MAX_REPLAYED = 10_000;
+
+export const webhookReplayResult = Type.Object(
+  {
+    queued: F.integer(),
+    has_more: Type.Boolean({ description: `More events follow the ${MAX_REPLAYED} queued: call again with \`after\` = \`next_cursor\`.` }),
+    next_cursor: F.textOrNull({
+      description: 'With `has_more`: the forward cursor of `GET /v1/events` after the last event queued. Null otherwise.',
+    }),
+  },
+  { title: 'WebhookReplayResult' },
+);
+
+/** The body of a test ping (`POST …/test`): shaped as an event, of type `ping`, about the endpoint itself. */
+export const pingEventSchema = Type.Object(
+  {
+    id: F.uuid(),
+    type: Type.Literal('ping'),
+    created_at: F.timestamp(),
+    data: Type.Object(
+      {
+        object: Type.Object({ endpoint_id: F.uuid() }, { additionalProperties: false }),
+        previous_attributes: Type.Null(),
+      },
+      { additionalProperties: false },
+    ),
+    request_id: F.text({ description: 'The `X-Request-Id` of the test request.' }),
+  },
+  { title: 'PingEvent' },
+);
+export type PingEvent = Static<typeof pingEventSchema>;

@@ -795,13 +795,79 @@ export interface paths {
     };
     /**
      * List the delivery attempts of an endpoint
-     * @description Newest first: event, attempt number, time, response status or error, duration and the next attempt.
+     * @description Newest first: event, delivery, attempt number, time, response status or error, duration and the next attempt. Filters: `filter[status][eq|in]` and `filter[event_type][eq|in]`.
      *
      *     Requires the scope `webhooks:read`.
      */
     get: operations['webhook-endpoints.deliveries'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}/test': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a test ping to the endpoint
+     * @description Sends a signed event of type `ping` (`data.object.endpoint_id`) to the endpoint now, and answers with that attempt. The ping is not an event of the feed and is not listed among the deliveries.
+     *
+     *     Requires the scope `webhooks:write`.
+     */
+    post: operations['webhook-endpoints.test'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}/deliveries/{delivery_id}/retry': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a delivery again
+     * @description Sends the delivery again soon, whatever its status, with the same `webhook-id` (the event id). The attempt is one more in the deliveries list.
+     *
+     *     Requires the scope `webhooks:write`.
+     */
+    post: operations['webhook-endpoints.retry-delivery'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}/replay': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Replay the events after a point of the feed
+     * @description Queues for this endpoint every retained event after `after` (a forward cursor of `GET /v1/events`) or since `since`, that the endpoint subscribes to, in feed order: at most 10000 per call (`has_more`, then `after` = `next_cursor`). An event already delivered is sent again with the same `webhook-id`.
+     *
+     *     Requires the scope `webhooks:write`.
+     */
+    post: operations['webhook-endpoints.replay'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1404,6 +1470,26 @@ export interface webhooks {
      * @description Sent to every enabled endpoint subscribed to this type, for a change made through the API or by any other writer (`origin`). Any 2xx within 10 s acknowledges it; anything else is retried. Delivery is at least once and order is not guaranteed.
      */
     post: operations['webhooks.deal.deleted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  ping: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * ping: the test of `POST /v1/webhook-endpoints/{id}/test`
+     * @description Sent only when asked for, signed like every delivery; not an event of the feed, never retried.
+     */
+    post: operations['webhooks.ping'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2302,7 +2388,40 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       updated_at: string | null;
-      recurring?: components['schemas']['RecurringExpense'] | null;
+      /** RecurringExpense */
+      recurring?: {
+        /** Format: uuid */
+        id: string;
+        /** Format: uuid */
+        expense_template_id: string;
+        /** @example monthly */
+        recurrence_frequency: string;
+        /** Format: int32 */
+        recurrence_interval: number;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        start_date: string;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        end_date: string | null;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        next_generation_date: string;
+        /** Format: uuid */
+        last_generated_expense_id: string | null;
+        is_active: boolean | null;
+        /**
+         * Format: date-time
+         * @example 2026-11-21T10:00:00.000Z
+         */
+        created_at: string;
+      } | null;
     };
     /**
      * ExpenseProjection
@@ -2367,7 +2486,40 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       updated_at?: string | null;
-      recurring?: components['schemas']['RecurringExpense'] | null;
+      /** RecurringExpense */
+      recurring?: {
+        /** Format: uuid */
+        id: string;
+        /** Format: uuid */
+        expense_template_id: string;
+        /** @example monthly */
+        recurrence_frequency: string;
+        /** Format: int32 */
+        recurrence_interval: number;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        start_date: string;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        end_date: string | null;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        next_generation_date: string;
+        /** Format: uuid */
+        last_generated_expense_id: string | null;
+        is_active: boolean | null;
+        /**
+         * Format: date-time
+         * @example 2026-11-21T10:00:00.000Z
+         */
+        created_at: string;
+      } | null;
     };
     /** Appointment */
     Appointment: {
@@ -2860,6 +3012,7 @@ export interface components {
       /**
        * Format: int32
        * @description The HTTP status the single request would have answered (424 `batch_aborted` in a failed atomic batch).
+       * @example 201
        */
       status: number;
       /**
@@ -2874,7 +3027,9 @@ export interface components {
        *       }
        *     }
        */
-      body: unknown;
+      body: {
+        [key: string]: unknown;
+      } | null;
       /**
        * @description The `ETag` of the single request, or null.
        * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
@@ -3081,6 +3236,11 @@ export interface components {
     WebhookAttempt: {
       /** Format: uuid */
       id: string;
+      /**
+       * Format: uuid
+       * @description The delivery (one event to this endpoint) this attempt belongs to: what `…/retry` takes.
+       */
+      delivery_id: string;
       /** Format: uuid */
       event_id: string;
       event_type: string;
@@ -3109,6 +3269,37 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       next_attempt_at: string | null;
+    };
+    /** WebhookTestResult */
+    WebhookTestResult: {
+      /**
+       * @description `succeeded` when the endpoint answered a 2xx in time.
+       * @enum {string}
+       */
+      status: 'succeeded' | 'failed';
+      /** Format: int32 */
+      response_status: number | null;
+      /** @description `timeout`, `connection_refused`, `address_not_allowed`, … when no status came back. */
+      error: string | null;
+      /** Format: int32 */
+      duration_ms: number;
+    };
+    /** WebhookRetryResult */
+    WebhookRetryResult: {
+      /**
+       * Format: uuid
+       * @description The delivery queued again.
+       */
+      delivery_id: string;
+    };
+    /** WebhookReplayResult */
+    WebhookReplayResult: {
+      /** Format: int32 */
+      queued: number;
+      /** @description More events follow the 10000 queued: call again with `after` = `next_cursor`. */
+      has_more: boolean;
+      /** @description With `has_more`: the forward cursor of `GET /v1/events` after the last event queued. Null otherwise. */
+      next_cursor: string | null;
     };
     /** CustomerCreatedEvent */
     CustomerCreatedEvent: {
@@ -4160,12 +4351,33 @@ export interface components {
         request_id?: string | null;
       };
     };
+    /** PingEvent */
+    PingEvent: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      type: 'ping';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+      data: {
+        object: {
+          /** Format: uuid */
+          endpoint_id: string;
+        };
+        previous_attributes: null;
+      };
+      /** @description The `X-Request-Id` of the test request. */
+      request_id: string;
+    };
     /** Problem */
     Problem: {
       /**
        * Format: uri
        * @description Identifies the error type: `<errors_url>/<code>`, where `<errors_url>` depends on the deployment and `<code>` is one of `x-error-codes`; clients decide by the code (the last path segment).
-       * @example http://localhost:3000/errors/invalid_token
+       * @example https://balcao.example.com/errors/invalid_token
        */
       type: string;
       /** @description Short English label of the type; may change. */
@@ -4206,7 +4418,7 @@ export interface components {
   responses: {
     /**
      * @description Bad request. Problem types:
-     *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
+     *     - [`bad_request`](/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
      */
     BadRequest: {
       headers: {
@@ -4229,7 +4441,7 @@ export interface components {
     };
     /**
      * @description Idempotency conflict. Problem types:
-     *     - [`idempotency_conflict`](http://localhost:3000/errors/idempotency_conflict): The Idempotency-Key was already used with another method, path or body, or its first request is still running.
+     *     - [`idempotency_conflict`](/errors/idempotency_conflict): The Idempotency-Key was already used with another method, path or body, or its first request is still running.
      */
     Conflict: {
       headers: {
@@ -4251,10 +4463,10 @@ export interface components {
     };
     /**
      * @description Insufficient scope (one of several types). Problem types:
-     *     - [`insufficient_scope`](http://localhost:3000/errors/insufficient_scope): The key lacks the scope this operation needs, or the plan allows reads only.
-     *     - [`api_disabled`](http://localhost:3000/errors/api_disabled): The API is not enabled for this account.
-     *     - [`module_not_enabled`](http://localhost:3000/errors/module_not_enabled): The module of this resource is not part of the account contract.
-     *     - [`ip_not_allowed`](http://localhost:3000/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
+     *     - [`insufficient_scope`](/errors/insufficient_scope): The key lacks the scope this operation needs, or the plan allows reads only.
+     *     - [`api_disabled`](/errors/api_disabled): The API is not enabled for this account.
+     *     - [`module_not_enabled`](/errors/module_not_enabled): The module of this resource is not part of the account contract.
+     *     - [`ip_not_allowed`](/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
      */
     Forbidden: {
       headers: {
@@ -4277,8 +4489,8 @@ export interface components {
     };
     /**
      * @description API disabled (one of several types). Problem types:
-     *     - [`api_disabled`](http://localhost:3000/errors/api_disabled): The API is not enabled for this account.
-     *     - [`ip_not_allowed`](http://localhost:3000/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
+     *     - [`api_disabled`](/errors/api_disabled): The API is not enabled for this account.
+     *     - [`ip_not_allowed`](/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
      */
     ForbiddenApiDisabledOrIpNotAllowed: {
       headers: {
@@ -4301,9 +4513,9 @@ export interface components {
     };
     /**
      * @description Insufficient scope (one of several types). Problem types:
-     *     - [`insufficient_scope`](http://localhost:3000/errors/insufficient_scope): The key lacks the scope this operation needs, or the plan allows reads only.
-     *     - [`api_disabled`](http://localhost:3000/errors/api_disabled): The API is not enabled for this account.
-     *     - [`ip_not_allowed`](http://localhost:3000/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
+     *     - [`insufficient_scope`](/errors/insufficient_scope): The key lacks the scope this operation needs, or the plan allows reads only.
+     *     - [`api_disabled`](/errors/api_disabled): The API is not enabled for this account.
+     *     - [`ip_not_allowed`](/errors/ip_not_allowed): The key restricts the addresses it may be used from, and this request came from elsewhere.
      */
     ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed: {
       headers: {
@@ -4326,7 +4538,7 @@ export interface components {
     };
     /**
      * @description Internal error. Problem types:
-     *     - [`internal_error`](http://localhost:3000/errors/internal_error): An unexpected failure on the server.
+     *     - [`internal_error`](/errors/internal_error): An unexpected failure on the server.
      */
     InternalError: {
       headers: {
@@ -4349,7 +4561,7 @@ export interface components {
     };
     /**
      * @description Method not allowed. Problem types:
-     *     - [`method_not_allowed`](http://localhost:3000/errors/method_not_allowed): The path exists but does not accept this method.
+     *     - [`method_not_allowed`](/errors/method_not_allowed): The path exists but does not accept this method.
      */
     MethodNotAllowed: {
       headers: {
@@ -4367,7 +4579,7 @@ export interface components {
     };
     /**
      * @description Not found. Problem types:
-     *     - [`not_found`](http://localhost:3000/errors/not_found): The record or path does not exist, or belongs to another account.
+     *     - [`not_found`](/errors/not_found): The record or path does not exist, or belongs to another account.
      */
     NotFound: {
       headers: {
@@ -4387,7 +4599,7 @@ export interface components {
     };
     /**
      * @description Payload too large. Problem types:
-     *     - [`payload_too_large`](http://localhost:3000/errors/payload_too_large): The request body is over 1 MiB.
+     *     - [`payload_too_large`](/errors/payload_too_large): The request body is over 1 MiB.
      */
     PayloadTooLarge: {
       headers: {
@@ -4407,7 +4619,7 @@ export interface components {
     };
     /**
      * @description Precondition failed. Problem types:
-     *     - [`precondition_failed`](http://localhost:3000/errors/precondition_failed): The `If-Match` header names a version (ETag) of the record that is no longer current: someone changed it since you read it. Nothing was written.
+     *     - [`precondition_failed`](/errors/precondition_failed): The `If-Match` header names a version (ETag) of the record that is no longer current: someone changed it since you read it. Nothing was written.
      */
     PreconditionFailed: {
       headers: {
@@ -4427,7 +4639,7 @@ export interface components {
     };
     /**
      * @description Bad request. Problem types:
-     *     - [`bad_request`](http://localhost:3000/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
+     *     - [`bad_request`](/errors/bad_request): The request could not be read as HTTP: a malformed percent-escape in the path, or a broken request line or header.
      */
     PublicBadRequest: {
       headers: {
@@ -4444,7 +4656,7 @@ export interface components {
     };
     /**
      * @description Internal error. Problem types:
-     *     - [`internal_error`](http://localhost:3000/errors/internal_error): An unexpected failure on the server.
+     *     - [`internal_error`](/errors/internal_error): An unexpected failure on the server.
      */
     PublicInternalError: {
       headers: {
@@ -4461,7 +4673,7 @@ export interface components {
     };
     /**
      * @description Not found. Problem types:
-     *     - [`not_found`](http://localhost:3000/errors/not_found): The record or path does not exist, or belongs to another account.
+     *     - [`not_found`](/errors/not_found): The record or path does not exist, or belongs to another account.
      */
     PublicNotFound: {
       headers: {
@@ -4478,7 +4690,7 @@ export interface components {
     };
     /**
      * @description Request header fields too large. Problem types:
-     *     - [`header_too_large`](http://localhost:3000/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
+     *     - [`header_too_large`](/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
      */
     PublicRequestHeaderFieldsTooLarge: {
       headers: {
@@ -4495,7 +4707,7 @@ export interface components {
     };
     /**
      * @description Request timeout. Problem types:
-     *     - [`request_timeout`](http://localhost:3000/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
+     *     - [`request_timeout`](/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
      */
     PublicRequestTimeout: {
       headers: {
@@ -4512,7 +4724,7 @@ export interface components {
     };
     /**
      * @description Rate limit exceeded. Problem types:
-     *     - [`rate-limit-exceeded`](http://localhost:3000/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
+     *     - [`rate-limit-exceeded`](/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
      */
     PublicTooManyRequests: {
       headers: {
@@ -4530,7 +4742,7 @@ export interface components {
     };
     /**
      * @description Request header fields too large. Problem types:
-     *     - [`header_too_large`](http://localhost:3000/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
+     *     - [`header_too_large`](/errors/header_too_large): The request line and headers together exceed 16 KiB, or there are more than 100 header fields.
      */
     RequestHeaderFieldsTooLarge: {
       headers: {
@@ -4553,7 +4765,7 @@ export interface components {
     };
     /**
      * @description Request timeout. Problem types:
-     *     - [`request_timeout`](http://localhost:3000/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
+     *     - [`request_timeout`](/errors/request_timeout): The request headers or body did not arrive in time (the server bounds both; see the operations guide).
      */
     RequestTimeout: {
       headers: {
@@ -4576,7 +4788,7 @@ export interface components {
     };
     /**
      * @description Service unavailable. Problem types:
-     *     - [`service_unavailable`](http://localhost:3000/errors/service_unavailable): A dependency (the database) is unavailable.
+     *     - [`service_unavailable`](/errors/service_unavailable): A dependency (the database) is unavailable.
      */
     ServiceUnavailable: {
       headers: {
@@ -4600,7 +4812,7 @@ export interface components {
     };
     /**
      * @description Rate limit exceeded. Problem types:
-     *     - [`rate-limit-exceeded`](http://localhost:3000/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
+     *     - [`rate-limit-exceeded`](/errors/rate-limit-exceeded): A rate window (per second, per minute or per day) is exhausted.
      */
     TooManyRequests: {
       headers: {
@@ -4624,9 +4836,9 @@ export interface components {
     };
     /**
      * @description Invalid token (one of several types). Problem types:
-     *     - [`invalid_token`](http://localhost:3000/errors/invalid_token): The Authorization header is missing or malformed, or the API key is unknown.
-     *     - [`token_revoked`](http://localhost:3000/errors/token_revoked): The API key was revoked.
-     *     - [`token_expired`](http://localhost:3000/errors/token_expired): The API key is past its expiration date.
+     *     - [`invalid_token`](/errors/invalid_token): The Authorization header is missing or malformed, or the API key is unknown.
+     *     - [`token_revoked`](/errors/token_revoked): The API key was revoked.
+     *     - [`token_expired`](/errors/token_expired): The API key is past its expiration date.
      */
     Unauthorized: {
       headers: {
@@ -4643,7 +4855,7 @@ export interface components {
     };
     /**
      * @description Unsupported media type. Problem types:
-     *     - [`unsupported_media_type`](http://localhost:3000/errors/unsupported_media_type): Write bodies must be `application/json`.
+     *     - [`unsupported_media_type`](/errors/unsupported_media_type): Write bodies must be `application/json`.
      */
     UnsupportedMediaType: {
       headers: {
@@ -4663,7 +4875,7 @@ export interface components {
     };
     /**
      * @description Validation failed. Problem types:
-     *     - [`validation`](http://localhost:3000/errors/validation): The body, a filter, the sort, the cursor or a header is outside the contract.
+     *     - [`validation`](/errors/validation): The body, a filter, the sort, the cursor or a header is outside the contract.
      */
     ValidationFailed: {
       headers: {
@@ -4704,14 +4916,6 @@ export interface components {
   requestBodies: {
     CreateCustomerInput: {
       content: {
-        /**
-         * @example {
-         *       "full_name": "Maria da Silva",
-         *       "email": "cliente@example.com",
-         *       "phone": "+55 11 91234-5678",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /** @example Maria da Silva */
           full_name: string;
@@ -4749,14 +4953,6 @@ export interface components {
     };
     UpdateCustomerInput: {
       content: {
-        /**
-         * @example {
-         *       "full_name": "Maria da Silva",
-         *       "email": "cliente@example.com",
-         *       "phone": "+55 11 91234-5678",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /** @example Maria da Silva */
           full_name?: string;
@@ -4796,23 +4992,6 @@ export interface components {
     };
     CreateSaleInput: {
       content: {
-        /**
-         * @example {
-         *       "items": [
-         *         {
-         *           "catalog_type": "product",
-         *           "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-         *           "quantity": 3,
-         *           "unit_price": 19.99
-         *         }
-         *       ],
-         *       "status": "pending",
-         *       "payment_status": "paid",
-         *       "payment_method": "pix",
-         *       "delivery_date": "2026-11-21",
-         *       "sale_date": "2026-11-21T10:00:00.000Z"
-         *     }
-         */
         'application/json': {
           items: components['schemas']['CreateTransactionItemInput'][];
           /**
@@ -4858,14 +5037,6 @@ export interface components {
     };
     UpdateSaleInput: {
       content: {
-        /**
-         * @example {
-         *       "status": "completed",
-         *       "payment_status": "paid",
-         *       "payment_method": "pix",
-         *       "delivery_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /** @example completed */
           status?: string;
@@ -4889,13 +5060,6 @@ export interface components {
     };
     CreateSupplierInput: {
       content: {
-        /**
-         * @example {
-         *       "name": "Distribuidora Silva",
-         *       "email": "cliente@example.com",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /**
            * @description At least one of name, legal_name, trade_name is required.
@@ -4936,13 +5100,6 @@ export interface components {
     };
     UpdateSupplierInput: {
       content: {
-        /**
-         * @example {
-         *       "name": "Distribuidora Silva",
-         *       "email": "cliente@example.com",
-         *       "birth_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /**
            * @description At least one of name, legal_name, trade_name is required.
@@ -4983,18 +5140,6 @@ export interface components {
     };
     CreateExpenseInput: {
       content: {
-        /**
-         * @example {
-         *       "expense_type": "fixed",
-         *       "description": "string",
-         *       "original_amount": 150.5,
-         *       "final_amount": 140.5,
-         *       "payment_method": "pix",
-         *       "status": "pending",
-         *       "payment_date": "2026-11-21",
-         *       "due_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /** @example fixed */
           expense_type: string;
@@ -5056,17 +5201,6 @@ export interface components {
     };
     UpdateExpenseInput: {
       content: {
-        /**
-         * @example {
-         *       "expense_type": "fixed",
-         *       "original_amount": 150.5,
-         *       "final_amount": 140.5,
-         *       "payment_method": "pix",
-         *       "status": "pending",
-         *       "payment_date": "2026-11-21",
-         *       "due_date": "2026-11-21"
-         *     }
-         */
         'application/json': {
           /** @example fixed */
           expense_type?: string;
@@ -5128,16 +5262,6 @@ export interface components {
     };
     BatchRequest: {
       content: {
-        /**
-         * @example {
-         *       "operations": [
-         *         {
-         *           "method": "POST",
-         *           "path": "/v1/customers"
-         *         }
-         *       ]
-         *     }
-         */
         'application/json': {
           operations: components['schemas']['BatchOperation'][];
           /**
@@ -5150,11 +5274,6 @@ export interface components {
     };
     CreateWebhookEndpointInput: {
       content: {
-        /**
-         * @example {
-         *       "url": "https://erp.example.com/webhooks/balcao"
-         *     }
-         */
         'application/json': {
           /**
            * @description https:// URL resolving to a public address.
@@ -5218,11 +5337,6 @@ export interface components {
     };
     UpdateWebhookEndpointInput: {
       content: {
-        /**
-         * @example {
-         *       "url": "https://erp.example.com/webhooks/balcao"
-         *     }
-         */
         'application/json': {
           /**
            * @description https:// URL resolving to a public address.
@@ -5276,6 +5390,20 @@ export interface components {
           description?: string | null;
           /** @description true re-enables an endpoint the service disabled. */
           enabled?: boolean;
+        };
+      };
+    };
+    /** @description Exactly one of `after` and `since`. */
+    ReplayWebhookInput: {
+      content: {
+        'application/json': {
+          /** @description A forward cursor of `GET /v1/events` (`sort=created_at`): the events after it are sent. */
+          after?: string;
+          /**
+           * Format: date-time
+           * @description The events created at or after this time are sent.
+           */
+          since?: string;
         };
       };
     };
@@ -5490,10 +5618,10 @@ export interface operations {
            * @example {
            *       "data": {
            *         "team_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "team_name": "string",
+           *         "team_name": "Pet Shop Au Au",
            *         "key_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "key_name": "string",
-           *         "key_last4": "stri",
+           *         "key_name": "ERP da loja",
+           *         "key_last4": "x7Qm",
            *         "key_prefix": "live",
            *         "scopes": [
            *           "customers:write",
@@ -5533,7 +5661,7 @@ export interface operations {
            *         }
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -5580,7 +5708,7 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "name": "string",
+           *           "name": "Proposta enviada",
            *           "color": "#22aa55",
            *           "position": 1,
            *           "milestone": "won",
@@ -5588,7 +5716,7 @@ export interface operations {
            *         }
            *       ],
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -5856,37 +5984,37 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "full_name": "string",
-           *           "email": "string",
-           *           "phone": "string",
-           *           "document": "string",
-           *           "birth_date": "2026-11-21",
-           *           "notes": "string",
+           *           "full_name": "Maria da Silva",
+           *           "email": "maria.silva@example.com",
+           *           "phone": "+55 11 98765-4321",
+           *           "document": "529.982.247-25",
+           *           "birth_date": "1987-04-12",
+           *           "notes": "Cliente prefere contato por WhatsApp.",
            *           "is_active": true,
-           *           "gender": "string",
-           *           "address_country": "string",
-           *           "address_state": "string",
-           *           "address_city": "string",
-           *           "address_neighborhood": "string",
-           *           "address_street": "string",
-           *           "address_number": "string",
-           *           "address_complement": "string",
-           *           "address_zip_code": "string",
+           *           "gender": "feminino",
+           *           "address_country": "Brasil",
+           *           "address_state": "SP",
+           *           "address_city": "São Paulo",
+           *           "address_neighborhood": "Bela Vista",
+           *           "address_street": "Avenida Paulista",
+           *           "address_number": "1578",
+           *           "address_complement": "Apto 42",
+           *           "address_zip_code": "01310-100",
            *           "accepts_communications": true,
            *           "valid_whatsapp": true,
-           *           "profile_photo_url": "string",
-           *           "whatsapp_photo": "string",
+           *           "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
+           *           "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -5941,31 +6069,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "full_name": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "document": "string",
-           *         "birth_date": "2026-11-21",
-           *         "notes": "string",
+           *         "full_name": "Maria da Silva",
+           *         "email": "maria.silva@example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "document": "529.982.247-25",
+           *         "birth_date": "1987-04-12",
+           *         "notes": "Cliente prefere contato por WhatsApp.",
            *         "is_active": true,
-           *         "gender": "string",
-           *         "address_country": "string",
-           *         "address_state": "string",
-           *         "address_city": "string",
-           *         "address_neighborhood": "string",
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_complement": "string",
-           *         "address_zip_code": "string",
+           *         "gender": "feminino",
+           *         "address_country": "Brasil",
+           *         "address_state": "SP",
+           *         "address_city": "São Paulo",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_complement": "Apto 42",
+           *         "address_zip_code": "01310-100",
            *         "accepts_communications": true,
            *         "valid_whatsapp": true,
-           *         "profile_photo_url": "string",
-           *         "whatsapp_photo": "string",
+           *         "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
+           *         "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6027,31 +6155,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "full_name": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "document": "string",
-           *         "birth_date": "2026-11-21",
-           *         "notes": "string",
+           *         "full_name": "Maria da Silva",
+           *         "email": "maria.silva@example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "document": "529.982.247-25",
+           *         "birth_date": "1987-04-12",
+           *         "notes": "Cliente prefere contato por WhatsApp.",
            *         "is_active": true,
-           *         "gender": "string",
-           *         "address_country": "string",
-           *         "address_state": "string",
-           *         "address_city": "string",
-           *         "address_neighborhood": "string",
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_complement": "string",
-           *         "address_zip_code": "string",
+           *         "gender": "feminino",
+           *         "address_country": "Brasil",
+           *         "address_state": "SP",
+           *         "address_city": "São Paulo",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_complement": "Apto 42",
+           *         "address_zip_code": "01310-100",
            *         "accepts_communications": true,
            *         "valid_whatsapp": true,
-           *         "profile_photo_url": "string",
-           *         "whatsapp_photo": "string",
+           *         "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
+           *         "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6167,31 +6295,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "full_name": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "document": "string",
-           *         "birth_date": "2026-11-21",
-           *         "notes": "string",
+           *         "full_name": "Maria da Silva",
+           *         "email": "maria.silva@example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "document": "529.982.247-25",
+           *         "birth_date": "1987-04-12",
+           *         "notes": "Cliente prefere contato por WhatsApp.",
            *         "is_active": true,
-           *         "gender": "string",
-           *         "address_country": "string",
-           *         "address_state": "string",
-           *         "address_city": "string",
-           *         "address_neighborhood": "string",
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_complement": "string",
-           *         "address_zip_code": "string",
+           *         "gender": "feminino",
+           *         "address_country": "Brasil",
+           *         "address_state": "SP",
+           *         "address_city": "São Paulo",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_complement": "Apto 42",
+           *         "address_zip_code": "01310-100",
            *         "accepts_communications": true,
            *         "valid_whatsapp": true,
-           *         "profile_photo_url": "string",
-           *         "whatsapp_photo": "string",
+           *         "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
+           *         "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6460,34 +6588,34 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *           "transaction_type": "sale",
-           *           "transaction_number": "string",
+           *           "transaction_number": "1042",
            *           "status": "pending",
            *           "sale_date": "2026-11-21T10:00:00.000Z",
            *           "delivery_date": "2026-11-21",
-           *           "subtotal": 0,
+           *           "subtotal": 59.97,
            *           "discount_amount": 0,
            *           "discount_percentage": 0,
            *           "tax_amount": 0,
-           *           "total_amount": 0,
-           *           "notes": "string",
+           *           "total_amount": 59.97,
+           *           "notes": "Entregar no período da tarde.",
            *           "payment_method": "pix",
            *           "payment_status": "pending",
            *           "delivery_fee": 0,
-           *           "order_code": "string",
+           *           "order_code": "PED-2026-000123",
            *           "is_active": true,
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6542,22 +6670,22 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *         "transaction_type": "sale",
-           *         "transaction_number": "string",
+           *         "transaction_number": "1042",
            *         "status": "pending",
            *         "sale_date": "2026-11-21T10:00:00.000Z",
            *         "delivery_date": "2026-11-21",
-           *         "subtotal": 0,
+           *         "subtotal": 59.97,
            *         "discount_amount": 0,
            *         "discount_percentage": 0,
            *         "tax_amount": 0,
-           *         "total_amount": 0,
-           *         "notes": "string",
+           *         "total_amount": 59.97,
+           *         "notes": "Entregar no período da tarde.",
            *         "payment_method": "pix",
            *         "payment_status": "pending",
            *         "delivery_fee": 0,
-           *         "order_code": "string",
+           *         "order_code": "PED-2026-000123",
            *         "is_active": true,
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z",
@@ -6565,20 +6693,20 @@ export interface operations {
            *           {
            *             "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *             "catalog_type": "product",
-           *             "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *             "quantity": 0,
-           *             "unit_price": 0,
+           *             "catalog_item_id": "5d7f3a2e-8c41-4b9a-b6e0-3f1a2c9d8e77",
+           *             "quantity": 3,
+           *             "unit_price": 19.99,
            *             "discount_amount": 0,
            *             "discount_percentage": 0,
-           *             "subtotal": 0,
-           *             "total_amount": 0,
-           *             "notes": "string",
+           *             "subtotal": 59.97,
+           *             "total_amount": 59.97,
+           *             "notes": "Entregar no período da tarde.",
            *             "created_at": "2026-11-21T10:00:00.000Z"
            *           }
            *         ]
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6642,22 +6770,22 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *         "transaction_type": "sale",
-           *         "transaction_number": "string",
+           *         "transaction_number": "1042",
            *         "status": "pending",
            *         "sale_date": "2026-11-21T10:00:00.000Z",
            *         "delivery_date": "2026-11-21",
-           *         "subtotal": 0,
+           *         "subtotal": 59.97,
            *         "discount_amount": 0,
            *         "discount_percentage": 0,
            *         "tax_amount": 0,
-           *         "total_amount": 0,
-           *         "notes": "string",
+           *         "total_amount": 59.97,
+           *         "notes": "Entregar no período da tarde.",
            *         "payment_method": "pix",
            *         "payment_status": "pending",
            *         "delivery_fee": 0,
-           *         "order_code": "string",
+           *         "order_code": "PED-2026-000123",
            *         "is_active": true,
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z",
@@ -6665,29 +6793,29 @@ export interface operations {
            *           {
            *             "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *             "catalog_type": "product",
-           *             "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *             "quantity": 0,
-           *             "unit_price": 0,
+           *             "catalog_item_id": "5d7f3a2e-8c41-4b9a-b6e0-3f1a2c9d8e77",
+           *             "quantity": 3,
+           *             "unit_price": 19.99,
            *             "discount_amount": 0,
            *             "discount_percentage": 0,
-           *             "subtotal": 0,
-           *             "total_amount": 0,
-           *             "notes": "string",
+           *             "subtotal": 59.97,
+           *             "total_amount": 59.97,
+           *             "notes": "Entregar no período da tarde.",
            *             "created_at": "2026-11-21T10:00:00.000Z"
            *           }
            *         ],
            *         "status_history": [
            *           {
            *             "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *             "old_status": "string",
-           *             "new_status": "string",
-           *             "change_reason": "string",
+           *             "old_status": "pending",
+           *             "new_status": "completed",
+           *             "change_reason": "Pagamento confirmado via Pix",
            *             "created_at": "2026-11-21T10:00:00.000Z"
            *           }
            *         ]
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -6803,28 +6931,28 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *         "transaction_type": "sale",
-           *         "transaction_number": "string",
+           *         "transaction_number": "1042",
            *         "status": "pending",
            *         "sale_date": "2026-11-21T10:00:00.000Z",
            *         "delivery_date": "2026-11-21",
-           *         "subtotal": 0,
+           *         "subtotal": 59.97,
            *         "discount_amount": 0,
            *         "discount_percentage": 0,
            *         "tax_amount": 0,
-           *         "total_amount": 0,
-           *         "notes": "string",
+           *         "total_amount": 59.97,
+           *         "notes": "Entregar no período da tarde.",
            *         "payment_method": "pix",
            *         "payment_status": "pending",
            *         "delivery_fee": 0,
-           *         "order_code": "string",
+           *         "order_code": "PED-2026-000123",
            *         "is_active": true,
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7079,31 +7207,31 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "name": "string",
-           *           "legal_name": "string",
-           *           "trade_name": "string",
-           *           "document_number": "string",
-           *           "email": "string",
-           *           "phone": "string",
-           *           "phone1": "string",
-           *           "phone2": "string",
-           *           "phone3": "string",
-           *           "rg": "string",
-           *           "code": "string",
-           *           "birth_date": "2026-11-21",
+           *           "name": "Distribuidora Silva",
+           *           "legal_name": "Distribuidora Silva Comércio de Alimentos Ltda",
+           *           "trade_name": "Distribuidora Silva",
+           *           "document_number": "11.222.333/0001-81",
+           *           "email": "compras@distribuidorasilva.example.com",
+           *           "phone": "+55 11 98765-4321",
+           *           "phone1": "+55 11 3456-7890",
+           *           "phone2": "+55 11 99876-5432",
+           *           "phone3": "+55 11 2345-6789",
+           *           "rg": "12.345.678-9",
+           *           "code": "FOR-0042",
+           *           "birth_date": "1979-09-03",
            *           "is_employee": true,
            *           "is_active": true,
-           *           "address_street": "string",
-           *           "address_number": "string",
-           *           "address_neighborhood": "string",
-           *           "address_city": "string",
-           *           "address_state": "string",
-           *           "address_country": "string",
-           *           "address_zip_code": "string",
+           *           "address_street": "Avenida Paulista",
+           *           "address_number": "1578",
+           *           "address_neighborhood": "Bela Vista",
+           *           "address_city": "São Paulo",
+           *           "address_state": "SP",
+           *           "address_country": "Brasil",
+           *           "address_zip_code": "01310-100",
            *           "pix_keys": [
            *             {
-           *               "type": "string",
-           *               "key": "string"
+           *               "type": "cnpj",
+           *               "key": "11.222.333/0001-81"
            *             }
            *           ],
            *           "created_at": "2026-11-21T10:00:00.000Z",
@@ -7111,12 +7239,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7171,38 +7299,38 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "legal_name": "string",
-           *         "trade_name": "string",
-           *         "document_number": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "phone1": "string",
-           *         "phone2": "string",
-           *         "phone3": "string",
-           *         "rg": "string",
-           *         "code": "string",
-           *         "birth_date": "2026-11-21",
+           *         "name": "Distribuidora Silva",
+           *         "legal_name": "Distribuidora Silva Comércio de Alimentos Ltda",
+           *         "trade_name": "Distribuidora Silva",
+           *         "document_number": "11.222.333/0001-81",
+           *         "email": "compras@distribuidorasilva.example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "phone1": "+55 11 3456-7890",
+           *         "phone2": "+55 11 99876-5432",
+           *         "phone3": "+55 11 2345-6789",
+           *         "rg": "12.345.678-9",
+           *         "code": "FOR-0042",
+           *         "birth_date": "1979-09-03",
            *         "is_employee": true,
            *         "is_active": true,
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_neighborhood": "string",
-           *         "address_city": "string",
-           *         "address_state": "string",
-           *         "address_country": "string",
-           *         "address_zip_code": "string",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_city": "São Paulo",
+           *         "address_state": "SP",
+           *         "address_country": "Brasil",
+           *         "address_zip_code": "01310-100",
            *         "pix_keys": [
            *           {
-           *             "type": "string",
-           *             "key": "string"
+           *             "type": "cnpj",
+           *             "key": "11.222.333/0001-81"
            *           }
            *         ],
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7264,38 +7392,38 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "legal_name": "string",
-           *         "trade_name": "string",
-           *         "document_number": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "phone1": "string",
-           *         "phone2": "string",
-           *         "phone3": "string",
-           *         "rg": "string",
-           *         "code": "string",
-           *         "birth_date": "2026-11-21",
+           *         "name": "Distribuidora Silva",
+           *         "legal_name": "Distribuidora Silva Comércio de Alimentos Ltda",
+           *         "trade_name": "Distribuidora Silva",
+           *         "document_number": "11.222.333/0001-81",
+           *         "email": "compras@distribuidorasilva.example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "phone1": "+55 11 3456-7890",
+           *         "phone2": "+55 11 99876-5432",
+           *         "phone3": "+55 11 2345-6789",
+           *         "rg": "12.345.678-9",
+           *         "code": "FOR-0042",
+           *         "birth_date": "1979-09-03",
            *         "is_employee": true,
            *         "is_active": true,
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_neighborhood": "string",
-           *         "address_city": "string",
-           *         "address_state": "string",
-           *         "address_country": "string",
-           *         "address_zip_code": "string",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_city": "São Paulo",
+           *         "address_state": "SP",
+           *         "address_country": "Brasil",
+           *         "address_zip_code": "01310-100",
            *         "pix_keys": [
            *           {
-           *             "type": "string",
-           *             "key": "string"
+           *             "type": "cnpj",
+           *             "key": "11.222.333/0001-81"
            *           }
            *         ],
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7411,38 +7539,38 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "legal_name": "string",
-           *         "trade_name": "string",
-           *         "document_number": "string",
-           *         "email": "string",
-           *         "phone": "string",
-           *         "phone1": "string",
-           *         "phone2": "string",
-           *         "phone3": "string",
-           *         "rg": "string",
-           *         "code": "string",
-           *         "birth_date": "2026-11-21",
+           *         "name": "Distribuidora Silva",
+           *         "legal_name": "Distribuidora Silva Comércio de Alimentos Ltda",
+           *         "trade_name": "Distribuidora Silva",
+           *         "document_number": "11.222.333/0001-81",
+           *         "email": "compras@distribuidorasilva.example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "phone1": "+55 11 3456-7890",
+           *         "phone2": "+55 11 99876-5432",
+           *         "phone3": "+55 11 2345-6789",
+           *         "rg": "12.345.678-9",
+           *         "code": "FOR-0042",
+           *         "birth_date": "1979-09-03",
            *         "is_employee": true,
            *         "is_active": true,
-           *         "address_street": "string",
-           *         "address_number": "string",
-           *         "address_neighborhood": "string",
-           *         "address_city": "string",
-           *         "address_state": "string",
-           *         "address_country": "string",
-           *         "address_zip_code": "string",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_city": "São Paulo",
+           *         "address_state": "SP",
+           *         "address_country": "Brasil",
+           *         "address_zip_code": "01310-100",
            *         "pix_keys": [
            *           {
-           *             "type": "string",
-           *             "key": "string"
+           *             "type": "cnpj",
+           *             "key": "11.222.333/0001-81"
            *           }
            *         ],
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7801,31 +7929,31 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "expense_number": "string",
-           *           "expense_type": "string",
-           *           "description": "string",
+           *           "expense_number": "DESP-2026-0042",
+           *           "expense_type": "fixed",
+           *           "description": "Aluguel da loja, novembro de 2026",
            *           "original_amount": 0,
            *           "discount_amount": 0,
            *           "final_amount": 0,
            *           "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "cost_center_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "supplier_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "bank_account_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "supplier_id": "8a4e2c6f-1b3d-4f5a-9c7e-2d6b8f0a1c34",
+           *           "bank_account_id": "c2e4a6b8-3d5f-4a7c-8e9b-1f3a5c7e9b20",
            *           "credit_card_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "payment_method": "pix",
-           *           "check_number": "string",
+           *           "check_number": "000123",
            *           "installments": 1,
            *           "status": "pending",
            *           "payment_date": "2026-11-21",
            *           "due_date": "2026-11-21",
-           *           "notes": "string",
+           *           "notes": "Pago via Pix no vencimento.",
            *           "tags": [
-           *             "string"
+           *             "aluguel"
            *           ],
            *           "is_recurring": true,
            *           "is_active": true,
-           *           "payment_reference": "string",
+           *           "payment_reference": "NF-e 35261111222333000181550010000012341000012345",
            *           "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "installment_number": 1,
            *           "total_installments": 1,
@@ -7834,12 +7962,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7894,31 +8022,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "expense_number": "string",
-           *         "expense_type": "string",
-           *         "description": "string",
+           *         "expense_number": "DESP-2026-0042",
+           *         "expense_type": "fixed",
+           *         "description": "Aluguel da loja, novembro de 2026",
            *         "original_amount": 0,
            *         "discount_amount": 0,
            *         "final_amount": 0,
            *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "cost_center_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "supplier_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "bank_account_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "supplier_id": "8a4e2c6f-1b3d-4f5a-9c7e-2d6b8f0a1c34",
+           *         "bank_account_id": "c2e4a6b8-3d5f-4a7c-8e9b-1f3a5c7e9b20",
            *         "credit_card_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "payment_method": "pix",
-           *         "check_number": "string",
+           *         "check_number": "000123",
            *         "installments": 1,
            *         "status": "pending",
            *         "payment_date": "2026-11-21",
            *         "due_date": "2026-11-21",
-           *         "notes": "string",
+           *         "notes": "Pago via Pix no vencimento.",
            *         "tags": [
-           *           "string"
+           *           "aluguel"
            *         ],
            *         "is_recurring": true,
            *         "is_active": true,
-           *         "payment_reference": "string",
+           *         "payment_reference": "NF-e 35261111222333000181550010000012341000012345",
            *         "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "installment_number": 1,
            *         "total_installments": 1,
@@ -7926,7 +8054,7 @@ export interface operations {
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -7990,31 +8118,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "expense_number": "string",
-           *         "expense_type": "string",
-           *         "description": "string",
+           *         "expense_number": "DESP-2026-0042",
+           *         "expense_type": "fixed",
+           *         "description": "Aluguel da loja, novembro de 2026",
            *         "original_amount": 0,
            *         "discount_amount": 0,
            *         "final_amount": 0,
            *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "cost_center_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "supplier_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "bank_account_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "supplier_id": "8a4e2c6f-1b3d-4f5a-9c7e-2d6b8f0a1c34",
+           *         "bank_account_id": "c2e4a6b8-3d5f-4a7c-8e9b-1f3a5c7e9b20",
            *         "credit_card_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "payment_method": "pix",
-           *         "check_number": "string",
+           *         "check_number": "000123",
            *         "installments": 1,
            *         "status": "pending",
            *         "payment_date": "2026-11-21",
            *         "due_date": "2026-11-21",
-           *         "notes": "string",
+           *         "notes": "Pago via Pix no vencimento.",
            *         "tags": [
-           *           "string"
+           *           "aluguel"
            *         ],
            *         "is_recurring": true,
            *         "is_active": true,
-           *         "payment_reference": "string",
+           *         "payment_reference": "NF-e 35261111222333000181550010000012341000012345",
            *         "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "installment_number": 1,
            *         "total_installments": 1,
@@ -8034,7 +8162,7 @@ export interface operations {
            *         }
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8150,31 +8278,31 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "expense_number": "string",
-           *         "expense_type": "string",
-           *         "description": "string",
+           *         "expense_number": "DESP-2026-0042",
+           *         "expense_type": "fixed",
+           *         "description": "Aluguel da loja, novembro de 2026",
            *         "original_amount": 0,
            *         "discount_amount": 0,
            *         "final_amount": 0,
            *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "cost_center_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "supplier_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "bank_account_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "supplier_id": "8a4e2c6f-1b3d-4f5a-9c7e-2d6b8f0a1c34",
+           *         "bank_account_id": "c2e4a6b8-3d5f-4a7c-8e9b-1f3a5c7e9b20",
            *         "credit_card_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "payment_method": "pix",
-           *         "check_number": "string",
+           *         "check_number": "000123",
            *         "installments": 1,
            *         "status": "pending",
            *         "payment_date": "2026-11-21",
            *         "due_date": "2026-11-21",
-           *         "notes": "string",
+           *         "notes": "Pago via Pix no vencimento.",
            *         "tags": [
-           *           "string"
+           *           "aluguel"
            *         ],
            *         "is_recurring": true,
            *         "is_active": true,
-           *         "payment_reference": "string",
+           *         "payment_reference": "NF-e 35261111222333000181550010000012341000012345",
            *         "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "installment_number": 1,
            *         "total_installments": 1,
@@ -8182,7 +8310,7 @@ export interface operations {
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8317,15 +8445,15 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *           "appointment_date": "2026-11-21",
            *           "start_time": "14:30:00",
            *           "end_time": "14:30:00",
            *           "status": "scheduled",
-           *           "appointment_type": "string",
-           *           "notes": "string",
-           *           "customer_notes": "string",
-           *           "cancellation_reason": "string",
+           *           "appointment_type": "banho_e_tosa",
+           *           "notes": "Entregar no período da tarde.",
+           *           "customer_notes": "Cachorro de porte médio, muito dócil.",
+           *           "cancellation_reason": "Cliente remarcou para a semana seguinte.",
            *           "has_passed": true,
            *           "transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "pet_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
@@ -8335,12 +8463,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8400,15 +8528,15 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *         "appointment_date": "2026-11-21",
            *         "start_time": "14:30:00",
            *         "end_time": "14:30:00",
            *         "status": "scheduled",
-           *         "appointment_type": "string",
-           *         "notes": "string",
-           *         "customer_notes": "string",
-           *         "cancellation_reason": "string",
+           *         "appointment_type": "banho_e_tosa",
+           *         "notes": "Entregar no período da tarde.",
+           *         "customer_notes": "Cachorro de porte médio, muito dócil.",
+           *         "cancellation_reason": "Cliente remarcou para a semana seguinte.",
            *         "has_passed": true,
            *         "transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "pet_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
@@ -8417,7 +8545,7 @@ export interface operations {
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8543,11 +8671,11 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "name": "string",
-           *           "description": "string",
+           *           "name": "Banho e tosa",
+           *           "description": "Banho com hidratação e tosa higiênica para cães de porte médio.",
            *           "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "duration_minutes": 1,
-           *           "price": 0,
+           *           "duration_minutes": 60,
+           *           "price": 80,
            *           "requires_staff": true,
            *           "color": "#3366ff",
            *           "is_active": true,
@@ -8556,12 +8684,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8621,11 +8749,11 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "description": "string",
+           *         "name": "Banho e tosa",
+           *         "description": "Banho com hidratação e tosa higiênica para cães de porte médio.",
            *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "duration_minutes": 1,
-           *         "price": 0,
+           *         "duration_minutes": 60,
+           *         "price": 80,
            *         "requires_staff": true,
            *         "color": "#3366ff",
            *         "is_active": true,
@@ -8633,7 +8761,7 @@ export interface operations {
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8797,36 +8925,36 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "name": "string",
-           *           "description": "string",
+           *           "name": "Ração Premium Cães Adultos 15 kg",
+           *           "description": "Ração seca para cães adultos de porte médio, sabor frango e arroz.",
            *           "unit": "un",
-           *           "selling_price": 0,
-           *           "cost_price": 0,
+           *           "selling_price": 189.9,
+           *           "cost_price": 120,
            *           "is_variable_price": true,
            *           "min_price": 0,
            *           "max_price": 0,
-           *           "ean_code": "string",
-           *           "internal_code": "string",
+           *           "ean_code": "7891234567895",
+           *           "internal_code": "RAC-PREM-15",
            *           "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "current_stock": 0,
-           *           "min_stock_alert": 0,
+           *           "current_stock": 24,
+           *           "min_stock_alert": 5,
            *           "manages_stock": true,
            *           "is_in_catalog": true,
            *           "allows_appointments": true,
            *           "is_active": true,
-           *           "image_url": "string",
+           *           "image_url": "https://cdn.example.com/produtos/racao-premium-15kg.jpg",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -8886,30 +9014,30 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "description": "string",
+           *         "name": "Ração Premium Cães Adultos 15 kg",
+           *         "description": "Ração seca para cães adultos de porte médio, sabor frango e arroz.",
            *         "unit": "un",
-           *         "selling_price": 0,
-           *         "cost_price": 0,
+           *         "selling_price": 189.9,
+           *         "cost_price": 120,
            *         "is_variable_price": true,
            *         "min_price": 0,
            *         "max_price": 0,
-           *         "ean_code": "string",
-           *         "internal_code": "string",
+           *         "ean_code": "7891234567895",
+           *         "internal_code": "RAC-PREM-15",
            *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "current_stock": 0,
-           *         "min_stock_alert": 0,
+           *         "current_stock": 24,
+           *         "min_stock_alert": 5,
            *         "manages_stock": true,
            *         "is_in_catalog": true,
            *         "allows_appointments": true,
            *         "is_active": true,
-           *         "image_url": "string",
+           *         "image_url": "https://cdn.example.com/produtos/racao-premium-15kg.jpg",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9035,13 +9163,13 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "name": "string",
-           *           "description": "string",
+           *           "name": "Shampoo neutro 5 L",
+           *           "description": "Shampoo neutro para banho, galão de 5 litros.",
            *           "unit": "un",
-           *           "current_stock": 0,
-           *           "min_stock_alert": 0,
-           *           "ean_code": "string",
-           *           "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "current_stock": 24,
+           *           "min_stock_alert": 5,
+           *           "ean_code": "7891234567895",
+           *           "catalog_item_id": "5d7f3a2e-8c41-4b9a-b6e0-3f1a2c9d8e77",
            *           "is_in_catalog": true,
            *           "is_active": true,
            *           "created_at": "2026-11-21T10:00:00.000Z",
@@ -9049,12 +9177,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9114,20 +9242,20 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "name": "string",
-           *         "description": "string",
+           *         "name": "Shampoo neutro 5 L",
+           *         "description": "Shampoo neutro para banho, galão de 5 litros.",
            *         "unit": "un",
-           *         "current_stock": 0,
-           *         "min_stock_alert": 0,
-           *         "ean_code": "string",
-           *         "catalog_item_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "current_stock": 24,
+           *         "min_stock_alert": 5,
+           *         "ean_code": "7891234567895",
+           *         "catalog_item_id": "5d7f3a2e-8c41-4b9a-b6e0-3f1a2c9d8e77",
            *         "is_in_catalog": true,
            *         "is_active": true,
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9253,28 +9381,28 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "account_name": "string",
-           *           "bank_name": "string",
-           *           "agency_number": "string",
-           *           "account_number": "string",
+           *           "account_name": "Conta corrente Itaú",
+           *           "bank_name": "Itaú Unibanco",
+           *           "agency_number": "0341",
+           *           "account_number": "12345-6",
            *           "account_type": "checking",
            *           "currency": "BRL",
-           *           "initial_balance": 0,
-           *           "current_balance": 0,
+           *           "initial_balance": 1000,
+           *           "current_balance": 2350.75,
            *           "is_active": true,
            *           "archived": true,
-           *           "notes": "string",
+           *           "notes": "Entregar no período da tarde.",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9334,22 +9462,22 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "account_name": "string",
-           *         "bank_name": "string",
-           *         "agency_number": "string",
-           *         "account_number": "string",
+           *         "account_name": "Conta corrente Itaú",
+           *         "bank_name": "Itaú Unibanco",
+           *         "agency_number": "0341",
+           *         "account_number": "12345-6",
            *         "account_type": "checking",
            *         "currency": "BRL",
-           *         "initial_balance": 0,
-           *         "current_balance": 0,
+           *         "initial_balance": 1000,
+           *         "current_balance": 2350.75,
            *         "is_active": true,
            *         "archived": true,
-           *         "notes": "string",
+           *         "notes": "Entregar no período da tarde.",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9435,13 +9563,13 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *           "stage_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "status": "open",
            *           "origin_channel": "whatsapp",
-           *           "estimated_value": 0,
+           *           "estimated_value": 1500,
            *           "assigned_to_user_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "lost_reason": "string",
+           *           "lost_reason": "Preço acima do orçamento do cliente.",
            *           "quote_transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "won_transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "entered_stage_at": "2026-11-21T10:00:00.000Z",
@@ -9451,12 +9579,12 @@ export interface operations {
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9516,13 +9644,13 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "customer_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
            *         "stage_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "status": "open",
            *         "origin_channel": "whatsapp",
-           *         "estimated_value": 0,
+           *         "estimated_value": 1500,
            *         "assigned_to_user_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "lost_reason": "string",
+           *         "lost_reason": "Preço acima do orçamento do cliente.",
            *         "quote_transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "won_transaction_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "entered_stage_at": "2026-11-21T10:00:00.000Z",
@@ -9531,7 +9659,7 @@ export interface operations {
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9616,23 +9744,23 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "request_id": "string",
+           *           "request_id": "erp-sync-0042",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "method": "POST",
            *           "path": "/v1/sales",
            *           "status": 1,
-           *           "idempotency_key": "string",
+           *           "idempotency_key": "6f1c2e7a-4b9d-4e3a-8c5f-0a2b4d6e8f10",
            *           "resource": "sales",
            *           "resource_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9685,7 +9813,7 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "status": 1,
+           *           "status": 201,
            *           "body": {
            *             "data": {
            *               "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
@@ -9699,7 +9827,7 @@ export interface operations {
            *         }
            *       ],
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9776,21 +9904,21 @@ export interface operations {
            *             "object": {},
            *             "previous_attributes": {}
            *           },
-           *           "request_id": "string",
+           *           "request_id": "erp-sync-0042",
            *           "origin": {
            *             "type": "api",
            *             "key_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *             "request_id": "string"
+           *             "request_id": "erp-sync-0042"
            *           }
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9847,15 +9975,15 @@ export interface operations {
            *           "object": {},
            *           "previous_attributes": {}
            *         },
-           *         "request_id": "string",
+           *         "request_id": "erp-sync-0042",
            *         "origin": {
            *           "type": "api",
            *           "key_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "request_id": "string"
+           *           "request_id": "erp-sync-0042"
            *         }
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9903,24 +10031,24 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "url": "string",
-           *           "description": "string",
+           *           "url": "https://erp.example.com/webhooks/balcao",
+           *           "description": "ERP: sincronização de vendas",
            *           "enabled_events": [
-           *             "string"
+           *             "sale.*"
            *           ],
            *           "enabled": true,
-           *           "disabled_reason": "string",
+           *           "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -9973,19 +10101,19 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "url": "string",
-           *         "description": "string",
+           *         "url": "https://erp.example.com/webhooks/balcao",
+           *         "description": "ERP: sincronização de vendas",
            *         "enabled_events": [
-           *           "string"
+           *           "sale.*"
            *         ],
            *         "enabled": true,
-           *         "disabled_reason": "string",
+           *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z",
-           *         "secret": "string"
+           *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -10038,18 +10166,18 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "url": "string",
-           *         "description": "string",
+           *         "url": "https://erp.example.com/webhooks/balcao",
+           *         "description": "ERP: sincronização de vendas",
            *         "enabled_events": [
-           *           "string"
+           *           "sale.*"
            *         ],
            *         "enabled": true,
-           *         "disabled_reason": "string",
+           *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -10140,18 +10268,18 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "url": "string",
-           *         "description": "string",
+           *         "url": "https://erp.example.com/webhooks/balcao",
+           *         "description": "ERP: sincronização de vendas",
            *         "enabled_events": [
-           *           "string"
+           *           "sale.*"
            *         ],
            *         "enabled": true,
-           *         "disabled_reason": "string",
+           *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -10210,19 +10338,19 @@ export interface operations {
            * @example {
            *       "data": {
            *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *         "url": "string",
-           *         "description": "string",
+           *         "url": "https://erp.example.com/webhooks/balcao",
+           *         "description": "ERP: sincronização de vendas",
            *         "enabled_events": [
-           *           "string"
+           *           "sale.*"
            *         ],
            *         "enabled": true,
-           *         "disabled_reason": "string",
+           *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z",
-           *         "secret": "string"
+           *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -10254,6 +10382,14 @@ export interface operations {
         limit?: number;
         /** @description `pagination.next_cursor` of the previous page. */
         cursor?: string;
+        /** @description Filter: the attempt's `status`. */
+        'filter[status][eq]'?: 'succeeded' | 'retrying' | 'failed';
+        /** @description Filter: `status` one of a comma list (`retrying,failed`). */
+        'filter[status][in]'?: string;
+        /** @description Filter: the event type (`sale.created`). */
+        'filter[event_type][eq]'?: string;
+        /** @description Filter: the event type one of a comma list. */
+        'filter[event_type][in]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -10282,25 +10418,26 @@ export interface operations {
            *       "data": [
            *         {
            *           "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *           "delivery_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "event_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
-           *           "event_type": "string",
+           *           "event_type": "sale.created",
            *           "attempt_number": 1,
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "status": "succeeded",
-           *           "response_status": 1,
-           *           "error": "string",
-           *           "response_body": "string",
-           *           "duration_ms": 1,
+           *           "response_status": 200,
+           *           "error": null,
+           *           "response_body": "ok",
+           *           "duration_ms": 182,
            *           "next_attempt_at": "2026-11-21T10:00:00.000Z"
            *         }
            *       ],
            *       "pagination": {
-           *         "next_cursor": "string",
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
            *         "limit": 1
            *       },
            *       "meta": {
-           *         "request_id": "string"
+           *         "request_id": "erp-sync-0042"
            *       }
            *     }
            */
@@ -10316,6 +10453,196 @@ export interface operations {
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.test': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /** @description Record id; anything else is a 404. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "status": "succeeded",
+           *         "response_status": 200,
+           *         "error": null,
+           *         "duration_ms": 182
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookTestResult'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.retry-delivery': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /** @description Endpoint id; anything else is a 404. */
+        id: string;
+        /** @description The `delivery_id` of an entry of the deliveries list (the entry's own `id` is accepted too); anything else is a 404. */
+        delivery_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description HTTP 202. */
+      202: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "delivery_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13"
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookRetryResult'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'webhook-endpoints.replay': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /** @description Record id; anything else is a 404. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: components['requestBodies']['ReplayWebhookInput'];
+    responses: {
+      /** @description HTTP 202. */
+      202: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "queued": 42,
+           *         "has_more": true,
+           *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0"
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['WebhookReplayResult'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['RequestHeaderFieldsTooLarge'];
@@ -11185,6 +11512,35 @@ export interface operations {
     };
     responses: {
       /** @description Any 2xx acknowledges the event. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhooks.ping': {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry (use it to drop duplicates). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per valid secret (Standard Webhooks). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['PingEvent'];
+      };
+    };
+    responses: {
+      /** @description Any 2xx: the test succeeded. */
       200: {
         headers: {
           [name: string]: unknown;

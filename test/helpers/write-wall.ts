@@ -15,7 +15,9 @@ export function requestExample(s: TestServer, method: 'post' | 'patch', path: st
   const body = doc.paths[path]?.[method]?.requestBody;
   assert.ok(body, `${method.toUpperCase()} ${path} is not in the API description`);
   const target = body.$ref ? doc.components.requestBodies[String(body.$ref).split('/').pop()!] : body;
-  return target.content['application/json'].example;
+  // The usual example where there is one: the complete one refers to records (a sale's customer) made elsewhere.
+  const { usual, complete } = target.content['application/json'].examples;
+  return (usual ?? complete).value;
 }
 
 /** The record as GET answers it: the POST response without the includes only POST carries. */
