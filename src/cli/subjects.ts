@@ -91,8 +91,15 @@ export function registerSubjectsCommand(program: Command): void {
       const { config } = commandContext();
       const tenant = subjectOf(flags);
       const actor = actorOf(flags, config);
-      const result = await withDatabase(config, 'balcao subjects erase', async ({ db }) => {
+      const result = await withDatabase(config, 'balcao subjects erase', async (database) => {
+        const { db } = database;
         if (!(await getAccount(db, tenant.accountId))) throw new CliError(`account ${tenant.accountId} not found`);
+        // Events of changes made before the erasure are made first, so none is made after it with the person's data.
+        const { capturedUpToNow } = await import('../events/capture/change-capture.ts');
+        if (!(await capturedUpToNow(database, 30_000)))
+          process.stderr.write(
+            'warning: the change capture has not caught up (is a server running?); events of earlier changes may still name the person\n',
+          );
         const erased = await eraseSubject(db, tenant, flags.customer, { actor, reason: flags.reason });
         if (!erased) throw new CliError(`customer ${flags.customer} not found in account ${tenant.accountId} (${tenant.mode} mode)`);
         return erased;

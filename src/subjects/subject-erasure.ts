@@ -169,17 +169,23 @@ async function redactStoredText(
   // The change feed's payloads (json) of the person's records, as they would read after the erasure, and the request
   // ids (a client's own X-Request-Id) that name them.
   const events = await selectScoped(tx, 'events', tenant)
-    .select(['id', 'request_id', sql<string>`data::text`.as('data_text')])
+    .select(['id', 'request_id', sql<string>`data::text`.as('data_text'), sql<string | null>`origin::text`.as('origin_text')])
     .where((eb: any) =>
-      eb.or([eb(mentionsSql('data', needles, '::text'), '=', true), eb(mentionsSql("coalesce(request_id, '')", needles), '=', true)]),
+      eb.or([
+        eb(mentionsSql('data', needles, '::text'), '=', true),
+        eb(mentionsSql("coalesce(request_id, '')", needles), '=', true),
+        eb(mentionsSql("coalesce(origin::text, '')", needles), '=', true),
+      ]),
     )
     .execute();
   for (const event of events) {
     const data = redactStored(event.data_text, customerId, identifiers);
     const requestId = event.request_id === null ? null : redactText(event.request_id, identifiers);
-    if (data === event.data_text && requestId === event.request_id) continue;
+    // The origin names the request too (its X-Request-Id).
+    const origin = event.origin_text === null ? null : redactText(event.origin_text, identifiers);
+    if (data === event.data_text && requestId === event.request_id && origin === event.origin_text) continue;
     await updateScoped(tx, 'events', tenant)
-      .set({ data: sql`cast(cast(${data} as text) as json)`, request_id: requestId })
+      .set({ data: sql`cast(cast(${data} as text) as json)`, request_id: requestId, origin: sql`cast(cast(${origin} as text) as json)` })
       .where('id', '=', event.id)
       .execute();
     redacted.events += 1;

@@ -547,3 +547,28 @@ export function changeCapture(database: Database, options: { url?: string; log: 
   if (database.engine === 'pglite') return new OutboxCapture(database.db, options.log);
   return new LogicalCapture(database.db, { url: options.url ?? '', log: options.log });
 }
+
+/**
+ * Waits until the changes committed so far are events, at most `withinMs`: true once they are (at once on the
+ * embedded database, whose change log is read by whoever holds it), false when no capture passed them in time (no
+ * server runs, or it is far behind). A command that rewrites what events hold (a data subject's erasure) waits first,
+ * so no event of an earlier change is made after it.
+ */
+export async function capturedUpToNow(database: Pick<Database, 'db' | 'engine'>, withinMs: number): Promise<boolean> {
+  if (database.engine === 'pglite') return true;
+  const { rows } = await sql<{ at: string }>`SELECT (pg_current_wal_lsn() - '0/0')::text AS at`.execute(database.db);
+  const target = Number(rows[0]?.at ?? 0);
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const slot = await sql<{ at: string | null }>`SELECT (confirmed_flush_lsn - '0/0')::text AS at FROM pg_replication_slots
+      WHERE database = current_database() AND slot_name = ${slotNameFor((await currentDatabase(database.db)) ?? '')}`.execute(database.db);
+    if (Number(slot.rows[0]?.at ?? 0) >= target) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function currentDatabase(db: Db): Promise<string | undefined> {
+  const { rows } = await sql<{ db: string }>`SELECT current_database() AS db`.execute(db);
+  return rows[0]?.db;
+}
