@@ -221,6 +221,7 @@ export class LogicalCapture implements ChangeCapture {
     const { rows: slots } = await sql<{ wal_status: string | null }>`SELECT wal_status FROM pg_replication_slots
       WHERE slot_name = ${this.slot} AND database = current_database()`.execute(this.db);
     let position = await readPosition(this.db, this.slot);
+    if (this.closed) return;
     this.stream = await ReplicationStream.connect({
       url: this.options.url,
       slot: this.slot,
@@ -259,6 +260,7 @@ export class LogicalCapture implements ChangeCapture {
     }
     // From here on the slot keeps every change: the server may take writes.
     this.firstSettled();
+    if (this.closed) return;
     await this.capture(this.stream, position);
   }
 
@@ -400,6 +402,8 @@ export class LogicalCapture implements ChangeCapture {
     this.waiters.releaseAll();
     await this.stream?.close();
     await this.loop;
+    // A session the loop opened meanwhile is closed too.
+    await this.stream?.close();
     this.state = 'stopped';
   }
 }

@@ -26,6 +26,8 @@ export class ReplicationStream {
   private received = 0;
   /** Ends the message loop: a connection ended by close() may not end its copy stream. */
   private readonly stopped = new AbortController();
+  /** Once closed, nothing starts on it again (the driver would open a new connection for a new statement). */
+  private closed = false;
 
   private constructor(private readonly sql: postgres.Sql) {}
 
@@ -46,6 +48,7 @@ export class ReplicationStream {
 
   /** Makes the slot; answers its consistent point, or null when it exists already. */
   async createSlot(slot: string): Promise<number | null> {
+    if (this.closed) throw new Error('the replication session is closed');
     try {
       const [made] = await this.sql.unsafe(`CREATE_REPLICATION_SLOT ${slot} LOGICAL pgoutput NOEXPORT_SNAPSHOT`);
       return lsnNumber(String(made?.consistent_point));
@@ -58,11 +61,16 @@ export class ReplicationStream {
   /** Streams the slot's transactions committed after `from`, then `caught-up` marks whenever the server has
    *  sent everything up to a position. Ends (or throws) when the session ends. */
   async *changes(options: ReplicationOptions, from: number): AsyncGenerator<StreamItem> {
+    if (this.closed) return;
     const stream = (await this.sql
       .unsafe(
         `START_REPLICATION SLOT ${options.slot} LOGICAL ${positionText(from)} (proto_version '1', publication_names '${options.publication}', messages 'true')`,
       )
       .writable()) as unknown as NodeJS.ReadableStream & NodeJS.WritableStream;
+    if (this.closed) {
+      (stream as unknown as { destroy(): void }).destroy();
+      return;
+    }
     this.stream = stream;
     this.acked = from;
     this.received = from;
@@ -119,10 +127,12 @@ export class ReplicationStream {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.statusTimer);
     this.stopped.abort();
+    (this.stream as unknown as { destroy?(): void } | undefined)?.destroy?.();
     this.stream = undefined;
-    await this.sql.end({ timeout: 1 }).catch(() => {});
+    await this.sql.end({ timeout: 0 }).catch(() => {});
   }
 }
 
