@@ -141,6 +141,9 @@ function createFastify(deps: AppDeps, limits: ServerLimits): FastifyInstance {
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT,
     return503OnClosing: false,
+    // onReady waits for the change capture's slot on a database's first start (docs/operations.md, "Change capture"):
+    // making one waits for the transactions running then, which a busy cluster may make take more than Fastify's 10 s.
+    pluginTimeout: 60_000,
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     routerOptions: { maxParamLength: limits.maxParamLength },

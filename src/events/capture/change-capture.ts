@@ -141,8 +141,9 @@ export class LogicalCapture implements ChangeCapture {
     private readonly options: LogicalCaptureOptions,
   ) {}
 
-  /** Resolves once the slot is there (made on first use) or capture said why it cannot run, within 10 s: changes
-   *  committed after that are captured, so a server that listens only then loses none of its own writes. */
+  /** Resolves once the slot is there (made on first use) or capture said why it cannot run, within 45 s: changes
+   *  committed after that are captured, so a server that listens only then loses none of its own writes. Making the
+   *  slot waits for the write transactions running at that moment to end. */
   async start(): Promise<void> {
     let settled: () => void = () => {};
     const first = new Promise<void>((resolve) => {
@@ -151,7 +152,7 @@ export class LogicalCapture implements ChangeCapture {
     this.firstSettled = settled;
     this.loop = this.run();
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([first, new Promise((resolve) => (timer = setTimeout(resolve, 10_000)))]);
+    await Promise.race([first, new Promise((resolve) => (timer = setTimeout(resolve, 45_000)))]);
     clearTimeout(timer);
   }
 
