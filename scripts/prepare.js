@@ -3,7 +3,13 @@
 // nothing and says so, instead of failing the install: the release tarball (`npm pack`) carries dist/ already.
 // Plain JavaScript on purpose: it must run where TypeScript tools are absent.
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+
+// `npx balcao` in a checkout installs the checkout into npm's npx cache (a `file:` dependency) the first time, which
+// runs this script there: dist/ is built already (npm ci did it), and rebuilding it would take it from under the
+// processes running from it (a test suite, a server).
+if (process.env.npm_command === 'exec' && existsSync(new URL('../dist/cli/main.js', import.meta.url))) process.exit(0);
 
 const require = createRequire(import.meta.url);
 const installed = (name) => {
