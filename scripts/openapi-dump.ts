@@ -7,8 +7,8 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/infra/db/database.ts';
 
-/** The committed copy (openapi/v1.json) is made for one fixed address, not the caller's environment. */
-export const COMMIT_ENV: NodeJS.ProcessEnv = { BALCAO_PUBLIC_URL: 'http://localhost:3000' };
+/** The committed copy (openapi/v1.json) is made from no deployment's settings: its server is `/`, not an address. */
+export const COMMIT_ENV: NodeJS.ProcessEnv = { BALCAO_PUBLIC_URL: '' };
 
 /** The document as the server serves it, for the given environment (BALCAO_PUBLIC_URL…). */
 export async function buildOpenApiJson(env: NodeJS.ProcessEnv = process.env): Promise<string> {

@@ -50,6 +50,11 @@ const TEST_PROCESS_FLAGS = ['--liftoff-only', '--enable-source-maps'];
  *  timers, on the network), so more files than cores keep the cores busy; BALCAO_TEST_CONCURRENCY overrides. */
 const concurrency = Number(process.env.BALCAO_TEST_CONCURRENCY) || Math.max(2, os.availableParallelism() * 2);
 
+/** The longest a test file may run (the slowest takes under two minutes on a loaded 2-core machine). Past it the
+ *  runner ends the file's process and fails it by name: a hang is a failure that says where, not a run that
+ *  never ends. BALCAO_TEST_FILE_TIMEOUT_MS overrides. */
+const fileTimeoutMs = Number(process.env.BALCAO_TEST_FILE_TIMEOUT_MS) || 600_000;
+
 function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: root, stdio: 'inherit', env });
@@ -94,6 +99,7 @@ try {
           ...TEST_PROCESS_FLAGS,
           '--test',
           `--test-concurrency=${concurrency}`,
+          `--test-timeout=${fileTimeoutMs}`,
           '--test-reporter=spec',
           '--test-reporter-destination=stdout',
           '--test-reporter=./scripts/slowest-files.mjs',

@@ -10,6 +10,9 @@ export interface Config {
   readonly host: string;
   readonly keyBrand: string;
   readonly publicUrl: string;
+  /** The description's server: BALCAO_PUBLIC_URL when set, else `/` (wherever the description is served from), so
+   *  neither a proxied deployment nor the committed description names an address that is not theirs. */
+  readonly descriptionServerUrl: string;
   readonly errorsUrl: string;
   /** Fastify trustProxy value: false, true, or a list of IPs/CIDRs. */
   readonly trustProxy: boolean | string[];
@@ -91,6 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST || '127.0.0.1',
     keyBrand: brand,
     publicUrl,
+    descriptionServerUrl: env.BALCAO_PUBLIC_URL ? publicUrl : '/',
     errorsUrl,
     trustProxy: parseTrustProxy(env.BALCAO_TRUST_PROXY),
     logLevel: env.LOG_LEVEL || 'info',

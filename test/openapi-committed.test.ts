@@ -16,6 +16,9 @@ test('openapi/v1.json is the description the server serves (after a change: npm 
     const served = await s.request('GET', '/v1/openapi.json');
     assert.equal(served.status, 200);
     assert.deepEqual(served.body, committed(), 'openapi/v1.json is stale: run `npm run openapi:commit`');
+    // No deployment's address: the server is wherever the description is read from.
+    assert.deepEqual(committed().servers, [{ url: '/', description: 'This deployment' }]);
+    assert.doesNotMatch(JSON.stringify(committed()), /localhost|127\.0\.0\.1/);
   } finally {
     await s.close();
   }

@@ -11,7 +11,7 @@ import { openTestDatabase, startTestServer, type TestServer } from './helpers/ha
 import { until } from './helpers/poll.ts';
 import { captured } from './helpers/captured.ts';
 import { startReceiver } from './helpers/webhook-receiver.ts';
-import { item, writer } from './helpers/write-fixtures.ts';
+import { writer } from './helpers/write-fixtures.ts';
 
 // A generous timeout: on a busy machine a local receiver's answer can take a while; the timeout test sets its own.
 const LOCAL = { BALCAO_WEBHOOK_ALLOW_PRIVATE: '1', BALCAO_WEBHOOK_RETRY_SCHEDULE: '0.05,0.05,0.05', BALCAO_WEBHOOK_TIMEOUT_SECONDS: '5' };

@@ -49,7 +49,7 @@ async function registerSwagger(app: FastifyInstance, config: Config, resources: 
     openapi: {
       openapi: '3.1.0',
       info: documentInfo(config, resources),
-      servers: [{ url: config.publicUrl, description: 'This deployment' }],
+      servers: [{ url: config.descriptionServerUrl, description: 'This deployment' }],
     },
     stripBasePath: false,
     convertConstToEnum: false,

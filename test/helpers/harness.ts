@@ -20,6 +20,9 @@ import { Contract } from './contract.ts';
 import { distributeCitusDatabase, dropCitusDatabase, onCitus, prepareCitusDatabase } from './citus.ts';
 import { databaseUrl, migratedEmbeddedSnapshot, postgresTemplate } from './db-templates.ts';
 
+/** The longest a test request may wait for its answer (long polls wait 30 s at most). */
+const REQUEST_TIMEOUT_MS = 120_000;
+
 export interface TestServerOptions {
   env?: Record<string, string>;
   rateLimiter?: RateLimiter;
@@ -189,7 +192,10 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
         headers['content-type'] ??= 'application/json';
       }
-      const res = await fetch(url + path, { method, headers, body });
+      // Bounded: a request the server never answers fails here, naming itself, instead of holding the file forever.
+      const res = await fetch(url + path, { method, headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }).catch((err) => {
+        throw new Error(`${method} ${path}: ${err?.name === 'TimeoutError' ? `no answer within ${REQUEST_TIMEOUT_MS} ms` : err}`);
+      });
       const text = await res.text();
       let parsed: unknown;
       try {

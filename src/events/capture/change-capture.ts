@@ -47,6 +47,8 @@ export interface ChangeCapture {
 
 /** How long a feed read waits for its tenant's last write to become events before it answers anyway. */
 export const CAUGHT_UP_WAIT_MS = 2_000;
+/** How long a stop waits for the embedded capture in progress; what it leaves stays in the log for the next start. */
+const CLOSE_WAIT_MS = 10_000;
 /** Changes per capture transaction (a larger transaction of the source is never split). */
 const BATCH_CHANGES = 2_000;
 
@@ -524,8 +526,15 @@ export class OutboxCapture implements ChangeCapture {
     void this.kick();
   }
 
-  async caughtUp(): Promise<void> {
-    while (this.running) await this.running;
+  /** Waits for the capture in progress (and the ones a write started meanwhile), at most `withinMs`: a read that
+   *  follows a write sees it, and no reader waits on a capture that is stuck. */
+  async caughtUp(_tenantKey?: string, withinMs = CAUGHT_UP_WAIT_MS): Promise<void> {
+    const deadline = Date.now() + withinMs;
+    while (this.running && Date.now() < deadline) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.running, new Promise((resolve) => (timer = setTimeout(resolve, deadline - Date.now())))]);
+      clearTimeout(timer);
+    }
   }
 
   async status(): Promise<CaptureStatus> {
@@ -542,7 +551,7 @@ export class OutboxCapture implements ChangeCapture {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
-    await this.caughtUp();
+    await this.caughtUp(undefined, CLOSE_WAIT_MS);
     this.closed = true;
   }
 }
