@@ -1,5 +1,5 @@
-// What a process believes of accounts to spare a write some work (no webhook endpoint: no fan-out; a sale
-// counter seen: no rare paths), checked by the write's own statement. A statement that relied on a belief
+// What a process believes of accounts to spare a write some work (a sale counter seen: no rare paths), checked
+// by the write's own statement. A statement that relied on a belief
 // divides by zero when its check finds it wrong (SQLSTATE 22012): nothing of the write commits, the belief is
 // dropped, and the engine runs the write again taking nothing for granted (`WriteMustRunAgain`).
 import { sqlState } from '../errors/database-errors.ts';

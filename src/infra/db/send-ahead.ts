@@ -14,8 +14,8 @@ export type FailureMeaning = (err: unknown) => unknown;
 export const asItIs: FailureMeaning = (err) => err;
 
 /**
- * The meanings of a statement's failure, each told of it: a statement relying on several beliefs (the fan-out's, a
- * sale counter's) cannot say which check failed, so every belief it relied on is dropped; the first meaning that
+ * The meanings of a statement's failure, each told of it: a statement relying on several beliefs (a sale counter's,
+ * say) cannot say which check failed, so every belief it relied on is dropped; the first meaning that
  * makes something of the failure answers.
  */
 export function everyMeaning(meanings: readonly FailureMeaning[]): FailureMeaning {
