@@ -73,6 +73,14 @@ async function captureBatch(
   });
 }
 
+/** How far the slot's consumer has acknowledged (its confirmed position), or undefined when there is no such slot. */
+async function slotConfirmed(db: Db, slot: string): Promise<number | undefined> {
+  const { rows } = await sql<{
+    at: string | null;
+  }>`SELECT (confirmed_flush_lsn - '0/0')::text AS at FROM pg_replication_slots WHERE slot_name = ${slot}`.execute(db);
+  return rows[0]?.at == null ? undefined : Number(rows[0].at);
+}
+
 /** Another capturer moved the position: this one's view is stale, and it starts over from the table. */
 class CaptureOvertaken extends Error {
   constructor(source: string) {
@@ -253,10 +261,7 @@ export class LogicalCapture implements ChangeCapture {
     }
     if (position === undefined) {
       // The slot was made by a capturer that stopped before recording where it starts: start where the slot is.
-      const { rows } = await sql<{
-        at: string;
-      }>`SELECT (confirmed_flush_lsn - '0/0')::text AS at FROM pg_replication_slots WHERE slot_name = ${this.slot}`.execute(this.db);
-      await sql`INSERT INTO capture_progress (source, position) VALUES (${this.slot}, ${Number(rows[0]?.at ?? 0)}) ON CONFLICT (source) DO NOTHING`.execute(
+      await sql`INSERT INTO capture_progress (source, position) VALUES (${this.slot}, ${(await slotConfirmed(this.db, this.slot)) ?? 0}) ON CONFLICT (source) DO NOTHING`.execute(
         this.db,
       );
       position = (await readPosition(this.db, this.slot)) ?? 0;
@@ -360,10 +365,7 @@ export class LogicalCapture implements ChangeCapture {
     // Another instance captures: the slot's confirmed position says how far it got.
     const deadline = Date.now() + CAUGHT_UP_WAIT_MS;
     while (Date.now() < deadline && !this.closed) {
-      const { rows } = await sql<{
-        at: string | null;
-      }>`SELECT (confirmed_flush_lsn - '0/0')::text AS at FROM pg_replication_slots WHERE slot_name = ${this.slot}`.execute(this.db);
-      const at = Number(rows[0]?.at ?? 0);
+      const at = (await slotConfirmed(this.db, this.slot)) ?? 0;
       if (at >= position) {
         this.advance(at);
         return;
@@ -573,10 +575,9 @@ export async function capturedUpToNow(database: Pick<Database, 'db' | 'engine'>,
   const { rows } = await sql<{ at: string }>`SELECT (pg_current_wal_lsn() - '0/0')::text AS at`.execute(database.db);
   const target = Number(rows[0]?.at ?? 0);
   const deadline = Date.now() + withinMs;
+  const slot = slotNameFor((await currentDatabase(database.db)) ?? '');
   for (;;) {
-    const slot = await sql<{ at: string | null }>`SELECT (confirmed_flush_lsn - '0/0')::text AS at FROM pg_replication_slots
-      WHERE database = current_database() AND slot_name = ${slotNameFor((await currentDatabase(database.db)) ?? '')}`.execute(database.db);
-    if (Number(slot.rows[0]?.at ?? 0) >= target) return true;
+    if (((await slotConfirmed(database.db, slot)) ?? 0) >= target) return true;
     if (Date.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
