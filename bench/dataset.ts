@@ -12,7 +12,7 @@ import { createKey } from '../src/accounts/key-repository.ts';
 import { MODULES } from '../src/domain/modules.ts';
 import { importObject } from '../src/import/stream-import.ts';
 import { type Database, openDatabase } from '../src/infra/db/database.ts';
-import { prepareDatabase } from '../src/events/capture/setup.ts';
+import { IMPORT_ORIGIN, prepareDatabase } from '../src/events/capture/setup.ts';
 
 export interface Dataset {
   customers: number;
@@ -47,10 +47,14 @@ async function forgetEarlierWrites(url: string, loadedAt: string): Promise<numbe
   const database = await openDatabase({ databaseUrl: url, dataDir: 'memory://' });
   try {
     let removed = 0;
-    for (const table of WRITTEN_TABLES) {
-      const result = await sql`DELETE FROM ${sql.table(table)} WHERE created_at > ${loadedAt}`.execute(database.db);
-      removed += Number(result.numAffectedRows ?? 0);
-    }
+    // Marked as an import: the change capture passes over these deletions, which are no account's changes.
+    await database.db.transaction().execute(async (trx) => {
+      await sql`SELECT balcao_mark_origin(${IMPORT_ORIGIN})`.execute(trx);
+      for (const table of WRITTEN_TABLES) {
+        const result = await sql`DELETE FROM ${sql.table(table)} WHERE created_at > ${loadedAt}`.execute(trx);
+        removed += Number(result.numAffectedRows ?? 0);
+      }
+    });
     if (removed > 0) await sql.raw(`VACUUM ANALYZE ${WRITTEN_TABLES.join(', ')}`).execute(database.db);
     return removed;
   } finally {

@@ -13,7 +13,7 @@ import type { CapturedTransaction } from './captured.ts';
 import { eventsOf } from './change-events.ts';
 import { EventClock, latestEventUs, type Recorded, recordEvents } from './record-events.ts';
 import { ReplicationStream, slotNameFor } from './replication-stream.ts';
-import { ORIGIN_PREFIX, PUBLICATION } from './setup.ts';
+import { IMPORT_ORIGIN, ORIGIN_PREFIX, PUBLICATION } from './setup.ts';
 
 export type CaptureState = 'starting' | 'capturing' | 'standby' | 'lost' | 'misconfigured' | 'failing' | 'stopped';
 
@@ -238,6 +238,7 @@ export class LogicalCapture implements ChangeCapture {
       slot: this.slot,
       publication: PUBLICATION,
       originPrefix: ORIGIN_PREFIX,
+      skippedOrigin: IMPORT_ORIGIN,
       connectTimeoutSeconds: 5,
     });
     if (slots.length === 0) {
@@ -319,6 +320,7 @@ export class LogicalCapture implements ChangeCapture {
       slot: this.slot,
       publication: PUBLICATION,
       originPrefix: ORIGIN_PREFIX,
+      skippedOrigin: IMPORT_ORIGIN,
       connectTimeoutSeconds: 5,
     };
     for await (const item of stream.changes(options, from)) {

@@ -72,7 +72,12 @@ export class PgOutputReader {
   private readonly relations = new Map<number, Relation>();
   private open: CapturedTransaction | undefined;
 
-  constructor(private readonly originPrefix: string) {}
+  /** `skippedOrigin`: the changes of a transaction that says this of itself before them are passed over undecoded
+   *  (an import of a million rows is neither decoded nor held in memory; its transaction still ends the usual way). */
+  constructor(
+    private readonly originPrefix: string,
+    private readonly skippedOrigin?: string,
+  ) {}
 
   /** Reads one message; answers the transaction it completes (at its Commit), else undefined. */
   read(msg: Buffer): CapturedTransaction | undefined {
@@ -128,6 +133,7 @@ export class PgOutputReader {
   private change(msg: Buffer, op: 'insert' | 'update' | 'delete'): void {
     const relation = this.relations.get(msg.readUInt32BE(1));
     if (!relation || !this.open) return;
+    if (this.skippedOrigin !== undefined && this.open.origin === this.skippedOrigin) return;
     let at = 5;
     let old: RowImage | null = null;
     let next: RowImage | null = null;

@@ -13,6 +13,8 @@ export interface ReplicationOptions {
   slot: string;
   publication: string;
   originPrefix: string;
+  /** A transaction marked with this origin before its changes has them skipped, not decoded (an import's rows). */
+  skippedOrigin?: string;
   connectTimeoutSeconds: number;
 }
 
@@ -74,7 +76,7 @@ export class ReplicationStream {
     this.stream = stream;
     this.acked = from;
     this.received = from;
-    const reader = new PgOutputReader(options.originPrefix);
+    const reader = new PgOutputReader(options.originPrefix, options.skippedOrigin);
     // The server ends a session that says nothing for wal_sender_timeout (60 s by default).
     this.statusTimer = setInterval(() => this.sendStatus(false), 5_000);
     this.statusTimer.unref();
