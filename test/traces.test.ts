@@ -214,6 +214,7 @@ describe('traces over http/json', () => {
     const line = await until('the request’s log line is written', () =>
       logs.lines().find((l) => l.msg === 'request' && l.reqId === 'traced-request-1'),
     );
+    assert.ok(line);
     assert.equal(line.trace_id, traceId);
   });
 
@@ -223,6 +224,7 @@ describe('traces over http/json', () => {
     const res = await s.request('GET', `/v1/customers/${id}`, { key, headers: { 'x-request-id': 'traced-request-2' } });
     assert.equal(res.status, 200);
     const line = await until('the GET’s log line is written', () => logs.lines().find((l) => l.reqId === 'traced-request-2'));
+    assert.ok(line);
     assert.match(String(line.trace_id), /^[0-9a-f]{32}$/);
     const spans = await traceOf(String(line.trace_id), 'GET /v1/customers/:id');
     const server = spans.find((span) => span.kind === SERVER) as ExportedSpan;
