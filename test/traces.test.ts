@@ -142,7 +142,10 @@ describe('traces over http/json', () => {
     const made = await s.createAccountWithKey();
     key = made.key;
     accountId = made.account.id;
-    const endpoint = await s.request('POST', '/v1/webhook-endpoints', { key, body: { url: receiver.url, enabled_events: ['customer.created'] } });
+    const endpoint = await s.request('POST', '/v1/webhook-endpoints', {
+      key,
+      body: { url: receiver.url, enabled_events: ['customer.created'] },
+    });
     assert.equal(endpoint.status, 201, endpoint.text);
     secret = endpoint.body.data.secret;
   });
@@ -323,7 +326,10 @@ describe('traces over http/protobuf', () => {
       const endpoint = await s.request('POST', '/v1/webhook-endpoints', { key, body: { url: receiver.url, enabled_events: ['*'] } });
       assert.equal(endpoint.status, 201, endpoint.text);
       const traceparent = `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
-      assert.equal((await s.request('POST', '/v1/customers', { key, body: { full_name: 'Untraced', phone: '1' }, headers: { traceparent } })).status, 201);
+      assert.equal(
+        (await s.request('POST', '/v1/customers', { key, body: { full_name: 'Untraced', phone: '1' }, headers: { traceparent } })).status,
+        201,
+      );
       await receiver.until((received) => received.length > 0);
       assert.equal(receiver.received[0]?.headers.traceparent, undefined);
       assert.equal(s.app.tracing, undefined);
