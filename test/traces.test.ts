@@ -9,6 +9,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { until } from './helpers/poll.ts';
+import { scratchWithKey, send, spawnServe } from './helpers/serve-process.ts';
 import { startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
 
 interface Export {
@@ -340,6 +341,42 @@ describe('traces over http/protobuf', () => {
     } finally {
       await s.close();
       await receiver.close();
+      await collector.close();
+    }
+  });
+});
+
+describe('traces of `balcao serve`', () => {
+  it('a graceful stop sends the spans still waiting in the batch before the process exits', async () => {
+    const collector = await startCollector();
+    const scratch = await scratchWithKey();
+    try {
+      // A batch sent only every 10 minutes: what arrives was sent by the stop.
+      const served = await spawnServe({ ...scratch.env, ...tracingEnv(collector.url, 'http/json'), OTEL_BSP_SCHEDULE_DELAY: '600000' });
+      const traceId = randomBytes(16).toString('hex');
+      const answer = await send(served.url, 'GET', '/v1/me', {
+        key: scratch.key,
+        headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+      });
+      assert.equal(answer.status, 200, answer.text);
+      served.child.kill('SIGTERM');
+      assert.equal(await served.exited, 0, served.logs());
+      const spans = spansOf(collector.exports).filter((span) => span.traceId === traceId);
+      assert.ok(
+        spans.some((span) => span.kind === SERVER && span.name === 'GET /v1/me'),
+        `the request's server span was sent on stop; got ${spans.map((x) => x.name).join(', ')}`,
+      );
+      assert.equal(spans.find((span) => span.kind === SERVER)?.service, 'balcao', 'service.name defaults to balcao');
+      const line = served
+        .logs()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l))
+        .find((l) => l.msg === 'request');
+      assert.equal(line?.trace_id, traceId, 'the served log line carries the trace id');
+      assert.ok(!collector.exports.some((e) => e.body.includes(scratch.key)), 'the key is in an exported span');
+    } finally {
+      await scratch.cleanup();
       await collector.close();
     }
   });
