@@ -453,9 +453,14 @@ async function tracesScenarios(
   targets: { read: Target; write: Target },
 ): Promise<Record<string, Awaited<ReturnType<typeof paired>>>> {
   const results: Record<string, Awaited<ReturnType<typeof paired>>> = {};
-  if (ONLY && !ONLY.some((word) => 'traces'.includes(word) || word === 'traces')) return results;
   const baselineRef = process.env.BENCH_TRACES_BASELINE;
-  const baseline = baselineRef ? await buildCheckout(baselineRef) : undefined;
+  const titles = {
+    off: `traces off (the default) against ${baselineRef ? `before traces (${baselineRef})` : 'OTEL_TRACES_EXPORTER=none'}: first page`,
+    onRead: 'traces on, 100% sampled, exported to a sink on loopback, against off: first page',
+    onWrite: 'traces on, 100% sampled, against off: POST /v1/sales with 10 items',
+  };
+  if (ONLY && !Object.values(titles).some((title) => ONLY.some((word) => title.includes(word)))) return results;
+  const baseline = baselineRef && (!ONLY || ONLY.some((word) => titles.off.includes(word))) ? await buildCheckout(baselineRef) : undefined;
   const sink = await startTraceSink();
   try {
     const off = () => startBalcao(pgUrl);
@@ -472,25 +477,11 @@ async function tracesScenarios(
           OTEL_TRACES_SAMPLER: 'always_on',
         },
       });
-    results.tracesOff = await paired(
-      `traces off (the default) against ${beforeLabel}: first page`,
-      ['traces off', off, targets.read],
-      [beforeLabel, before, targets.read],
-      pgPids,
-    );
-    results.tracesOnRead = await paired(
-      'traces on, 100% sampled, exported to a sink on loopback, against off: first page',
-      ['traces on', on, targets.read],
-      ['traces off', off, targets.read],
-      pgPids,
-    );
-    results.tracesOnWrite = await paired(
-      'traces on, 100% sampled, against off: POST /v1/sales with 10 items',
-      ['traces on', on, targets.write],
-      ['traces off', off, targets.write],
-      pgPids,
-      { alone: true },
-    );
+    results.tracesOff = await paired(titles.off, ['traces off', off, targets.read], [beforeLabel, before, targets.read], pgPids);
+    results.tracesOnRead = await paired(titles.onRead, ['traces on', on, targets.read], ['traces off', off, targets.read], pgPids);
+    results.tracesOnWrite = await paired(titles.onWrite, ['traces on', on, targets.write], ['traces off', off, targets.write], pgPids, {
+      alone: true,
+    });
     console.log(`  the sink received ${await sink.received()} exports`);
   } finally {
     await sink.stop();

@@ -7,7 +7,9 @@ import {
   type Attributes,
   context,
   createContextKey,
+  DiagLogLevel,
   defaultTextMapSetter,
+  diag,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
@@ -17,7 +19,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { setGlobalErrorHandler, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
@@ -61,6 +63,27 @@ function ensureContextManager(): void {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 }
 
+/** How often the SDK's own troubles (an export failed: the collector is away) may reach the log. */
+const SDK_WARNING_EVERY_MS = 60_000;
+
+/** The SDK's failures as warnings of the app's log, at most one a minute: a collector that is away costs dropped
+ *  spans and a line now and then, never a request. The SDK's handlers are the process's: the last app's log wins. */
+function reportSdkTroubles(log: FastifyBaseLogger): void {
+  let lastAt = 0;
+  const warn = (message: unknown) => {
+    const now = Date.now();
+    if (now - lastAt < SDK_WARNING_EVERY_MS) return;
+    lastAt = now;
+    log.warn({ cause: String((message as Error | null)?.message ?? message).slice(0, 300) }, 'traces: spans were not exported');
+  };
+  setGlobalErrorHandler(warn);
+  const quiet = () => {};
+  diag.setLogger(
+    { error: warn, warn, info: quiet, debug: quiet, verbose: quiet },
+    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+  );
+}
+
 function samplerOf(config: TracesConfig): Sampler {
   const ratio = new TraceIdRatioBasedSampler(config.samplerRatio);
   switch (config.sampler) {
@@ -87,6 +110,7 @@ function exporterOf(config: TracesConfig) {
 
 export function createTracing(config: TracesConfig, log: FastifyBaseLogger): { tracing: Tracing; statements: StatementTracer } {
   ensureContextManager();
+  reportSdkTroubles(log);
   const detected = detectResources({ detectors: [envDetector] });
   const serviceName = config.serviceName ?? (detected.attributes[ATTR_SERVICE_NAME] as string | undefined) ?? 'balcao';
   const provider = new NodeTracerProvider({
