@@ -9,6 +9,9 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { until } from './helpers/poll.ts';
+import { createRateLimiter } from '../src/http/rate-limit.ts';
+import { recordingLogger } from './helpers/recording-logger.ts';
+import { startTestRedis } from './helpers/redis-server.ts';
 import { scratchWithKey, send, spawnServe } from './helpers/serve-process.ts';
 import { startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
 
@@ -378,6 +381,47 @@ describe('traces of `balcao serve`', () => {
     } finally {
       await scratch.cleanup();
       await collector.close();
+    }
+  });
+});
+
+describe('traces of the Redis rate-limit store', () => {
+  it('a charge counted in Redis is a span saying so; a refusal is its outcome, not an error', async () => {
+    const redis = await startTestRedis();
+    const collector = await startCollector();
+    // One clock for the server and its limiter: both requests fall in the same minute.
+    const at = Date.UTC(2031, 4, 6, 12, 0, 30);
+    const now = () => at;
+    const s = await startTestServer({
+      env: tracingEnv(collector.url, 'http/json'),
+      now,
+      rateLimiter: createRateLimiter({ redisUrl: redis.url, keyPrefix: redis.newPrefix(), now, logger: recordingLogger().logger }),
+    });
+    try {
+      const { key } = await s.createAccountWithKey({ rateLimits: { requests_per_minute_read: 1 } });
+      const traces = [randomBytes(16).toString('hex'), randomBytes(16).toString('hex')];
+      const statuses: number[] = [];
+      for (const traceId of traces) {
+        const headers = { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+        statuses.push((await s.request('GET', '/v1/me', { key, headers })).status);
+      }
+      assert.deepEqual(statuses, [200, 429]);
+      const [allowed, refused] = await Promise.all(
+        traces.map((traceId) =>
+          until(
+            `the rate-limit span of trace ${traceId} is exported`,
+            () => spansOf(collector.exports).find((span) => span.traceId === traceId && span.name === 'rate-limit'),
+          ),
+        ),
+      );
+      assert.equal(allowed?.attributes['balcao.rate_limit.store'], 'redis');
+      assert.equal(allowed?.attributes['balcao.rate_limit.outcome'], 'allowed');
+      assert.equal(refused?.attributes['balcao.rate_limit.outcome'], 'refused');
+      assert.notEqual(refused?.status.code, 2, 'a refusal does not mark the span as failed');
+    } finally {
+      await s.close();
+      await collector.close();
+      await redis.close();
     }
   });
 });

@@ -43,8 +43,10 @@ export function traceRequests(app: FastifyInstance, tracing: Tracing): void {
 
 /** `limiter` with a span around each call to its store: which store, which kind of charge, allowed or refused. */
 export function tracedRateLimiter(limiter: RateLimiter, tracing: Tracing): RateLimiter {
+  // Which store is chosen once, when the limiter is made (a Redis store that fails open still counts as redis).
+  const store = limiter.status().store;
   const attributes = (operation: string, subject: string) => ({
-    'balcao.rate_limit.store': limiter.status().store,
+    'balcao.rate_limit.store': store,
     'balcao.rate_limit.operation': operation,
     'balcao.rate_limit.subject': subject,
   });

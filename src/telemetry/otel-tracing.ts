@@ -216,6 +216,48 @@ export function markFailed(span: Span, err: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR });
 }
 
+const MAIN_KEYWORDS = new Set(['select', 'insert', 'update', 'delete', 'merge', 'values']);
+const TABLE_KEYWORDS = new Set(['from', 'into', 'update']);
+
+/**
+ * The statement's kind and first table, read outside every parenthesis: `with … as (…) insert into sales …` is an
+ * INSERT of sales, and `extract(epoch from at)` names no table. Anything else (BEGIN, SET, COMMIT) is its first word.
+ */
+function mainClause(text: string): { operation: string; table: string | undefined } {
+  let depth = 0;
+  let operation: string | undefined;
+  let first: string | undefined;
+  /** The keyword a table name may follow next (`from`, `into`, `update`), or none. */
+  let before: string | undefined;
+  const words = /"[^"]*"|[a-z_][\w.]*|[()]/gi;
+  for (let match = words.exec(text); match; match = words.exec(text)) {
+    const word = match[0];
+    if (word === '(') depth += 1;
+    else if (word === ')') depth = Math.max(0, depth - 1);
+    if (depth > 0 || word === ')') {
+      before = undefined;
+      continue;
+    }
+    const lower = word.toLowerCase();
+    first ??= lower;
+    if (before) {
+      if (lower === 'only') continue;
+      // After FROM, a function (`from unnest(…)`) is no table; after INTO, the parenthesis is the column list.
+      const call = before === 'from' && text.slice(words.lastIndex).trimStart().startsWith('(');
+      if (!call && !MAIN_KEYWORDS.has(lower)) return { operation: operation as string, table: word.replace(/"/g, '') };
+      before = undefined;
+      continue;
+    }
+    if (!operation && MAIN_KEYWORDS.has(lower)) {
+      operation = lower === 'values' ? 'SELECT' : lower.toUpperCase();
+      if (lower === 'update') before = lower;
+      continue;
+    }
+    if (operation && TABLE_KEYWORDS.has(lower)) before = lower;
+  }
+  return { operation: operation ?? first?.toUpperCase() ?? 'SQL', table: undefined };
+}
+
 interface StatementShape {
   name: string;
   attributes: Attributes;
@@ -228,7 +270,7 @@ const MAX_STATEMENT_CHARS = 4_096;
 
 /** The statement's span name (`SELECT customers`) and attributes: its text with parameters as placeholders, as
  *  Kysely compiled it, and any quoted literal replaced by `?` in case a value was ever written into the text. */
-function statementShape(sqlText: string): StatementShape {
+export function statementShape(sqlText: string): StatementShape {
   let shape = shapes.get(sqlText);
   if (shape) return shape;
   if (shapes.size >= MAX_SHAPES) shapes.clear();
@@ -237,9 +279,7 @@ function statementShape(sqlText: string): StatementShape {
     .replace(/\s+/g, ' ')
     .trim()
     .slice(0, MAX_STATEMENT_CHARS);
-  const first = /^\(?\s*([a-z]+)/i.exec(text)?.[1]?.toUpperCase() ?? 'SQL';
-  const operation = first === 'WITH' ? (/\b(insert|update|delete)\b/i.exec(text)?.[1]?.toUpperCase() ?? 'SELECT') : first;
-  const table = /\b(?:from|into|update|join)\s+("[^"]+"|[a-z_][\w.]*)/i.exec(text)?.[1]?.replace(/"/g, '');
+  const { operation, table } = mainClause(text);
   const attributes: Attributes = {
     'db.system': 'postgresql',
     'db.system.name': 'postgresql',
