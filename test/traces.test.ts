@@ -408,9 +408,8 @@ describe('traces of the Redis rate-limit store', () => {
       assert.deepEqual(statuses, [200, 429]);
       const [allowed, refused] = await Promise.all(
         traces.map((traceId) =>
-          until(
-            `the rate-limit span of trace ${traceId} is exported`,
-            () => spansOf(collector.exports).find((span) => span.traceId === traceId && span.name === 'rate-limit'),
+          until(`the rate-limit span of trace ${traceId} is exported`, () =>
+            spansOf(collector.exports).find((span) => span.traceId === traceId && span.name === 'rate-limit'),
           ),
         ),
       );
