@@ -6,7 +6,9 @@
 // BENCH_WARMUP (seconds of load on each freshly started server before its round: 8),
 // BENCH_CONNECTIONS (50), BENCH_DIR (where the loaded cluster is kept; reused when the size matches),
 // BENCH_ONLY (comma list: only the scenarios whose title contains one of these words run),
-// BENCH_LOADGEN (wrk or autocannon; wrk when it is installed), BENCH_WRK_THREADS (1).
+// BENCH_LOADGEN (wrk or autocannon; wrk when it is installed), BENCH_WRK_THREADS (1),
+// BENCH_TRACES_BASELINE (a git ref, e.g. the commit before traces: the "traces off" scenario is paired with a
+// build of it, made in a temporary folder; unset: with OTEL_TRACES_EXPORTER=none, the other way to say off).
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -91,15 +93,27 @@ const stopChild = (child: ChildProcess) =>
     child.kill('SIGTERM');
   });
 
-async function startBalcao(databaseUrl: string, extra: { redisUrl?: string; workers?: number; logLevel?: string } = {}): Promise<Server> {
+interface BalcaoOptions {
+  redisUrl?: string;
+  workers?: number;
+  logLevel?: string;
+  /** More environment (the OTEL_* variables of the traces scenarios). */
+  env?: Record<string, string>;
+  /** Another build's checkout (the traces baseline): its bin/balcao.js serves. */
+  checkout?: string;
+}
+
+async function startBalcao(databaseUrl: string, extra: BalcaoOptions = {}): Promise<Server> {
   const env = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1' } as Record<string, string>;
   delete env.REDIS_URL;
   delete env.LOG_LEVEL; // the default level, as served
+  for (const name of Object.keys(env)) if (name.startsWith('OTEL_')) delete env[name]; // traces off, as by default
   if (extra.redisUrl) env.REDIS_URL = extra.redisUrl;
   if (extra.logLevel) env.LOG_LEVEL = extra.logLevel;
+  Object.assign(env, extra.env);
   const args = [
     ...LAUNCHER_FLAGS,
-    path.join(root, 'bin/balcao.js'),
+    path.join(extra.checkout ?? root, 'bin/balcao.js'),
     'serve',
     '--json',
     ...(extra.workers ? ['--workers', String(extra.workers)] : []),
@@ -390,6 +404,92 @@ async function paired(title: string, a: Side, b: Side, pgPids: () => number[], o
   return { a: sa, b: sb, ratio };
 }
 
+/**
+ * An OTLP/HTTP receiver that keeps nothing (a collector's cheapest stand-in): a process of its own on loopback,
+ * so that what it spends is not counted as Balcão's nor slows the load generator.
+ */
+async function startTraceSink(): Promise<{ url: string; received: () => Promise<number>; stop(): Promise<void> }> {
+  const code = `
+    const http = require('node:http');
+    let exports = 0, bytes = 0;
+    const server = http.createServer((req, res) => {
+      req.on('data', (c) => { bytes += c.length; });
+      req.on('end', () => {
+        if (req.url === '/stats') return res.end(JSON.stringify({ exports, bytes }));
+        exports += 1;
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      });
+    });
+    server.listen(0, '127.0.0.1', () => console.log(server.address().port));`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const port = await waitForLine(child, 'trace sink');
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    received: async () => ((await (await fetch(`${url}/stats`)).json()) as { exports: number }).exports,
+    stop: () => stopChild(child),
+  };
+}
+
+/** A build of `ref` in a temporary folder, over this checkout's node_modules: the baseline of the traces-off scenario. */
+async function buildCheckout(ref: string): Promise<{ dir: string; remove(): void }> {
+  const { execFileSync } = await import('node:child_process');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-bench-baseline-'));
+  const archive = execFileSync('git', ['archive', '--format=tar', ref], { cwd: root, maxBuffer: 1 << 30 });
+  execFileSync('tar', ['-x', '-C', dir], { input: archive });
+  fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
+  execFileSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { cwd: dir, stdio: 'inherit' });
+  return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Traces (docs/operations.md, "Traces"): off must cost what no traces cost (a build of BENCH_TRACES_BASELINE,
+ * else OTEL_TRACES_EXPORTER=none); on, every request sampled and exported over http/protobuf to a sink on
+ * loopback, shows what traces cost. Both on the first page and on the sale (a write: more statements per request).
+ */
+async function tracesScenarios(
+  pgUrl: string,
+  pgPids: () => number[],
+  targets: { read: Target; write: Target },
+): Promise<Record<string, Awaited<ReturnType<typeof paired>>>> {
+  const results: Record<string, Awaited<ReturnType<typeof paired>>> = {};
+  const baselineRef = process.env.BENCH_TRACES_BASELINE;
+  const titles = {
+    off: `traces off (the default) against ${baselineRef ? `before traces (${baselineRef})` : 'OTEL_TRACES_EXPORTER=none'}: first page`,
+    onRead: 'traces on, 100% sampled, exported to a sink on loopback, against off: first page',
+    onWrite: 'traces on, 100% sampled, against off: POST /v1/sales with 10 items',
+  };
+  if (ONLY && !Object.values(titles).some((title) => ONLY.some((word) => title.includes(word)))) return results;
+  const baseline = baselineRef && (!ONLY || ONLY.some((word) => titles.off.includes(word))) ? await buildCheckout(baselineRef) : undefined;
+  const sink = await startTraceSink();
+  try {
+    const off = () => startBalcao(pgUrl);
+    const before = baseline
+      ? () => startBalcao(pgUrl, { checkout: baseline.dir })
+      : () => startBalcao(pgUrl, { env: { OTEL_TRACES_EXPORTER: 'none' } });
+    const beforeLabel = baseline ? `before traces (${baselineRef})` : 'OTEL_TRACES_EXPORTER=none';
+    const on = () =>
+      startBalcao(pgUrl, {
+        env: {
+          OTEL_TRACES_EXPORTER: 'otlp',
+          OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+          OTEL_TRACES_SAMPLER: 'always_on',
+        },
+      });
+    results.tracesOff = await paired(titles.off, ['traces off', off, targets.read], [beforeLabel, before, targets.read], pgPids);
+    results.tracesOnRead = await paired(titles.onRead, ['traces on', on, targets.read], ['traces off', off, targets.read], pgPids);
+    results.tracesOnWrite = await paired(titles.onWrite, ['traces on', on, targets.write], ['traces off', off, targets.write], pgPids, {
+      alone: true,
+    });
+    console.log(`  the sink received ${await sink.received()} exports`);
+  } finally {
+    await sink.stop();
+    baseline?.remove();
+  }
+  return results;
+}
+
 const started = performance.now();
 console.log(
   `bench: ${CUSTOMERS.toLocaleString('en')} customers, ${PAIRS} pairs of ${SECONDS} s rounds, ${CONNECTIONS} connections from ${LOADGEN === 'wrk' ? `wrk (${WRK_THREADS} thread${WRK_THREADS > 1 ? 's' : ''})` : 'autocannon'}, ${os.cpus().length} CPUs`,
@@ -501,6 +601,14 @@ try {
     pgPids,
   );
 
+  Object.assign(
+    results,
+    await tracesScenarios(pg.url, pgPids, {
+      read: { path: '/v1/customers?limit=20', headers: read },
+      write: { path: '/v1/sales', method: 'POST', headers: write, body: saleBody, idempotent: true },
+    }),
+  );
+
   const rss = Math.max(...Object.values(results).map((r) => r.a.rss));
   const first = results['first page']!;
   const deep = Object.entries(results).find(([k]) => k.startsWith('page '))![1];
@@ -538,6 +646,20 @@ try {
     );
   }
   console.log(`  RSS per worker under load      ${rss.toFixed(0)} MB (≤ 150: ${check(rss <= 150)})`);
+  if (ran('tracesOff'))
+    console.log(
+      `  traces off ÷ without           ${results.tracesOff!.ratio.toFixed(2)}× (≥ 0.97, equal within noise: ${check(results.tracesOff!.ratio >= 0.97)})`,
+    );
+  for (const [key, label] of [
+    ['tracesOnRead', 'traces on ÷ off, first page'],
+    ['tracesOnWrite', 'traces on ÷ off, POST sale'],
+  ] as const)
+    if (ran(key)) {
+      const r = results[key]!;
+      console.log(
+        `  ${label.padEnd(30)} ${r.ratio.toFixed(2)}× req/s; CPU per request ${(r.a.nodeCpuMs / Math.max(r.b.nodeCpuMs, 1e-9)).toFixed(2)}× (node), p99 ${(r.a.p99 / Math.max(r.b.p99, 1e-9)).toFixed(2)}×`,
+      );
+    }
   if (ran('workers'))
     console.log(`  2 workers ÷ 1                  ${results.workers!.ratio.toFixed(2)}× (≥ 1.5: ${check(results.workers!.ratio >= 1.5)})`);
   console.log(`\nbench finished in ${((performance.now() - started) / 1000).toFixed(0)} s`);

@@ -32,6 +32,8 @@ import { registerBatchRoute } from './resources/batch.ts';
 import { type ChangeCapture, changeCapture } from './events/capture/change-capture.ts';
 import { originMarker } from './events/write-origin.ts';
 import { registerEvents } from './webhooks/register.ts';
+import { startTracing, type Tracing } from './telemetry/tracing.ts';
+import { traceRequests, tracedRateLimiter } from './http/request-tracing.ts';
 import './http/context.ts';
 
 export interface AppDeps {
@@ -85,8 +87,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, database } = deps;
   const limits: ServerLimits = { ...SERVER_LIMITS, ...deps.serverLimits };
   const app = createFastify(deps, limits);
-  const rateLimiter = deps.rateLimiter ?? createRateLimiter({ redisUrl: config.redisUrl, now: deps.now, logger: app.log });
+  // Traces (OTEL_TRACES_EXPORTER=otlp): the SDK is loaded only then; off, nothing of it runs (telemetry/tracing.ts).
+  const tracing = config.traces ? await startTracing(config.traces, app.log) : undefined;
+  app.decorate('tracing', tracing);
+  const limiter = deps.rateLimiter ?? createRateLimiter({ redisUrl: config.redisUrl, now: deps.now, logger: app.log });
+  const rateLimiter = tracing ? tracedRateLimiter(limiter, tracing) : limiter;
   const lifecycle = addLifecycle(app);
+  if (tracing) traceRequests(app, tracing);
   app.decorateRequest('auth', null);
   app.decorateRequest('tenant', null);
   app.decorate('database', database);
@@ -193,12 +200,15 @@ function registerPipeline(
     if (request.method === 'DELETE' && isEmptyBody(request.headers)) delete request.raw.headers['content-type'];
     done();
   });
-  registerAccessLog(app);
+  registerAccessLog(app, app.tracing);
   database.reads?.setLogger((level, details, message) => app.log[level](details, message));
   // On PostgreSQL every write's commit position is noted: the feed waits for capture to pass it (and replicas).
   if (database.engine === 'postgres')
     registerReadYourWrites(app, { reads: database.reads, written: (tenant, at) => capture.written(tenant, at) });
-  app.addHook('onRequest', createAuthenticateHook({ keyCache, rateLimiter, keyBrand: config.keyBrand, now: deps.now }));
+  app.addHook(
+    'onRequest',
+    createAuthenticateHook({ keyCache, rateLimiter, keyBrand: config.keyBrand, now: deps.now, tracing: app.tracing }),
+  );
   app.addHook('onClose', async () => {
     await rateLimiter.close();
   });
@@ -216,5 +226,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     database: Database;
     routeTable: ReturnType<typeof trackRoutes>;
+    /** The app's traces; undefined when they are off (the default). */
+    tracing: Tracing | undefined;
   }
 }

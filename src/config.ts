@@ -1,6 +1,7 @@
 // Environment → one frozen, typed configuration, parsed once in the composition root.
 import path from 'node:path';
 import { isValidIpRange } from './domain/ip-allowlist.ts';
+import { parseTracesConfig, type TracesConfig } from './telemetry/traces-config.ts';
 
 export interface Config {
   readonly databaseUrl: string | undefined;
@@ -54,6 +55,8 @@ export interface Config {
   readonly readDatabaseUrls: readonly string[];
   /** A replica further behind the primary than this is skipped (BALCAO_READ_MAX_LAG_MS). */
   readonly readMaxLagMs: number;
+  /** OpenTelemetry traces (OTEL_TRACES_EXPORTER=otlp and the OTEL_* variables); undefined: off, the default. */
+  readonly traces: TracesConfig | undefined;
 }
 
 export interface DatabaseTimeouts {
@@ -122,6 +125,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: (parseSeconds('BALCAO_WEBHOOK_TIMEOUT_SECONDS', env.BALCAO_WEBHOOK_TIMEOUT_SECONDS, [10])[0] ?? 10) * 1000,
     readDatabaseUrls,
     readMaxLagMs: milliseconds(env, 'BALCAO_READ_MAX_LAG_MS', DEFAULT_READ_MAX_LAG_MS),
+    traces: parseTracesConfig(env),
   });
 }
 

@@ -135,21 +135,31 @@ async function eventPage(
     if (!subscription || !page.forward || page.data.length > 0) return page;
     await longPollHooks.afterFirstLook?.(auth.keyId);
     if (!bus.hold(auth.keyId)) return page;
-    const abort = new AbortController();
-    const onClose = () => abort.abort();
-    reply.raw.once('close', onClose);
-    try {
-      longPollHooks.held?.(auth.keyId);
-      const deadline = Date.now() + wait * 1000;
-      // An event of another resource wakes us too: then look again until the time is up.
-      while (page.data.length === 0 && (await subscription.next(deadline - Date.now(), abort.signal)))
-        // Woken by a commit on the primary that a replica may not have replayed yet: look there.
-        page = await look(PRIMARY);
-      return page;
-    } finally {
-      reply.raw.off('close', onClose);
-      bus.release(auth.keyId);
-    }
+    const hold = async (): Promise<EventPage> => {
+      const abort = new AbortController();
+      const onClose = () => abort.abort();
+      reply.raw.once('close', onClose);
+      try {
+        longPollHooks.held?.(auth.keyId);
+        const deadline = Date.now() + wait * 1000;
+        // An event of another resource wakes us too: then look again until the time is up.
+        while (page.data.length === 0 && (await subscription.next(deadline - Date.now(), abort.signal)))
+          // Woken by a commit on the primary that a replica may not have replayed yet: look there.
+          page = await look(PRIMARY);
+        return page;
+      } finally {
+        reply.raw.off('close', onClose);
+        bus.release(auth.keyId);
+      }
+    };
+    // With traces on, the wait is a span of the request's: how long it held, and whether an event ended it.
+    const tracing = request.server.tracing;
+    if (!tracing) return await hold();
+    return await tracing.childSpan('events long poll', { 'balcao.events.wait_seconds': wait }, async (span) => {
+      const held = await hold();
+      span?.setAttribute('balcao.events.returned', held.data.length);
+      return held;
+    });
   } finally {
     subscription?.close();
   }

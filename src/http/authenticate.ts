@@ -13,18 +13,25 @@ import type { AuthContext } from '../domain/tenant.ts';
 import { batchOperationOf } from './batch-context.ts';
 import type { RouteConfig } from './context.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import type { Tracing } from '../telemetry/tracing.ts';
 
 export interface AuthenticateDeps {
   keyCache: KeyCache;
   rateLimiter: RateLimiter;
   keyBrand: string;
   now?: () => number;
+  /** With traces on: the key's lookup (cache, else the database) gets a span of its own. */
+  tracing?: Tracing;
 }
+
+/** What the authentication span says: nothing of the key, only that it is the API key scheme. */
+const AUTH_SPAN_ATTRIBUTES = { 'balcao.auth.scheme': 'bearer' } as const;
 
 const BEARER = /^Bearer +(\S+) *$/i;
 
 export function createAuthenticateHook(deps: AuthenticateDeps) {
   const now = deps.now ?? Date.now;
+  const tracing = deps.tracing;
 
   async function refuseAnonymous(request: FastifyRequest, reply: FastifyReply, error: Error): Promise<never> {
     await deps.rateLimiter.chargeAnonymous(request.ip, reply);
@@ -56,7 +63,10 @@ export function createAuthenticateHook(deps: AuthenticateDeps) {
     const parsed = match ? parseApiKey(match[1] as string, deps.keyBrand) : undefined;
     if (!parsed) return refuseAnonymous(request, reply, errors.invalidToken());
 
-    const entry = await deps.keyCache.lookup(parsed.hash);
+    // The rate-limit charge below is not part of the span: it has its own, beside this one (request-tracing.ts).
+    const entry = await (tracing
+      ? tracing.childSpan('authenticate', AUTH_SPAN_ATTRIBUTES, () => deps.keyCache.lookup(parsed.hash))
+      : deps.keyCache.lookup(parsed.hash));
     if (!entry) return refuseAnonymous(request, reply, errors.invalidToken());
     const auth = entry.context;
     if (auth.revoked) return refuseAnonymous(request, reply, errors.tokenRevoked());

@@ -4,6 +4,7 @@
 // schedules the retry with jitter, marks the last failure `failed`, and disables an endpoint that
 // has failed everything for 5 days. Sleeps until the next due time or a NOTIFY; no busy loop.
 import { randomUUID } from 'node:crypto';
+import type { Span } from '@opentelemetry/api';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { Config } from '../config.ts';
@@ -27,6 +28,7 @@ import { outputRow } from '../query/output.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { type AttemptOutcome, postWebhook } from './post-webhook.ts';
 import { signatureHeader } from './signing.ts';
+import type { Tracing } from '../telemetry/tracing.ts';
 
 const BATCH = 10;
 const LEASE_MARGIN_MS = 10_000;
@@ -55,6 +57,14 @@ interface Claimed {
   event: Row;
 }
 
+/** What an attempt's span says of its outcome: the status, or the kind of failure (never the answer's body). */
+export function describeAttempt(span: Span, outcome: AttemptOutcome): void {
+  if (outcome.status !== null) span.setAttribute('http.response.status_code', outcome.status);
+  span.setAttribute('balcao.webhook.outcome', outcome.aborted ? 'released' : outcome.ok ? 'succeeded' : 'failed');
+  if (outcome.error) span.setAttribute('error.type', outcome.error);
+  if (!outcome.ok && !outcome.aborted) span.setStatus({ code: 2 /* SpanStatusCode.ERROR: the API is not loaded when traces are off */ });
+}
+
 /** ±10% around the scheduled delay, so retries of many deliveries do not land together. */
 const withJitter = (seconds: number): number => Math.max(0, Math.round(seconds * 1000 * (0.9 + Math.random() * 0.2)));
 
@@ -76,6 +86,8 @@ export class DeliveryWorker {
     private readonly database: Database,
     private readonly config: Pick<Config, 'webhookRetrySchedule' | 'webhookAllowPrivate' | 'webhookTimeoutMs'>,
     private readonly log: FastifyBaseLogger,
+    /** With traces on: each attempt is a span (its trace's first), and its POST carries `traceparent`. */
+    private readonly tracing?: Tracing,
   ) {
     // Long enough that a starved event loop (a busy machine) never lets a live attempt's lease lapse.
     this.leaseMs = 2 * config.webhookTimeoutMs + LEASE_MARGIN_MS;
@@ -194,17 +206,38 @@ export class DeliveryWorker {
     return { claimed, due: due.length };
   }
 
-  private async deliver(c: Claimed): Promise<void> {
+  private deliver(c: Claimed): Promise<void> {
+    if (!this.tracing) return this.attempt(c);
+    // Ids and the attempt's number only: never the endpoint's URL (it may hold a token) nor the event's data.
+    const attributes = {
+      'http.request.method': 'POST',
+      'balcao.account_id': c.accountId,
+      'balcao.webhook.endpoint_id': c.endpoint_id,
+      'balcao.webhook.delivery_id': c.id,
+      'balcao.webhook.attempt': c.attempt_count + 1,
+      'balcao.event.id': String(c.event.id),
+      'balcao.event.type': String(c.event.type),
+    };
+    return this.tracing.clientRootSpan('webhook delivery', attributes, (span) => this.attempt(c, span));
+  }
+
+  private async attempt(c: Claimed, span?: Span): Promise<void> {
     const body = JSON.stringify(c.event);
     const id = String(c.event.id);
     const timestamp = Math.floor(Date.now() / 1000);
     const secrets = c.previous_secret ? [c.secret, c.previous_secret] : [c.secret];
-    const outcome = await postWebhook(
-      c.url,
-      { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader(secrets, id, timestamp, body) },
-      body,
-      { timeoutMs: this.config.webhookTimeoutMs, allowPrivate: this.config.webhookAllowPrivate, signal: this.abort.signal },
-    );
+    const headers = {
+      'webhook-id': id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader(secrets, id, timestamp, body),
+    };
+    this.tracing?.injectContext(headers);
+    const outcome = await postWebhook(c.url, headers, body, {
+      timeoutMs: this.config.webhookTimeoutMs,
+      allowPrivate: this.config.webhookAllowPrivate,
+      signal: this.abort.signal,
+    });
+    if (span) describeAttempt(span, outcome);
     try {
       if (outcome.aborted) await this.release(c);
       else await this.record(c, outcome);

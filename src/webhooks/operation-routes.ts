@@ -57,7 +57,10 @@ export function registerWebhookOperationRoutes(app: FastifyInstance, { db, confi
       },
     },
     async (request) =>
-      itemEnvelope(request, await pingEndpoint(db, requireTenant(request.tenant, 'write'), request.params.id, request.id, config)),
+      itemEnvelope(
+        request,
+        await pingEndpoint(db, requireTenant(request.tenant, 'write'), request.params.id, request.id, config, request.server.tracing),
+      ),
   );
 
   typed.post(

@@ -10,6 +10,8 @@ import { signingTarget } from './endpoint-repository.ts';
 import type { PingEvent, webhookTestResult } from './endpoint-schema.ts';
 import { postWebhook } from './post-webhook.ts';
 import { signatureHeader } from './signing.ts';
+import type { Tracing } from '../telemetry/tracing.ts';
+import { describeAttempt } from './delivery-worker.ts';
 
 export async function pingEndpoint(
   db: Db,
@@ -17,6 +19,7 @@ export async function pingEndpoint(
   endpointId: string,
   requestId: string,
   config: Pick<Config, 'webhookAllowPrivate' | 'webhookTimeoutMs'>,
+  tracing?: Tracing,
 ): Promise<Static<typeof webhookTestResult>> {
   const target = await signingTarget(db, tenant, endpointId);
   const id = randomUUID();
@@ -29,12 +32,31 @@ export async function pingEndpoint(
   };
   const body = JSON.stringify(ping);
   const timestamp = Math.floor(Date.now() / 1000);
-  const outcome = await postWebhook(
-    target.url,
-    { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader(target.secrets, id, timestamp, body) },
-    body,
-    { timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate, signal: new AbortController().signal },
-  );
+  const headers = {
+    'webhook-id': id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signatureHeader(target.secrets, id, timestamp, body),
+  };
+  const post = () =>
+    postWebhook(target.url, headers, body, {
+      timeoutMs: config.webhookTimeoutMs,
+      allowPrivate: config.webhookAllowPrivate,
+      signal: new AbortController().signal,
+    });
+  // With traces on, a span of the request's, and the POST carries its `traceparent` as a delivery does.
+  const outcome = tracing
+    ? await tracing.childSpan(
+        'webhook test delivery',
+        { 'balcao.webhook.endpoint_id': endpointId, 'balcao.event.type': 'ping' },
+        (span) => {
+          tracing.injectContext(headers);
+          return post().then((done) => {
+            if (span) describeAttempt(span, done);
+            return done;
+          });
+        },
+      )
+    : await post();
   return {
     status: outcome.ok ? 'succeeded' : 'failed',
     response_status: outcome.status,

@@ -16,7 +16,7 @@ import { registerWebhookMetrics } from './webhook-metrics.ts';
 export function registerEvents(app: FastifyInstance, deps: { config: Config; database: Database; capture: ChangeCapture }): void {
   const { config, database, capture } = deps;
   const bus = new EventBus(database);
-  const worker = new DeliveryWorker(database, config, app.log);
+  const worker = new DeliveryWorker(database, config, app.log, app.tracing);
   registerEventRoutes(app, readRunner(database), bus, capture);
   registerWebhookEndpointRoutes(app, database.db, config);
   registerWebhookMetrics(app.metrics, database, worker, config.readinessTimeoutMs);

@@ -12,6 +12,7 @@ import { deferredDialect } from './deferred-dialect.ts';
 import { noDelaySocket } from './no-delay-socket.ts';
 import { compileEngine } from './pglite-engine.ts';
 import { PostgresJsDialect } from './postgres-dialect.ts';
+import { traceableDialect } from './traced-driver.ts';
 import { WriteLanes } from './write-lanes.ts';
 import type { ReadRouter } from './read-router.ts';
 import type { DB } from './tables.ts';
@@ -140,10 +141,10 @@ async function openPostgres(
   // server connection. Replicas take no writes.
   const lanes = pooling.prepare && pooling.writeLanes !== false ? new WriteLanes() : undefined;
   const pooler = pooling.prepare ? undefined : { afterBegin: setLocal(sessionTimeouts) };
-  const db = new Kysely<DB>({ dialect: new PostgresJsDialect(sql, waitBounds(timeouts), pooler, lanes) });
+  const db = new Kysely<DB>({ dialect: traceableDialect(new PostgresJsDialect(sql, waitBounds(timeouts), pooler, lanes)) });
   // Opened at the first lookup, like the pool's connections.
   const lookupSql = postgres(url, { ...options, max: LOOKUP_CONNECTIONS, prepare: pooling.prepare });
-  const lookups = new Kysely<DB>({ dialect: new PostgresJsDialect(lookupSql, waitBounds(timeouts), pooler) });
+  const lookups = new Kysely<DB>({ dialect: traceableDialect(new PostgresJsDialect(lookupSql, waitBounds(timeouts), pooler)) });
   // LISTEN needs a session of its own, which a transaction-pooling PgBouncer does not keep: with
   // BALCAO_LISTEN_DATABASE_URL the listener connects there (straight to PostgreSQL) instead.
   const listenUrl = pooling.listenUrl && pooling.listenUrl !== url ? pooling.listenUrl : undefined;
@@ -277,9 +278,11 @@ async function startPglite(dataDir: string, holder: string, snapshot?: Blob): Pr
       pg = opened;
     });
     const db = new Kysely<DB>({
-      dialect: deferredDialect(
-        new PGliteDialect(undefined as unknown as PGlite),
-        opening.then((opened) => new PGliteDialect(opened)),
+      dialect: traceableDialect(
+        deferredDialect(
+          new PGliteDialect(undefined as unknown as PGlite),
+          opening.then((opened) => new PGliteDialect(opened)),
+        ),
       ),
     });
     return {
