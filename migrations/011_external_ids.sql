@@ -12,5 +12,6 @@ CREATE UNIQUE INDEX transactions_external_id_key ON transactions (team_id, mode,
 CREATE UNIQUE INDEX suppliers_external_id_key ON suppliers (team_id, mode, external_id) WHERE external_id IS NOT NULL;
 CREATE UNIQUE INDEX expenses_external_id_key ON expenses (team_id, mode, external_id) WHERE external_id IS NOT NULL;
 
--- No echoes (issue 49): the API keys whose events a webhook endpoint is not sent (an integration's own writes).
-ALTER TABLE webhook_endpoints ADD COLUMN excluded_key_ids uuid[] NOT NULL DEFAULT '{}';
+-- No echoes (issue 49): the API keys (their ids, lowercase) whose events a webhook endpoint is not sent: an
+-- integration's own writes.
+ALTER TABLE webhook_endpoints ADD COLUMN excluded_key_ids text[] NOT NULL DEFAULT '{}';
