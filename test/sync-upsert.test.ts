@@ -170,7 +170,7 @@ describe('upsert by external id', () => {
     assert.deepEqual(statuses, [...Array(19).fill(200), 201].sort(), answers.map((a) => a.text).join('\n'));
     const ids = new Set(answers.map((a) => a.body.data.id));
     assert.equal(ids.size, 1);
-    const [id] = [...ids] as string[];
+    const id = String([...ids][0]);
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM transactions WHERE team_id = ${accountId}`.execute(s.db);
     assert.equal(rows[0]?.n, 1);
     assert.deepEqual(await eventsOf(s, accountId, id), ['sale.created']);
