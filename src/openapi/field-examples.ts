@@ -27,6 +27,7 @@ const CURSOR =
 export const FIELD_EXAMPLES: Readonly<Record<string, unknown>> = {
   // People and companies
   full_name: 'Maria da Silva',
+  external_id: 'pedido-10482',
   email: 'maria.silva@example.com',
   'Supplier.email': 'compras@distribuidorasilva.example.com',
   'CreateSupplierInput.email': 'compras@distribuidorasilva.example.com',
