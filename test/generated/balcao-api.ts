@@ -5162,10 +5162,7 @@ export interface components {
           address_number?: string | null;
           address_complement?: string | null;
           address_zip_code?: string | null;
-          /**
-           * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
-           * @example pedido-10482
-           */
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
           external_id?: string | null;
         };
       };
@@ -5204,10 +5201,7 @@ export interface components {
           address_number?: string | null;
           address_complement?: string | null;
           address_zip_code?: string | null;
-          /**
-           * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
-           * @example pedido-10482
-           */
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
           external_id?: string | null;
           /** @description false deactivates the customer, true reactivates it. */
           is_active?: boolean;
@@ -5238,10 +5232,7 @@ export interface components {
            * @description Changing it recomputes total_amount.
            */
           delivery_fee?: number | null;
-          /**
-           * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
-           * @example pedido-10482
-           */
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
           external_id?: string | null;
           /**
            * Format: uuid
@@ -5284,10 +5275,7 @@ export interface components {
            * @description Changing it recomputes total_amount.
            */
           delivery_fee?: number | null;
-          /**
-           * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
-           * @example pedido-10482
-           */
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
           external_id?: string | null;
         };
       };
@@ -5329,10 +5317,7 @@ export interface components {
           address_country?: string | null;
           address_zip_code?: string | null;
           pix_keys?: components['schemas']['PixKeyInput'][] | null;
-          /**
-           * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
-           * @example pedido-10482
-           */
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
           external_id?: string | null;
         };
       };
@@ -5374,10 +5359,7 @@ export interface components {
           address_country?: string | null;
           address_zip_code?: string | null;
           pix_keys?: components['schemas']['PixKeyInput'][] | null;
-          /**
-           * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
-           * @example pedido-10482
-           */
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
           external_id?: string | null;
         };
       };
@@ -5440,10 +5422,7 @@ export interface components {
           notes?: string | null;
           tags?: string[] | null;
           payment_reference?: string | null;
-          /**
-           * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
-           * @example pedido-10482
-           */
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
           external_id?: string | null;
         };
       };
@@ -5506,10 +5485,7 @@ export interface components {
           notes?: string | null;
           tags?: string[] | null;
           payment_reference?: string | null;
-          /**
-           * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
-           * @example pedido-10482
-           */
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
           external_id?: string | null;
         };
       };
