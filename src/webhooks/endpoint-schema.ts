@@ -3,6 +3,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { EVENT_PATTERNS } from '../events/event-types.ts';
 import { NO_NUL_PATTERN, TEXT_BOUNDS } from '../schemas/bounds.ts';
 import { F } from '../schemas/common.ts';
+import { EXAMPLE_IDS } from '../openapi/field-examples.ts';
 
 export const MAX_ENDPOINTS = 16;
 
@@ -32,7 +33,7 @@ const excludedKeyIds = Type.Array(Type.String({ format: 'uuid', maxLength: 36 })
   description:
     `Up to ${MAX_EXCLUDED_KEYS} ids of this account's API keys (\`key_id\` of \`GET /v1/me\`): the events written through them are not ` +
     'delivered to this endpoint (an integration is not sent its own writes back). Empty: every event is.',
-  examples: [['5d1c2b3a-4e5f-4a6b-9c7d-8e9f0a1b2c3d']],
+  examples: [[EXAMPLE_IDS.apiKey]],
 });
 
 export const webhookEndpointRow = Type.Object(
