@@ -447,9 +447,11 @@ async function externalIdsChecked<T>(
   }
 }
 
-/** The external id a write body gives its record, where the resource has them. */
-const externalIdOf = (d: ResourceDescriptor, body: Body): string | undefined =>
-  hasExternalIds(d) && typeof body.external_id === 'string' ? body.external_id : undefined;
+/** The external id a write body gives its record, where the resource has them (the body may be anything yet). */
+const externalIdOf = (d: ResourceDescriptor, body: unknown): string | undefined => {
+  const value = hasExternalIds(d) && body && typeof body === 'object' ? (body as Body).external_id : undefined;
+  return typeof value === 'string' ? value : undefined;
+};
 
 /** PATCH: 404 for a record outside the tenant, 422 with every refused field, or the updated record. */
 export async function updateRecord(
