@@ -221,11 +221,13 @@ describe('POST /v1/batch', () => {
         {
           operations: [
             { method: 'POST', path: '/v1/customers', body: {} },
-            { method: 'PUT', path: '/v1/customers/x' },
+            { method: 'GET', path: '/v1/customers/x' },
           ],
         },
         'operations[1].method',
       ],
+      // PUT is the upsert's, by external id: never on a record's id.
+      [{ operations: [{ method: 'PUT', path: '/v1/customers/x' }] }, 'operations[0].path'],
       [
         {
           operations: [

@@ -213,6 +213,37 @@ describe('@balcao/client', () => {
     }
   });
 
+  it('upserts by external id: created, then unchanged, then updated; a conflict carries existingId', async () => {
+    const { send, seen } = watchedFetch((method, path, i) =>
+      method === 'PUT' && path.endsWith('/by-external-id/loja%2F77') && i === 0 ? 'drop-answer' : undefined,
+    );
+    const flaky = createClient({ baseUrl: s.url, apiKey: key, fetch: send, retryDelayMs: 10 });
+    const body = {
+      items: [{ catalog_type: 'product' as const, catalog_item_id: '7d0f3c1a-2b4e-4f6a-8c9d-0e1f2a3b4c5d', quantity: 1, unit_price: 20 }],
+    };
+    const created = await flaky.sales.upsert('loja/77', body);
+    assert.deepEqual(
+      seen.map((x) => x.status),
+      ['dropped', 201],
+      'the lost answer is asked for again with the same key, and replayed',
+    );
+    assert.equal(seen[0]?.idempotencyKey, seen[1]?.idempotencyKey);
+    assert.equal(created.outcome, 'created');
+    assert.equal(created.data.external_id, 'loja/77');
+    assert.ok(created.etag);
+    const again = await client.sales.upsert('loja/77', body);
+    assert.equal(again.outcome, 'unchanged');
+    assert.equal(again.etag, created.etag);
+    const paid = await client.sales.upsert('loja/77', { ...body, payment_status: 'paid' }, { ifMatch: created.etag as string });
+    assert.equal(paid.outcome, 'updated');
+    assert.equal(paid.data.payment_status, 'paid');
+    const other = await client.sales.create(body);
+    const conflict = await client.sales.update(other.id, { external_id: 'loja/77' }).catch((err: unknown) => err);
+    assert.ok(conflict instanceof BalcaoError);
+    assert.equal(conflict.code, 'external_id_conflict');
+    assert.equal(conflict.existingId, created.data.id);
+  });
+
   it('sends a batch', async () => {
     const answer = await client.batch(
       [

@@ -136,7 +136,7 @@ describe('the examples of the description', () => {
   });
 
   test('a live server accepts every request example, its references pointing at records the test creates', async () => {
-    const { account, key } = await s.createAccountWithKey();
+    const { account, key, keyId } = await s.createAccountWithKey();
     const tenant = { accountId: account.id, mode: 'live' as const };
     const bankAccount = await insertRow(s.db, 'bank_accounts', tenant);
     const post = async (path: string, body: unknown) => {
@@ -150,6 +150,7 @@ describe('the examples of the description', () => {
       [EXAMPLE_IDS.customer, customer],
       [EXAMPLE_IDS.supplier, supplier],
       [EXAMPLE_IDS.bankAccount, String(bankAccount.id)],
+      [EXAMPLE_IDS.apiKey, keyId],
     ]);
     const withRecords = (value: unknown): unknown =>
       JSON.parse(JSON.stringify(value), (_k, v) => (typeof v === 'string' && replaced.has(v) ? replaced.get(v) : v));

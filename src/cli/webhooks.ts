@@ -26,7 +26,7 @@ export function registerWebhooksCommand(program: Command): void {
           ? data
               .map(
                 (e) =>
-                  `${e.id} ${e.url} events=${e.enabled_events.join(',')} ${e.enabled ? 'enabled' : `disabled${e.disabled_reason ? ` (${e.disabled_reason})` : ''}`}`,
+                  `${e.id} ${e.url} events=${e.enabled_events.join(',')}${e.excluded_key_ids.length ? ` excluded_keys=${e.excluded_key_ids.join(',')}` : ''} ${e.enabled ? 'enabled' : `disabled${e.disabled_reason ? ` (${e.disabled_reason})` : ''}`}`,
               )
               .join('\n')
           : `no webhook endpoints (${mode} mode)`,

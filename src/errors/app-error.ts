@@ -11,6 +11,8 @@ export interface AppErrorOptions {
   detail?: string;
   errors?: FieldError[];
   headers?: Record<string, string>;
+  /** Extension members of the problem (RFC 9457 3.2), declared in the problem schema: `existing_id`. */
+  extensions?: Readonly<Record<string, string>>;
   cause?: unknown;
 }
 
@@ -20,6 +22,7 @@ export class AppError extends Error {
   readonly detail: string | undefined;
   readonly errors: FieldError[] | undefined;
   readonly headers: Record<string, string> | undefined;
+  readonly extensions: Readonly<Record<string, string>> | undefined;
 
   constructor(code: ErrorCode, options: AppErrorOptions = {}) {
     super(options.detail ?? ERROR_CATALOGUE[code].title, { cause: options.cause });
@@ -29,6 +32,7 @@ export class AppError extends Error {
     this.detail = options.detail;
     this.errors = options.errors;
     this.headers = options.headers;
+    this.extensions = options.extensions;
   }
 }
 

@@ -67,6 +67,15 @@ export const ERROR_CATALOGUE = {
     description: 'The Idempotency-Key was already used with another method, path or body, or its first request is still running.',
     remedy: 'Use a new key for a new request; when the first request is still running, retry after `Retry-After`.',
   },
+  external_id_conflict: {
+    status: 409,
+    title: 'External id conflict',
+    description:
+      'Another record of this resource already has the `external_id` the write would give (external ids are unique per account, mode and resource). Nothing was written; `existing_id` names that record.',
+    remedy:
+      'Update the record named in `existing_id` instead (`PUT /v1/<resource>/by-external-id/<external_id>` does it for you), or send another `external_id`.',
+    message_pt: 'Outro registro deste recurso já tem este external_id; nada foi gravado. O registro existente está em existing_id.',
+  },
   precondition_failed: {
     status: 412,
     title: 'Precondition failed',

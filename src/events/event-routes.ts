@@ -7,12 +7,22 @@ import { typedRoutes } from '../http/typed-routes.ts';
 import { errors } from '../errors/app-error.ts';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { ReadRunner } from '../infra/db/read-router.ts';
-import { idParamsSchema, listQuerySchema, sparseSchema } from '../query/schemas.ts';
+import { filterParam, idParamsSchema, listQuerySchema, sparseSchema } from '../query/schemas.ts';
 import type { ChangeCapture } from './capture/change-capture.ts';
 import type { EventBus } from './event-bus.ts';
 import { MAX_HELD_PER_KEY } from './event-bus.ts';
 import { eventRow } from './event-schema.ts';
-import { EVENTS_QUERYABLE, type EventPage, getEvent, listEvents, RETENTION_DAYS, readableEventResources } from './list-events.ts';
+import {
+  EVENTS_QUERYABLE,
+  type EventPage,
+  getEvent,
+  listEvents,
+  ORIGIN_KEY_FILTER,
+  ORIGIN_KEY_OPERATORS,
+  RETENTION_DAYS,
+  readableEventResources,
+} from './list-events.ts';
+import { MAX_LIST_VALUES } from '../query/plan.ts';
 import { tenantChannelKey } from './channels.ts';
 
 export const MAX_WAIT_SECONDS = 30;
@@ -57,7 +67,20 @@ function eventsQuerySchema(): TObject {
         `event arrives, then answer as usual. At most ${MAX_HELD_PER_KEY} requests per key are held at once; more answer at once.`,
     }),
   );
-  return Type.Object({ ...base.properties, wait } as Record<string, TSchema>, { additionalProperties: true });
+  const byKey = Object.fromEntries(
+    ORIGIN_KEY_OPERATORS.map((op) => [
+      filterParam(ORIGIN_KEY_FILTER, op),
+      Type.Optional(
+        Type.String({
+          description:
+            op === 'neq'
+              ? "Leaves out the events written through this API key (an id of `GET /v1/me`'s `key_id`): your own writes do not come back to you. Events made outside the API stay."
+              : `Leaves out the events written through any of these API keys (a comma list, up to ${MAX_LIST_VALUES}). Events made outside the API stay.`,
+        }),
+      ),
+    ]),
+  );
+  return Type.Object({ ...base.properties, ...byKey, wait } as Record<string, TSchema>, { additionalProperties: true });
 }
 
 export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus: EventBus, capture: ChangeCapture): void {

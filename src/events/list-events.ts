@@ -12,7 +12,8 @@ import type { QueryableResource } from '../query/contract.ts';
 import { encodeCursor } from '../query/cursor.ts';
 import { outputRow } from '../query/output.ts';
 import { parseQuery } from '../query/parse.ts';
-import { planList } from '../query/plan.ts';
+import { MAX_LIST_VALUES, planList } from '../query/plan.ts';
+import { refuse } from '../query/refusals.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { resourceByName } from '../resources/registry.ts';
 import { isUuid } from '../schemas/formats.ts';
@@ -55,9 +56,41 @@ export interface EventPage {
   forward: boolean;
 }
 
+/** The filter on the API key an event was written through: a column of the table, not a field of the event. */
+export const ORIGIN_KEY_FILTER = 'origin_key_id';
+export const ORIGIN_KEY_OPERATORS = ['neq', 'nin'] as const;
+const ORIGIN_KEY_PARAM = /^filter\[origin_key_id\](?:\[([^[\]]*)\])?$/;
+
+/**
+ * The query without its `filter[origin_key_id][neq|nin]`, and the key ids those leave out (issue 49: an integration
+ * does not read back its own writes). Refused as any filter is: another operator, or a value that is not a key id.
+ */
+function originKeyExclusions(query: unknown): { rest: unknown; excluded: string[] } {
+  if (!query || typeof query !== 'object') return { rest: query, excluded: [] };
+  const rest: Row = {};
+  const excluded: string[] = [];
+  for (const [key, value] of Object.entries(query as Row)) {
+    const match = ORIGIN_KEY_PARAM.exec(key);
+    if (!match) {
+      rest[key] = value;
+      continue;
+    }
+    const op = match[1] ?? '';
+    if (!(ORIGIN_KEY_OPERATORS as readonly string[]).includes(op)) throw refuse.filterOperator(ORIGIN_KEY_FILTER, op);
+    const ids = typeof value === 'string' ? (op === 'nin' ? value.split(',') : [value]).map((v) => v.trim()) : [];
+    if (ids.length === 0 || ids.length > MAX_LIST_VALUES || !ids.every(isUuid)) throw refuse.filterValue(ORIGIN_KEY_FILTER);
+    excluded.push(...ids.map((id) => id.toLowerCase()));
+  }
+  return { rest, excluded };
+}
+
 export async function listEvents(db: Db, tenant: Tenant, resources: readonly string[], query: unknown): Promise<EventPage> {
   const d = visibleEvents(resources);
-  const plan = planList(d, parseQuery(query));
+  const { rest, excluded } = originKeyExclusions(query);
+  const plan = planList(d, parseQuery(rest));
+  // Events of no key (made outside the API) are never left out: a null is not equal to any key (`neq` keeps nulls).
+  const notExcluded =
+    excluded.length === 0 ? undefined : sql<boolean>`(origin_key_id IS NULL OR origin_key_id NOT IN (${sql.join(excluded)}))`;
   const forward = !plan.sort.desc;
   const meta = rowMeta(eventRow);
   const given = typeof (query as Row | null)?.cursor === 'string' && (query as Row).cursor !== '' ? String((query as Row).cursor) : null;
@@ -66,7 +99,8 @@ export async function listEvents(db: Db, tenant: Tenant, resources: readonly str
     for (const segment of compileList(db, d, plan, tenant)) {
       const need = plan.limit + 1 - rows.length;
       if (need <= 0) break;
-      rows.push(...((await segment.where('created_at', '>', retentionCutoff()).limit(sql.lit(need)).execute()) as Row[]));
+      const kept = notExcluded ? segment.where(notExcluded) : segment;
+      rows.push(...((await kept.where('created_at', '>', retentionCutoff()).limit(sql.lit(need)).execute()) as Row[]));
     }
   }
   const hasMore = rows.length > plan.limit;

@@ -31,6 +31,7 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, error:
   body.instance = request.url.split('?', 1)[0];
   body.request_id = request.id;
   if (error.errors) body.errors = error.errors;
+  if (error.extensions) Object.assign(body, error.extensions);
   if (error.headers) reply.headers(error.headers);
   return reply.code(error.status).type('application/problem+json').serializer(JSON.stringify).send(body);
 }

@@ -11,6 +11,7 @@ export const EXAMPLE_IDS = {
   supplier: '8a4e2c6f-1b3d-4f5a-9c7e-2d6b8f0a1c34',
   bankAccount: 'c2e4a6b8-3d5f-4a7c-8e9b-1f3a5c7e9b20',
   record: '3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13',
+  apiKey: '5d1c2b3a-4e5f-4a6b-9c7d-8e9f0a1b2c3d',
 } as const;
 
 /** The field → id of the record it refers to, for uuid fields. */
@@ -27,6 +28,7 @@ const CURSOR =
 export const FIELD_EXAMPLES: Readonly<Record<string, unknown>> = {
   // People and companies
   full_name: 'Maria da Silva',
+  external_id: 'pedido-10482',
   email: 'maria.silva@example.com',
   'Supplier.email': 'compras@distribuidorasilva.example.com',
   'CreateSupplierInput.email': 'compras@distribuidorasilva.example.com',

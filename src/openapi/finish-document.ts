@@ -118,7 +118,10 @@ export function finishDocument(doc: Json, facts: ReadonlyMap<string, RouteFacts>
     for (const method of METHODS) {
       const op: Json | undefined = pathItem[method];
       if (!op) continue;
-      const tagged = versioned.has(path.replace(/\/\{id\}$/, '')) && method !== 'get' ? true : op.responses?.['304'] !== undefined;
+      const tagged =
+        versioned.has(path.replace(/\/(\{id\}|by-external-id\/\{external_id\})$/, '')) && method !== 'get'
+          ? true
+          : op.responses?.['304'] !== undefined;
       const f = facts.get(op.operationId);
       if (!f) throw new Error(`OpenAPI: no route facts for operation ${op.operationId}`);
       for (const tag of op.tags ?? []) tags.set(tag, [...(tags.get(tag) ?? []), f]);
@@ -150,8 +153,10 @@ function finishOperation(op: Json, f: RouteFacts, tagged: boolean, { namer, reso
   op.parameters = [
     ...(op.parameters ?? []),
     { $ref: '#/components/parameters/RequestId' },
-    ...(f.method === 'POST' ? [{ $ref: '#/components/parameters/IdempotencyKey' }] : []),
-    ...(tagged && (f.method === 'PATCH' || f.method === 'DELETE') ? [{ $ref: '#/components/parameters/IfMatch' }] : []),
+    ...(f.method === 'POST' || f.method === 'PUT' ? [{ $ref: '#/components/parameters/IdempotencyKey' }] : []),
+    ...(tagged && (f.method === 'PATCH' || f.method === 'DELETE' || f.method === 'PUT')
+      ? [{ $ref: '#/components/parameters/IfMatch' }]
+      : []),
     ...(tagged && f.method === 'GET' ? [{ $ref: '#/components/parameters/IfNoneMatch' }] : []),
   ];
 
@@ -197,7 +202,14 @@ function requestExamples(schema: Json, resolve: (ref: string) => Json | undefine
 function responseHeaders(f: RouteFacts, status: string, tagged: boolean): Json {
   const headers: Json = { 'X-Request-Id': headerUse('X-Request-Id', 'always') };
   if (!f.public) for (const h of RATE_LIMIT_HEADERS) headers[h] = headerUse(h, 'always');
-  if (f.method === 'POST' && status === '201') headers['Idempotent-Replay'] = { $ref: '#/components/headers/Idempotent-Replay' };
+  if ((f.method === 'POST' && status === '201') || (f.method === 'PUT' && /^2/.test(status)))
+    headers['Idempotent-Replay'] = { $ref: '#/components/headers/Idempotent-Replay' };
+  if (f.method === 'PUT' && /^2/.test(status)) {
+    // A replayed 200 carries its status and body only (docs/api-guide.md, "Upserts by external id").
+    headers['Balcao-Upsert'] =
+      status === '201' ? { $ref: '#/components/headers/Balcao-Upsert' } : headerUse('Balcao-Upsert', 'sometimes', 'Absent on a replay.');
+    if (status === '201') headers.Location = { $ref: '#/components/headers/Location' };
+  }
   if (f.deprecated) Object.assign(headers, DEPRECATION_HEADERS);
   if (tagged && /^(2|304)/.test(status)) headers.ETag = { $ref: '#/components/headers/ETag' };
   return headers;

@@ -53,6 +53,20 @@ export const RESPONSE_HEADERS = {
     schema: { type: 'string' },
     example: '"k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"',
   },
+  'Balcao-Upsert': {
+    description:
+      'What an upsert (`PUT …/by-external-id/{external_id}`) did: `created` (201), `updated`, or `unchanged` (nothing was written, ' +
+      'no event emitted; `updated_at` and the `ETag` stay).',
+    required: true,
+    schema: { type: 'string', enum: ['created', 'updated', 'unchanged'] },
+    example: 'created',
+  },
+  Location: {
+    description: 'The path of the record created: `/v1/<resource>/<id>`.',
+    required: true,
+    schema: { type: 'string', maxLength: 64 },
+    example: '/v1/customers/3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13',
+  },
   Allow: {
     description: 'The methods this path accepts.',
     required: true,

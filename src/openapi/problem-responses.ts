@@ -3,6 +3,7 @@
 // with the headers each carries and one example per type, built from the real error factories.
 import { AppError, errors } from '../errors/app-error.ts';
 import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors/catalogue.ts';
+import { EXTERNAL_ID_RESOURCES, externalIdConflict } from '../resources/external-id.ts';
 import { headerUse, RATE_LIMIT_HEADERS } from './headers.ts';
 import type { RouteFacts } from './route-facts.ts';
 
@@ -17,6 +18,7 @@ const AFTER_CHARGE = new Set<ErrorCode>([
   'not_found',
   'idempotency_conflict',
   'precondition_failed',
+  'external_id_conflict',
   'payload_too_large',
   'unsupported_media_type',
   'validation',
@@ -57,7 +59,13 @@ export function problemCodesFor(f: RouteFacts): ErrorCode[] {
     if (f.hasQuery || f.hasBody) codes.add('validation');
     if (f.method === 'POST') codes.add('idempotency_conflict').add('validation');
     // Conditional writes on a record (If-Match).
-    if ((f.method === 'PATCH' || f.method === 'DELETE') && f.access === 'write' && f.hasParams) codes.add('precondition_failed');
+    if ((f.method === 'PATCH' || f.method === 'DELETE' || f.method === 'PUT') && f.access === 'write' && f.hasParams)
+      codes.add('precondition_failed');
+    // The upsert takes an Idempotency-Key as a creation does.
+    if (f.method === 'PUT' && f.access === 'write') codes.add('idempotency_conflict');
+    // A write that can set an external id can meet another record holding it.
+    if (f.access === 'write' && f.method !== 'DELETE' && f.resource && EXTERNAL_ID_RESOURCES.has(f.resource))
+      codes.add('external_id_conflict');
     if (BODY_METHODS.has(f.method)) codes.add('payload_too_large').add('unsupported_media_type').add('validation');
   }
   return ERROR_CODES.filter((c) => codes.has(c));
@@ -89,6 +97,10 @@ function sampleErrors(): Record<string, { summary: string; error: AppError }> {
     idempotency_in_progress: {
       summary: 'First request with this Idempotency-Key still running (Retry-After: 1)',
       error: errors.idempotencyConflict('A request with this Idempotency-Key is still in progress; retry after it completes.'),
+    },
+    external_id_conflict: {
+      summary: 'Another record already has this external_id',
+      error: externalIdConflict('9b2e4f61-3c7a-4d15-8e0b-6a1f2c3d4e5f'),
     },
     precondition_failed: { summary: 'If-Match names a version that is no longer current', error: errors.preconditionFailed() },
     batch_aborted: { summary: 'Not written: another operation of the atomic batch failed', error: errors.batchAborted() },
@@ -139,6 +151,7 @@ export function problemExample(error: AppError, errorsUrl: string, instance: str
   body.instance = instance;
   body.request_id = '7f1c5d0e-6a43-4b8e-9d0a-2f4d1c9b8e71';
   if (error.errors) body.errors = error.errors;
+  if (error.extensions) Object.assign(body, error.extensions);
   return body;
 }
 
@@ -201,7 +214,8 @@ export class ProblemResponses {
         headers[h] = headerUse(h, always ? 'always' : 'sometimes', 'Present when the request was counted against a key.');
     }
     if (status === 429) headers['Retry-After'] = headerUse('Retry-After', 'always');
-    if (status === 409) headers['Retry-After'] = headerUse('Retry-After', 'sometimes', 'Present while the first request is still running.');
+    if (status === 409 && codes.includes('idempotency_conflict'))
+      headers['Retry-After'] = headerUse('Retry-After', 'sometimes', 'Present while the first request is still running.');
     if (status === 503) headers['Retry-After'] = headerUse('Retry-After', 'always');
     if (status === 405) headers.Allow = headerUse('Allow', 'always');
 

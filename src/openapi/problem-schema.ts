@@ -26,6 +26,13 @@ export const ProblemSchema = Type.Object(
     instance: Type.Optional(Type.String({ description: 'Path of the request.' })),
     request_id: Type.String({ description: 'Same as the `X-Request-Id` header.' }),
     errors: Type.Optional(Type.Array(FieldErrorSchema, { description: 'Only on a 422 about the body: one item per refused field.' })),
+    existing_id: Type.Optional(
+      Type.String({
+        format: 'uuid',
+        description: 'Only on a 409 `external_id_conflict`: the id of the record that already has the external id.',
+        examples: ['9b2e4f61-3c7a-4d15-8e0b-6a1f2c3d4e5f'],
+      }),
+    ),
   },
   { title: 'Problem', additionalProperties: false },
 );

@@ -19,9 +19,10 @@ import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempot
 import { sql } from 'kysely';
 import inject from 'light-my-request';
 import type { ResourceDescriptor } from './descriptor.ts';
+import { EXTERNAL_ID_RESOURCES } from './external-id.ts';
 
 export const MAX_OPERATIONS = 100;
-const METHODS = ['POST', 'PATCH', 'DELETE'] as const;
+const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
 type Method = (typeof METHODS)[number];
 
 export interface Operation {
@@ -37,12 +38,13 @@ const OperationSchema = Type.Object(
   {
     method: Type.Union(
       METHODS.map((m) => Type.Literal(m)),
-      { description: 'POST creates, PATCH updates, DELETE deactivates.' },
+      { description: 'POST creates, PUT upserts by external id, PATCH updates, DELETE deactivates.' },
     ),
     path: Type.String({
       maxLength: 255,
       pattern: '^/v1/',
-      description: 'A write route: `/v1/<resource>` for POST, `/v1/<resource>/<id>` for PATCH and DELETE.',
+      description:
+        'A write route: `/v1/<resource>` for POST, `/v1/<resource>/by-external-id/<external_id>` for PUT, `/v1/<resource>/<id>` for PATCH and DELETE.',
       examples: ['/v1/customers'],
     }),
     body: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The body of the single request; absent for DELETE.' })),
@@ -50,7 +52,7 @@ const OperationSchema = Type.Object(
       Type.String({
         maxLength: MAX_IF_MATCH,
         pattern: '^[\\x20-\\x7e]*$',
-        description: 'The `If-Match` of the single request (PATCH, DELETE).',
+        description: 'The `If-Match` of the single request (PUT, PATCH, DELETE).',
       }),
     ),
   },
@@ -141,7 +143,7 @@ export function parseBatch(raw: unknown, writable: ReadonlySet<string>): { opera
         invalid(
           `${at}.path`,
           'invalid_path',
-          `Não é uma rota de escrita para ${String(method)}: use /v1/<recurso> (POST) ou /v1/<recurso>/<id> (PATCH, DELETE).`,
+          `Não é uma rota de escrita para ${String(method)}: use /v1/<recurso> (POST), /v1/<recurso>/by-external-id/<id externo> (PUT) ou /v1/<recurso>/<id> (PATCH, DELETE).`,
         ),
       );
     if (ifMatch !== undefined && typeof ifMatch !== 'string')
@@ -158,7 +160,12 @@ export function parseBatch(raw: unknown, writable: ReadonlySet<string>): { opera
 }
 
 const ROUTE = /^\/v1\/([a-z-]+)(?:\/([^/?#]+))?$/;
+const UPSERT_ROUTE = /^\/v1\/([a-z-]+)\/by-external-id\/[^/?#]+$/;
 function isWriteRoute(method: Method, path: string, writable: ReadonlySet<string>): boolean {
+  if (method === 'PUT') {
+    const resource = UPSERT_ROUTE.exec(path)?.[1];
+    return resource !== undefined && writable.has(resource) && EXTERNAL_ID_RESOURCES.has(resource);
+  }
   const match = ROUTE.exec(path);
   if (!match || !writable.has(match[1] as string)) return false;
   return method === 'POST' ? match[2] === undefined : match[2] !== undefined;
@@ -260,7 +267,7 @@ async function runAtomic(
 }
 
 const BATCH_DOC =
-  'Each operation (`POST /v1/<resource>`, `PATCH` or `DELETE /v1/<resource>/<id>`) is checked and answered exactly as the single ' +
+  'Each operation (`POST /v1/<resource>`, `PUT /v1/<resource>/by-external-id/<external_id>`, `PATCH` or `DELETE /v1/<resource>/<id>`) is checked and answered exactly as the single ' +
   'request would be: scopes, modules, plan, validation, the tenant wall, `If-Match` (from `if_match`), events. The answer is 200 ' +
   'with one result per operation, in order: `{status, body, etag}`. With `atomic: false` each operation stands alone; with ' +
   '`atomic: true` all commit together or none does: the failed ones carry their error and the others 424 `batch_aborted`. ' +

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
 import { filtersFor } from '../query/contract.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
+import { externalIdField } from './external-id.ts';
 import { customerWrite } from './writes/customers.ts';
 
 export const customerRow = Type.Object(
@@ -28,6 +29,7 @@ export const customerRow = Type.Object(
     valid_whatsapp: F.booleanOrNull(),
     profile_photo_url: F.textOrNull(),
     whatsapp_photo: F.textOrNull(),
+    external_id: externalIdField(),
     created_at: F.timestamp(),
     updated_at: F.timestampOrNull(),
   },
@@ -37,22 +39,27 @@ export const customerRow = Type.Object(
 export const customers: ResourceDescriptor = {
   name: 'customers',
   table: 'customers',
-  import: { checked: ['email'] },
+  import: { checked: ['email', 'external_id'] },
   module: 'clientes',
   row: customerRow,
-  filters: filtersFor(customerRow, [
-    'full_name',
-    'email',
-    'phone',
-    'document',
-    'is_active',
-    'gender',
-    'accepts_communications',
-    'address_city',
-    'address_state',
-    'created_at',
-    'updated_at',
-  ]),
+  filters: filtersFor(
+    customerRow,
+    [
+      'external_id',
+      'full_name',
+      'email',
+      'phone',
+      'document',
+      'is_active',
+      'gender',
+      'accepts_communications',
+      'address_city',
+      'address_state',
+      'created_at',
+      'updated_at',
+    ],
+    { external_id: ['eq', 'in'] },
+  ),
   sorts: ['created_at', 'updated_at', 'full_name'],
   write: customerWrite,
 };

@@ -4,6 +4,7 @@ import { F } from '../schemas/common.ts';
 import { filtersFor } from '../query/contract.ts';
 import { generateExpenseNumber } from '../domain/numbering.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
+import { externalIdField } from './external-id.ts';
 import { expenseWrite } from './writes/expenses.ts';
 
 export const expenseRow = Type.Object(
@@ -35,6 +36,7 @@ export const expenseRow = Type.Object(
     recurring_expense_id: F.uuidOrNull(),
     installment_number: F.integerOrNull(),
     total_installments: F.integerOrNull(),
+    external_id: externalIdField(),
     created_at: F.timestamp(),
     updated_at: F.timestampOrNull(),
   },
@@ -62,28 +64,34 @@ export const expenses: ResourceDescriptor = {
   table: 'expenses',
   import: {
     defaults: { expense_number: () => generateExpenseNumber() },
+    checked: ['external_id'],
     alongside: { recurring_expenses: { table: 'recurring_expenses' } },
   },
   module: 'despesas',
   row: expenseRow,
-  filters: filtersFor(expenseRow, [
-    'expense_number',
-    'expense_type',
-    'description',
-    'category_id',
-    'subcategory_id',
-    'cost_center_id',
-    'supplier_id',
-    'payment_method',
-    'bank_account_id',
-    'credit_card_id',
-    'status',
-    'payment_date',
-    'due_date',
-    'is_recurring',
-    'is_active',
-    'created_at',
-  ]),
+  filters: filtersFor(
+    expenseRow,
+    [
+      'external_id',
+      'expense_number',
+      'expense_type',
+      'description',
+      'category_id',
+      'subcategory_id',
+      'cost_center_id',
+      'supplier_id',
+      'payment_method',
+      'bank_account_id',
+      'credit_card_id',
+      'status',
+      'payment_date',
+      'due_date',
+      'is_recurring',
+      'is_active',
+      'created_at',
+    ],
+    { external_id: ['eq', 'in'] },
+  ),
   sorts: ['created_at', 'updated_at', 'payment_date', 'due_date'],
   write: expenseWrite,
   includes: {

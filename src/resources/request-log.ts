@@ -29,7 +29,9 @@ export const requestLogRow = Type.Object(
     id: F.uuid(),
     request_id: F.text({ description: 'The X-Request-Id of the write: the client\u2019s own when it sent one.' }),
     created_at: F.timestamp(),
-    method: Type.Union([Type.Literal('POST'), Type.Literal('PATCH'), Type.Literal('DELETE')], { 'x-balcao-type': 'text' }),
+    method: Type.Union([Type.Literal('POST'), Type.Literal('PUT'), Type.Literal('PATCH'), Type.Literal('DELETE')], {
+      'x-balcao-type': 'text',
+    }),
     path: F.text({ description: 'The path written (for a batch operation, the operation\u2019s path).', examples: ['/v1/sales'] }),
     status: F.integer(),
     idempotency_key: F.textOrNull({ description: 'The Idempotency-Key sent (a batch operation: the batch\u2019s).' }),
@@ -60,7 +62,7 @@ export const requestLog: QueryableResource = {
 export interface WriteRequest {
   apiKeyId: string;
   requestId: string;
-  method: 'POST' | 'PATCH' | 'DELETE';
+  method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   status: number;
   idempotencyKey: string | null;

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
 import { filtersFor } from '../query/contract.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
+import { externalIdField } from './external-id.ts';
 import { saleWrite } from './writes/sales.ts';
 
 export const saleRow = Type.Object(
@@ -25,6 +26,7 @@ export const saleRow = Type.Object(
     delivery_fee: F.numberOrNull(),
     order_code: F.textOrNull({ description: 'Free use by the integration' }),
     is_active: F.booleanOrNull(),
+    external_id: externalIdField(),
     created_at: F.timestamp(),
     updated_at: F.timestampOrNull(),
   },
@@ -68,24 +70,30 @@ export const sales: ResourceDescriptor = {
       status_history: { table: 'transaction_status_history', parentKey: 'transaction_id' },
     },
     defaults: { transaction_type: () => 'sale' },
+    checked: ['external_id'],
     // Any transaction_type may be imported (quotes included, DECISIONS C), but not an empty one.
     rules: { transaction_type: (v) => ((v as string).trim() === '' ? 'must not be empty' : undefined) },
   },
   module: 'vendas',
   row: saleRow,
-  filters: filtersFor(saleRow, [
-    'customer_id',
-    'status',
-    'transaction_type',
-    'transaction_number',
-    'payment_status',
-    'payment_method',
-    'sale_date',
-    'total_amount',
-    'is_active',
-    'created_at',
-    'updated_at',
-  ]),
+  filters: filtersFor(
+    saleRow,
+    [
+      'external_id',
+      'customer_id',
+      'status',
+      'transaction_type',
+      'transaction_number',
+      'payment_status',
+      'payment_method',
+      'sale_date',
+      'total_amount',
+      'is_active',
+      'created_at',
+      'updated_at',
+    ],
+    { external_id: ['eq', 'in'] },
+  ),
   sorts: ['created_at', 'updated_at', 'sale_date', 'total_amount'],
   write: saleWrite,
   // Spelled as the partial keyset indexes' predicate so the planner can use them.

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { F } from '../schemas/common.ts';
 import { filtersFor } from '../query/contract.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
+import { externalIdField } from './external-id.ts';
 import { supplierWrite } from './writes/suppliers.ts';
 
 export const pixKey = Type.Object({ type: Type.String(), key: Type.String() }, { title: 'PixKey' });
@@ -32,6 +33,7 @@ export const supplierRow = Type.Object(
     address_country: F.textOrNull(),
     address_zip_code: F.textOrNull(),
     pix_keys: Type.Union([Type.Array(pixKey), Type.Null()]),
+    external_id: externalIdField(),
     created_at: F.timestamp(),
     updated_at: F.timestampOrNull(),
   },
@@ -41,21 +43,26 @@ export const supplierRow = Type.Object(
 export const suppliers: ResourceDescriptor = {
   name: 'suppliers',
   table: 'suppliers',
-  import: { checked: ['email', 'pix_keys'] },
+  import: { checked: ['email', 'pix_keys', 'external_id'] },
   module: 'fornecedores',
   row: supplierRow,
-  filters: filtersFor(supplierRow, [
-    'name',
-    'legal_name',
-    'trade_name',
-    'document_number',
-    'email',
-    'is_active',
-    'is_employee',
-    'address_city',
-    'address_state',
-    'created_at',
-  ]),
+  filters: filtersFor(
+    supplierRow,
+    [
+      'external_id',
+      'name',
+      'legal_name',
+      'trade_name',
+      'document_number',
+      'email',
+      'is_active',
+      'is_employee',
+      'address_city',
+      'address_state',
+      'created_at',
+    ],
+    { external_id: ['eq', 'in'] },
+  ),
   sorts: ['created_at', 'updated_at', 'name'],
   write: supplierWrite,
 };

@@ -33,6 +33,7 @@ import { insertStatement, isSqlFragment } from './insert-statement.ts';
 import { etagOf, matchHolds, takeEtag, VERSION_KEY, versionSql } from './etag.ts';
 import { NOW_VERSION_KEY, nextVersion, nowVersionSql } from '../query/version.ts';
 import { getRecord } from './read-engine.ts';
+import { claimExternalId, externalIdConflict, hasExternalIds, isExternalIdViolation, recordWithExternalId } from './external-id.ts';
 
 export interface WriteOptions {
   /** Field errors the schema validation found (Ajv through `toFieldErrors`). */
@@ -57,6 +58,9 @@ export interface WriteOptions {
   ifMatch?: string | string[];
   /** `db` is already a transaction the caller commits (an atomic batch): the write runs in it. */
   inTransaction?: boolean;
+  /** PATCH: when the change would set every field to the value it has, write nothing (no UPDATE, so no event, and
+   *  updated_at and the ETag stay): the upsert's `unchanged`. */
+  skipUnchanged?: boolean;
 }
 
 /** A later part of a write (its event) as the tail of the creation's statement (`WriteOptions.joinWritten`). */
@@ -78,6 +82,8 @@ export interface WrittenExtensions {
 export interface TaggedRecord {
   data: Row;
   etag: string;
+  /** With `skipUnchanged`: nothing was written, the record is as it was. */
+  unchanged?: boolean;
 }
 
 /** Work for after a write's transaction has committed (the NOTIFY that wakes its event's readers). */
@@ -193,7 +199,14 @@ async function referenceErrors(
   return out;
 }
 
-async function refuseInvalid(db: Db, w: WriteDescriptor, tenant: Tenant, raw: unknown, current: Row | undefined, options: WriteOptions) {
+export async function refuseInvalid(
+  db: Db,
+  w: WriteDescriptor,
+  tenant: Tenant,
+  raw: unknown,
+  current: Row | undefined,
+  options: WriteOptions,
+) {
   // A missing or non-object body is already a schema error; the rules then see an empty one.
   const body: Body = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Body) : {};
   const found = mergeFieldErrors(options.schemaErrors ?? [], nulCharacterErrors(body), w.rules?.check?.(body, current) ?? []);
@@ -254,68 +267,72 @@ export async function createRecord(
   // A creation that takes a counter in its insert and is answered from its own values awaits nothing before its
   // commit: it queues on its tenant's write lane instead of waiting for the counter's lock (write-lanes.ts).
   const lane = w.rules?.settledInInsert && w.rules.answeredFromValues ? laneOf(tenant) : undefined;
-  const created = await transact(db, options, lane, async (trx, after, mayAssume) => {
-    const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now, mayAssume };
-    // The id is made here, not by the database, so the rows written with it can name it before the insert answers.
-    const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
-    // Answered from its own values, the insert need not return its row: nothing is awaited before the commit.
-    const answered = w.rules?.answeredFromValues?.(values);
-    const settling = w.rules?.settledInInsert?.(ctx, values, !answered, body);
-    // The creation's event (with what goes beside it) as more CTEs of the insert's own statement, where the resource
-    // offers it and no finisher must run between them: one statement fewer (SettledInInsert.joined).
-    const joining = answered && settling?.joined && !options.finishers?.length ? options.joinWritten : undefined;
-    if (settling?.before) await sendAhead(trx, settling.before);
-    const meaning = settling?.meaning ?? asItIs;
-    let inserted: SentAhead | undefined;
-    let row: Row | undefined = answered;
-    if (!joining) {
-      const insert = settling ? settling.statement() : insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
-      // Answered already, the insert is sent without waiting: it travels with the statements that follow it.
-      if (answered) inserted = await sendAhead(trx, insert, meaning);
-      else [row] = (await trx.executeQuery(insert).catch((err: unknown) => Promise.reject(meaning(err)))).rows as Row[];
-    }
-    if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
-    const record = answerOf(d, w, row, settling?.included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
-    // A record answered before the database did carries placeholders for the fields the insert settles; what
-    // stores a copy of the record replaces them in SQL, and the answer takes the insert's values after the commit.
-    const placeholders: Placeholder[] = [];
-    const settledFields = answered && settling ? (joining ? settling.joined?.fieldsInStatement : settling.fields) : undefined;
-    for (const [field, value] of Object.entries(settledFields ?? {})) {
-      const p = placeholder(value);
-      record[field] = p.token;
-      placeholders.push(p);
-    }
-    const object = { ...record };
-    for (const name of w.createIncludes ?? []) delete object[name];
-    const written: WrittenRecord = {
-      descriptor: d,
-      tenant,
-      id: String(row.id),
-      action: 'created',
-      before: null,
-      object,
-      placeholders,
-      mayAssume,
-    };
-    for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
-    if (joining && settling?.joined) {
-      const tail = joining({ ...written, record });
-      const sent = await sendAhead(trx, settling.joined.statement(tail.shape), everyMeaning([meaning, tail.meaning]));
-      inserted = sent;
-      await options.beforeCommit?.(trx);
-      after(
-        () =>
-          void sent.rows.then(
-            ([answer]) => tail.committed(answer),
-            () => {}, // not reached: the write committed, so its statement ran
-          ),
-      );
-    } else {
-      await options.beforeCommit?.(trx);
-      after(await options.onWritten?.(trx, { ...written, record }));
-    }
-    return { record, settled: settledFields ? inserted?.rows : undefined, fields: Object.keys(settledFields ?? {}) };
-  });
+  const externalId = externalIdOf(d, body);
+  const created = await externalIdsChecked(db, d, tenant, options, externalId, () =>
+    transact(db, options, lane, async (trx, after, mayAssume) => {
+      const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now, mayAssume };
+      if (externalId !== undefined) await claimExternalId(trx, d, tenant, externalId, undefined);
+      // The id is made here, not by the database, so the rows written with it can name it before the insert answers.
+      const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
+      // Answered from its own values, the insert need not return its row: nothing is awaited before the commit.
+      const answered = w.rules?.answeredFromValues?.(values);
+      const settling = w.rules?.settledInInsert?.(ctx, values, !answered, body);
+      // The creation's event (with what goes beside it) as more CTEs of the insert's own statement, where the resource
+      // offers it and no finisher must run between them: one statement fewer (SettledInInsert.joined).
+      const joining = answered && settling?.joined && !options.finishers?.length ? options.joinWritten : undefined;
+      if (settling?.before) await sendAhead(trx, settling.before);
+      const meaning = settling?.meaning ?? asItIs;
+      let inserted: SentAhead | undefined;
+      let row: Row | undefined = answered;
+      if (!joining) {
+        const insert = settling ? settling.statement() : insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
+        // Answered already, the insert is sent without waiting: it travels with the statements that follow it.
+        if (answered) inserted = await sendAhead(trx, insert, meaning);
+        else [row] = (await trx.executeQuery(insert).catch((err: unknown) => Promise.reject(meaning(err)))).rows as Row[];
+      }
+      if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
+      const record = answerOf(d, w, row, settling?.included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
+      // A record answered before the database did carries placeholders for the fields the insert settles; what
+      // stores a copy of the record replaces them in SQL, and the answer takes the insert's values after the commit.
+      const placeholders: Placeholder[] = [];
+      const settledFields = answered && settling ? (joining ? settling.joined?.fieldsInStatement : settling.fields) : undefined;
+      for (const [field, value] of Object.entries(settledFields ?? {})) {
+        const p = placeholder(value);
+        record[field] = p.token;
+        placeholders.push(p);
+      }
+      const object = { ...record };
+      for (const name of w.createIncludes ?? []) delete object[name];
+      const written: WrittenRecord = {
+        descriptor: d,
+        tenant,
+        id: String(row.id),
+        action: 'created',
+        before: null,
+        object,
+        placeholders,
+        mayAssume,
+      };
+      for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
+      if (joining && settling?.joined) {
+        const tail = joining({ ...written, record });
+        const sent = await sendAhead(trx, settling.joined.statement(tail.shape), everyMeaning([meaning, tail.meaning]));
+        inserted = sent;
+        await options.beforeCommit?.(trx);
+        after(
+          () =>
+            void sent.rows.then(
+              ([answer]) => tail.committed(answer),
+              () => {}, // not reached: the write committed, so its statement ran
+            ),
+        );
+      } else {
+        await options.beforeCommit?.(trx);
+        after(await options.onWritten?.(trx, { ...written, record }));
+      }
+      return { record, settled: settledFields ? inserted?.rows : undefined, fields: Object.keys(settledFields ?? {}) };
+    }),
+  );
   if (!created.settled) return created.record;
   // Answered before the commit was (or, in a caller's transaction, on its own): the fields as stored. A joined
   // statement answers its tail's columns too; only the settled fields are the record's.
@@ -368,20 +385,73 @@ async function changeRow(
   options: WriteOptions,
   action: 'updated' | 'deleted',
   decide: (ctx: WriteContext, current: Row) => Promise<Row>,
+  externalId?: string,
 ): Promise<TaggedRecord> {
   const tenant = requireTenant(tenantOrNull, 'write');
   if (!isUuid(id)) throw errors.notFound();
-  return transact(db, options, undefined, async (trx, after, mayAssume) => {
-    const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now, mayAssume };
-    const { row: current, etag: currentTag, next } = await lockRow(trx, d, tenant, id);
-    // Compared under the row lock, so of two writers holding the same tag exactly one gets through.
-    if (matchHolds(options.ifMatch, currentTag) === false) throw errors.preconditionFailed();
-    const written = await applyChange(ctx, d, current, next, await decide(ctx, current));
-    const object = { ...written.data };
-    after(await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current, object, mayAssume }));
-    return written;
-  });
+  return externalIdsChecked(db, d, tenant, options, externalId, () =>
+    transact(db, options, undefined, async (trx, after, mayAssume) => {
+      const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now, mayAssume };
+      const { row: current, etag: currentTag, next } = await lockRow(trx, d, tenant, id);
+      // Compared under the row lock, so of two writers holding the same tag exactly one gets through.
+      if (matchHolds(options.ifMatch, currentTag) === false) throw errors.preconditionFailed();
+      const values = await decide(ctx, current);
+      if (options.skipUnchanged && (await changesNothing(trx, d, tenant, String(current.id), values))) {
+        const meta = descriptorMeta(d);
+        return { data: outputRow(current, meta.fields, meta), etag: currentTag, unchanged: true };
+      }
+      const written = await applyChange(ctx, d, current, next, values);
+      const object = { ...written.data };
+      after(await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current, object, mayAssume }));
+      return written;
+    }),
+  );
 }
+
+/**
+ * Whether setting `values` on the locked row would leave every column as it is, compared by the database in each
+ * column's own type (a body's 10 and a stored 10.00 are one amount): the parameters are bound as an UPDATE binds them.
+ */
+async function changesNothing(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: string, values: Row): Promise<boolean> {
+  const columns = Object.entries(columnValues(d, values));
+  if (columns.length === 0) return true;
+  const same = sql.join(
+    columns.map(([column, value]) => sql`${sql.ref(column)} IS NOT DISTINCT FROM ${value}`),
+    sql` AND `,
+  );
+  const row = (await selectScoped(trx, d.table, tenant, d.where)
+    .select(sql<boolean>`${same}`.as('same'))
+    .where('id', '=', id)
+    .executeTakeFirst()) as { same: boolean } | undefined;
+  return row?.same === true;
+}
+
+/**
+ * Runs a write whose statements may meet the external-id unique index: a second record refused there (a writer that
+ * took no lock got there first) is a 409 naming the record that has it, read once the write's transaction is over.
+ */
+async function externalIdsChecked<T>(
+  db: Db,
+  d: ResourceDescriptor,
+  tenant: Tenant,
+  options: WriteOptions,
+  externalId: string | undefined,
+  write: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (externalId === undefined || !isExternalIdViolation(d, err)) throw err;
+    // In a caller's transaction (an atomic batch), which the failure has aborted, nothing more can be read.
+    throw externalIdConflict(options.inTransaction ? undefined : await recordWithExternalId(db, d, tenant, externalId));
+  }
+}
+
+/** The external id a write body gives its record, where the resource has them (the body may be anything yet). */
+const externalIdOf = (d: ResourceDescriptor, body: unknown): string | undefined => {
+  const value = hasExternalIds(d) && body && typeof body === 'object' ? (body as Body).external_id : undefined;
+  return typeof value === 'string' ? value : undefined;
+};
 
 /** PATCH: 404 for a record outside the tenant, 422 with every refused field, or the updated record. */
 export async function updateRecord(
@@ -393,10 +463,22 @@ export async function updateRecord(
   options: WriteOptions = {},
 ): Promise<TaggedRecord> {
   const w = writeOf(d);
-  return changeRow(db, d, tenantOrNull, id, options, 'updated', async (ctx, current) => {
-    await refuseInvalid(ctx.trx, w, ctx.tenant, body, current, options);
-    return w.rules?.toUpdate ? w.rules.toUpdate(ctx, body, current) : { ...body };
-  });
+  return changeRow(
+    db,
+    d,
+    tenantOrNull,
+    id,
+    options,
+    'updated',
+    async (ctx, current) => {
+      await refuseInvalid(ctx.trx, w, ctx.tenant, body, current, options);
+      const externalId = externalIdOf(d, body);
+      if (externalId !== undefined && externalId !== current.external_id)
+        await claimExternalId(ctx.trx, d, ctx.tenant, externalId, String(current.id));
+      return w.rules?.toUpdate ? w.rules.toUpdate(ctx, body, current) : { ...body };
+    },
+    externalIdOf(d, body),
+  );
 }
 
 /** DELETE: the soft delete of the descriptor (the record is kept); 404 outside the tenant. */

@@ -8,7 +8,13 @@ import type { FieldError } from '../errors/app-error.ts';
 import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
 import { type BatchOperationContext, batchOperationOf } from '../http/batch-context.ts';
-import { createIdempotencyHooks, IDEMPOTENCY_HEADER, type IdempotencyHooks, JSON_CONTENT_TYPE } from '../http/idempotency.ts';
+import {
+  createIdempotencyHooks,
+  IDEMPOTENCY_HEADER,
+  type IdempotencyHooks,
+  JSON_CONTENT_TYPE,
+  type ReplayHeaders,
+} from '../http/idempotency.ts';
 import type { Db } from '../infra/db/database.ts';
 import { settledSerialization } from '../infra/db/send-ahead.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
@@ -19,6 +25,8 @@ import { RESOURCES } from './registry.ts';
 import { isSqlFragment } from './insert-statement.ts';
 import { etagOf } from './etag.ts';
 import { logEntryShape, logWrite, type WriteRequest } from './request-log.ts';
+import { externalIdText, hasExternalIds } from './external-id.ts';
+import { upsertRecord } from './upsert.ts';
 import { createRecord, deleteRecord, updateRecord, type WriteOptions, type WrittenBeside, type WrittenExtensions } from './write-engine.ts';
 
 /** The resources that accept writes: those of the registry with a `write` section, in its order. */
@@ -86,14 +94,85 @@ interface ResourceRoutes {
   };
 }
 
-function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: IdempotencyHooks, d: ResourceDescriptor) {
+function registerResource(app: TypedApp, deps: WriteRouteDeps, hooks: RouteHooks, d: ResourceDescriptor) {
   const w = d.write;
   if (!w) return;
   const guard = { resource: d.name, access: 'write', module: d.module, deprecated: d.deprecated } as const;
   const routes: ResourceRoutes = { app, deps, d, w, db: deps.database.db, tags: [resourceTag(d)], guard };
-  registerCreate(routes, hooks);
+  registerCreate(routes, hooks.create);
+  if (hasExternalIds(d)) registerUpsert(routes, hooks.upsert);
   registerUpdate(routes);
   registerDelete(routes);
+}
+
+/** The Idempotency-Key hooks of creations, and of upserts (whose replays carry their own headers). */
+interface RouteHooks {
+  create: IdempotencyHooks;
+  upsert: IdempotencyHooks;
+}
+
+export const UPSERT_HEADER = 'balcao-upsert';
+
+const UPSERT_DOC =
+  'Creates the record with this external id, or updates the one that has it: the body is the POST body of the resource ' +
+  "(an `external_id` in it must equal the path's, else 422). With no such record it is created exactly as POST creates " +
+  'it: 201, `Location`, `Balcao-Upsert: created`. Otherwise the body is applied as a PATCH of that record with the same ' +
+  "body applies it (fields PATCH does not take, such as a sale's items, are ignored): 200 and `Balcao-Upsert: updated`, or " +
+  '`Balcao-Upsert: unchanged` when it would change nothing; then nothing is written, no event is emitted, and `updated_at` ' +
+  'and the `ETag` stay. Concurrent upserts of one new external id create one record: the others answer 200. Percent-encode ' +
+  'the external id in the path. `If-Match` works as on PATCH (with no record, it fails with 412); an `Idempotency-Key` as on ' +
+  'POST (a replay carries `Idempotent-Replay: true`, and its status and body; `Balcao-Upsert` only on a replayed 201).';
+
+const externalIdParams = Type.Object({
+  external_id: externalIdText({ description: 'The external id, percent-encoded.', examples: ['pedido-10482'] }),
+});
+
+function registerUpsert({ app, deps, d, w, db, tags, guard }: ResourceRoutes, hooks: IdempotencyHooks) {
+  app.put(
+    `/v1/${d.name}/by-external-id/:external_id`,
+    {
+      ...common,
+      config: { operationId: `${d.name}.upsert`, ...guard },
+      preValidation: hooks.claim,
+      onSend: hooks.record,
+      schema: {
+        operationId: `${d.name}.upsert`,
+        summary: `Create or update a record of ${d.name} by its external id`,
+        description: `${UPSERT_DOC}\n\n${CONDITIONAL_DOC}`,
+        tags,
+        params: externalIdParams,
+        body: w.create,
+        response: {
+          200: itemEnvelopeSchema(d.row),
+          201: itemEnvelopeSchema(createdSchema(d, w)),
+        },
+      },
+    },
+    async (request, reply) => {
+      const batch = batchOperationOf(request);
+      const result = await upsertRecord(batch?.trx ?? db, d, request.tenant, request.params.external_id, request.body, {
+        schemaErrors: schemaErrors(request),
+        now: deps.now,
+        ifMatch: request.headers['if-match'],
+        written: (status) => writtenFor(deps, request, status),
+        beforeCommit: hooks.beforeCommit(request),
+        batch: batch?.trx ? { trx: batch.trx, afterCommit: batch.afterCommit } : undefined,
+      });
+      reply.header('etag', result.etag).header(UPSERT_HEADER, result.outcome);
+      if (result.outcome === 'created') reply.code(201).header('location', `/v1/${d.name}/${String(result.data.id)}`);
+      return itemEnvelope(request, result.data);
+    },
+  );
+}
+
+/** A replayed upsert: a 201 carries what the creation was sent with (its ETag, Location, `Balcao-Upsert: created`). */
+function upsertReplayHeaders(d: ResourceDescriptor): ReplayHeaders {
+  return (status, body) => {
+    const tag = creationTag(status, body);
+    if (!tag?.etag) return undefined;
+    const id = (JSON.parse(body) as { data: { id: string } }).data.id;
+    return { ...tag, location: `/v1/${d.name}/${id}`, [UPSERT_HEADER]: 'created' };
+  };
 }
 
 /** Bodies are validated by the write engine, which merges Ajv's refusals with its own into one 422. */
@@ -229,8 +308,8 @@ function writtenFor(
     method: request.method as WriteRequest['method'],
     path: request.url.split('?', 1)[0] as string,
     status,
-    // The key only means something on POST (SPEC 8: ignored on PATCH and DELETE); a batch's covers its operations.
-    idempotencyKey: batch ? batch.idempotencyKey : request.method === 'POST' && typeof header === 'string' ? header : null,
+    // The key only means something on POST and PUT (SPEC 8: ignored on PATCH and DELETE); a batch's covers its operations.
+    idempotencyKey: batch ? batch.idempotencyKey : takesKey(request.method) && typeof header === 'string' ? header : null,
   };
   // The entry goes out in the event's statement: one statement fewer per write.
   return (
@@ -268,6 +347,13 @@ function memoize(fn: (record: Row) => string): (record: Row) => string {
 }
 
 export function registerWriteRoutes(app: FastifyInstance, deps: WriteRouteDeps): void {
-  const hooks = createIdempotencyHooks(new IdempotencyStore(deps.database.db, deps.idempotency), creationTag);
-  for (const d of deps.resources ? writableOf(deps.resources) : WRITABLE) registerResource(typedRoutes(app), deps, hooks, d);
+  const store = new IdempotencyStore(deps.database.db, deps.idempotency);
+  const create = createIdempotencyHooks(store, creationTag);
+  for (const d of deps.resources ? writableOf(deps.resources) : WRITABLE) {
+    const upsert = createIdempotencyHooks(store, upsertReplayHeaders(d));
+    registerResource(typedRoutes(app), deps, { create, upsert }, d);
+  }
 }
+
+/** The methods whose Idempotency-Key the server keeps (creations and upserts). */
+const takesKey = (method: string): boolean => method === 'POST' || method === 'PUT';

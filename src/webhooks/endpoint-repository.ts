@@ -26,6 +26,24 @@ const view = (row: Row) => outputRow(row, meta.fields, meta) as WebhookEndpoint;
 const textArray = (values: readonly string[]) =>
   values.length === 0 ? sql`cast(ARRAY[] as text[])` : sql`cast(ARRAY[${sql.join(values.map(String))}] as text[])`;
 
+/** Key ids as stored and compared: lowercase (the events' `origin_key_id` prints so). */
+const keyIds = (ids: readonly string[]) => ids.map((id) => id.toLowerCase());
+
+/** The ids of `ids` that name no API key of the tenant's account and mode: a 422 each (never saying whose they are). */
+export async function unknownKeyIds(db: Db, tenant: Tenant, ids: readonly string[]): Promise<string[]> {
+  const wanted = keyIds(ids);
+  if (wanted.length === 0) return [];
+  const rows = (await db
+    .selectFrom('api_keys')
+    .select(sql<string>`cast(id as text)`.as('id'))
+    .where('account_id', '=', tenant.accountId)
+    .where('mode', '=', tenant.mode as 'live' | 'test')
+    .where(sql<boolean>`cast(id as text) in (${sql.join(wanted)})`)
+    .execute()) as { id: string }[];
+  const known = new Set(rows.map((r) => r.id));
+  return wanted.filter((id) => !known.has(id));
+}
+
 const limitReached = () =>
   new AppError('validation', {
     detail: `endpoint_limit_reached: an account has at most ${MAX_ENDPOINTS} webhook endpoints per mode; delete one first.`,
@@ -70,6 +88,7 @@ export async function createEndpoint(db: Db, tenant: Tenant, body: CreateBody, b
       url: body.url,
       description: body.description ?? null,
       enabled_events: textArray(body.enabled_events ?? ['*']),
+      excluded_key_ids: textArray(keyIds(body.excluded_key_ids ?? [])),
       enabled: body.enabled ?? true,
       secret,
     })
@@ -105,6 +124,7 @@ export async function updateEndpoint(db: Db, tenant: Tenant, id: string, body: U
   if (body.url !== undefined) set.url = body.url;
   if (body.description !== undefined) set.description = body.description;
   if (body.enabled_events !== undefined) set.enabled_events = textArray(body.enabled_events);
+  if (body.excluded_key_ids !== undefined) set.excluded_key_ids = textArray(keyIds(body.excluded_key_ids));
   if (body.enabled !== undefined) {
     set.enabled = body.enabled;
     // Re-enabled by the client: the failure streak starts over.

@@ -17,7 +17,15 @@ import { idParamsSchema } from '../query/schemas.ts';
 import { urlRefusal } from './address-safety.ts';
 import { listAttempts } from './attempt-list.ts';
 import { registerWebhookOperationRoutes } from './operation-routes.ts';
-import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, updateEndpoint } from './endpoint-repository.ts';
+import {
+  createEndpoint,
+  deleteEndpoint,
+  getEndpoint,
+  listEndpoints,
+  rotateSecret,
+  unknownKeyIds,
+  updateEndpoint,
+} from './endpoint-repository.ts';
 import {
   createWebhookEndpointBody,
   MAX_ENDPOINTS,
@@ -60,7 +68,7 @@ function bodyUrl(body: unknown): unknown {
 }
 
 /** Ajv's refusals and the URL's, as one 422. */
-async function refuseInvalid(request: FastifyRequest, config: Config): Promise<void> {
+async function refuseInvalid(request: FastifyRequest, config: Config, db: Db): Promise<void> {
   const failure = request.validationError;
   const found: FieldError[] = failure?.validation && failure.validationContext === 'body' ? toFieldErrors(failure.validation) : [];
   const url = bodyUrl(request.body);
@@ -68,7 +76,21 @@ async function refuseInvalid(request: FastifyRequest, config: Config): Promise<v
     const reason = await urlRefusal(url, config.webhookAllowPrivate);
     if (reason) found.push({ field: 'url', code: 'url_not_allowed', message: `URL recusada: ${reason}.` });
   }
+  const keys = bodyKeyIds(request.body);
+  if (keys && !found.some((e) => e.field.startsWith('excluded_key_ids')) && request.tenant) {
+    const unknown = new Set(await unknownKeyIds(db, request.tenant, keys));
+    keys.forEach((id, i) => {
+      if (unknown.has(id.toLowerCase()))
+        found.push({ field: `excluded_key_ids[${i}]`, code: 'not_found', message: 'Chave de API não encontrada nesta conta.' });
+    });
+  }
   if (found.length > 0) throw errors.bodyInvalid(found);
+}
+
+/** The body's `excluded_key_ids` when it is a list of strings (its schema refuses anything else). */
+function bodyKeyIds(body: unknown): string[] | undefined {
+  const ids = typeof body === 'object' && body !== null && 'excluded_key_ids' in body ? body.excluded_key_ids : undefined;
+  return Array.isArray(ids) && ids.every((id) => typeof id === 'string') ? ids : undefined;
 }
 
 function registerCreate(app: TypedApp, { db, config, hooks }: RouteDeps): void {
@@ -89,7 +111,7 @@ function registerCreate(app: TypedApp, { db, config, hooks }: RouteDeps): void {
       },
     },
     async (request, reply) => {
-      await refuseInvalid(request, config);
+      await refuseInvalid(request, config, db);
       const created = await createEndpoint(db, requireTenant(request.tenant, 'write'), request.body, hooks.beforeCommit(request));
       return reply.code(201).send(itemEnvelope(request, created));
     },
@@ -154,7 +176,7 @@ function registerUpdate(app: TypedApp, { db, config }: RouteDeps): void {
       const { id } = request.params;
       // An unknown endpoint answers 404 before its body is judged.
       await getEndpoint(db, tenant, id);
-      await refuseInvalid(request, config);
+      await refuseInvalid(request, config, db);
       return itemEnvelope(request, await updateEndpoint(db, tenant, id, request.body));
     },
   );

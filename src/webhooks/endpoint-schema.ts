@@ -24,12 +24,27 @@ const description = Type.Union([
   Type.Null(),
 ]);
 
+export const MAX_EXCLUDED_KEYS = 10;
+
+const excludedKeyIds = Type.Array(Type.String({ format: 'uuid', maxLength: 36 }), {
+  maxItems: MAX_EXCLUDED_KEYS,
+  uniqueItems: true,
+  description:
+    `Up to ${MAX_EXCLUDED_KEYS} ids of this account's API keys (\`key_id\` of \`GET /v1/me\`): the events written through them are not ` +
+    'delivered to this endpoint (an integration is not sent its own writes back). Empty: every event is.',
+  // EXAMPLE_IDS.apiKey of openapi/field-examples.ts (a layer above): the examples test sends it as its own key's id.
+  examples: [['5d1c2b3a-4e5f-4a6b-9c7d-8e9f0a1b2c3d']],
+});
+
 export const webhookEndpointRow = Type.Object(
   {
     id: F.uuid(),
     url: F.text(),
     description: F.textOrNull(),
     enabled_events: Type.Array(Type.String()),
+    excluded_key_ids: Type.Array(Type.String({ format: 'uuid' }), {
+      description: 'The API keys whose events this endpoint is not sent (`excluded_key_ids` of the create and update bodies).',
+    }),
     enabled: F.boolean(),
     disabled_reason: F.textOrNull({ description: 'Why the service disabled the endpoint (every delivery failing for 5 days).' }),
     created_at: F.timestamp(),
@@ -52,6 +67,7 @@ export const createWebhookEndpointBody = Type.Object(
   {
     url,
     enabled_events: Type.Optional({ ...enabledEvents, default: ['*'] }),
+    excluded_key_ids: Type.Optional({ ...excludedKeyIds, default: [] }),
     description: Type.Optional(description),
     enabled: Type.Optional(Type.Boolean({ default: true })),
   },
@@ -62,6 +78,7 @@ export const updateWebhookEndpointBody = Type.Object(
   {
     url: Type.Optional(url),
     enabled_events: Type.Optional(enabledEvents),
+    excluded_key_ids: Type.Optional(excludedKeyIds),
     description: Type.Optional(description),
     enabled: Type.Optional(Type.Boolean({ description: 'true re-enables an endpoint the service disabled.' })),
   },

@@ -93,6 +93,7 @@ export async function replayEvents(db: Db, tenant: Tenant, endpointId: string, f
       WHERE ${conditionScopedSql(tenant, 'ev')} AND ${startCondition(from)}
         AND ev.created_at > now() - interval '${sql.raw(String(RETENTION_DAYS))} days'
         AND e.enabled_events && ARRAY[ev.type, split_part(ev.type, '.', 1) || '.*', '*']
+        AND (ev.origin_key_id IS NULL OR NOT (cast(ev.origin_key_id as text) = ANY (e.excluded_key_ids)))
       ORDER BY ev.created_at, ev.id
       LIMIT ${MAX_REPLAYED + 1}
     ), chosen AS (

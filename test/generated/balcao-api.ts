@@ -618,6 +618,102 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/customers/by-external-id/{external_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Create or update a record of customers by its external id
+     * @description Creates the record with this external id, or updates the one that has it: the body is the POST body of the resource (an `external_id` in it must equal the path's, else 422). With no such record it is created exactly as POST creates it: 201, `Location`, `Balcao-Upsert: created`. Otherwise the body is applied as a PATCH of that record with the same body applies it (fields PATCH does not take, such as a sale's items, are ignored): 200 and `Balcao-Upsert: updated`, or `Balcao-Upsert: unchanged` when it would change nothing; then nothing is written, no event is emitted, and `updated_at` and the `ETag` stay. Concurrent upserts of one new external id create one record: the others answer 200. Percent-encode the external id in the path. `If-Match` works as on PATCH (with no record, it fails with 412); an `Idempotency-Key` as on POST (a replay carries `Idempotent-Replay: true`, and its status and body; `Balcao-Upsert` only on a replayed 201).
+     *
+     *     Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+     *
+     *     Requires the scope `customers:write` and the module `clientes` on the contract.
+     */
+    put: operations['customers.upsert'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sales/by-external-id/{external_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Create or update a record of sales by its external id
+     * @description Creates the record with this external id, or updates the one that has it: the body is the POST body of the resource (an `external_id` in it must equal the path's, else 422). With no such record it is created exactly as POST creates it: 201, `Location`, `Balcao-Upsert: created`. Otherwise the body is applied as a PATCH of that record with the same body applies it (fields PATCH does not take, such as a sale's items, are ignored): 200 and `Balcao-Upsert: updated`, or `Balcao-Upsert: unchanged` when it would change nothing; then nothing is written, no event is emitted, and `updated_at` and the `ETag` stay. Concurrent upserts of one new external id create one record: the others answer 200. Percent-encode the external id in the path. `If-Match` works as on PATCH (with no record, it fails with 412); an `Idempotency-Key` as on POST (a replay carries `Idempotent-Replay: true`, and its status and body; `Balcao-Upsert` only on a replayed 201).
+     *
+     *     Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+     *
+     *     Requires the scope `sales:write` and the module `vendas` on the contract.
+     */
+    put: operations['sales.upsert'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/suppliers/by-external-id/{external_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Create or update a record of suppliers by its external id
+     * @description Creates the record with this external id, or updates the one that has it: the body is the POST body of the resource (an `external_id` in it must equal the path's, else 422). With no such record it is created exactly as POST creates it: 201, `Location`, `Balcao-Upsert: created`. Otherwise the body is applied as a PATCH of that record with the same body applies it (fields PATCH does not take, such as a sale's items, are ignored): 200 and `Balcao-Upsert: updated`, or `Balcao-Upsert: unchanged` when it would change nothing; then nothing is written, no event is emitted, and `updated_at` and the `ETag` stay. Concurrent upserts of one new external id create one record: the others answer 200. Percent-encode the external id in the path. `If-Match` works as on PATCH (with no record, it fails with 412); an `Idempotency-Key` as on POST (a replay carries `Idempotent-Replay: true`, and its status and body; `Balcao-Upsert` only on a replayed 201).
+     *
+     *     Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+     *
+     *     Requires the scope `suppliers:write` and the module `fornecedores` on the contract.
+     */
+    put: operations['suppliers.upsert'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/expenses/by-external-id/{external_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Create or update a record of expenses by its external id
+     * @description Creates the record with this external id, or updates the one that has it: the body is the POST body of the resource (an `external_id` in it must equal the path's, else 422). With no such record it is created exactly as POST creates it: 201, `Location`, `Balcao-Upsert: created`. Otherwise the body is applied as a PATCH of that record with the same body applies it (fields PATCH does not take, such as a sale's items, are ignored): 200 and `Balcao-Upsert: updated`, or `Balcao-Upsert: unchanged` when it would change nothing; then nothing is written, no event is emitted, and `updated_at` and the `ETag` stay. Concurrent upserts of one new external id create one record: the others answer 200. Percent-encode the external id in the path. `If-Match` works as on PATCH (with no record, it fails with 412); an `Idempotency-Key` as on POST (a replay carries `Idempotent-Replay: true`, and its status and body; `Balcao-Upsert` only on a replayed 201).
+     *
+     *     Optional `If-Match` (an `ETag` from a read or a write of this record, a list of them, or `*`): when the record is no longer at that version the answer is 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+     *
+     *     Requires the scope `expenses:write` and the module `despesas` on the contract.
+     */
+    put: operations['expenses.upsert'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/requests': {
     parameters: {
       query?: never;
@@ -651,7 +747,7 @@ export interface paths {
     put?: never;
     /**
      * Send up to 100 writes in one request
-     * @description Each operation (`POST /v1/<resource>`, `PATCH` or `DELETE /v1/<resource>/<id>`) is checked and answered exactly as the single request would be: scopes, modules, plan, validation, the tenant wall, `If-Match` (from `if_match`), events. The answer is 200 with one result per operation, in order: `{status, body, etag}`. With `atomic: false` each operation stands alone; with `atomic: true` all commit together or none does: the failed ones carry their error and the others 424 `batch_aborted`. Each operation counts as one write in the minute and day layers, the batch once in the burst layer; a batch that would exceed a layer is refused whole with 429 before anything runs. An `Idempotency-Key` makes the whole batch idempotent (same key and body replays, another body is a 409). A malformed batch (more than 100 operations, an unknown method, a path that is not a write route) is a 422 for the whole request, with `errors[].field` such as `operations[3].path`.
+     * @description Each operation (`POST /v1/<resource>`, `PUT /v1/<resource>/by-external-id/<external_id>`, `PATCH` or `DELETE /v1/<resource>/<id>`) is checked and answered exactly as the single request would be: scopes, modules, plan, validation, the tenant wall, `If-Match` (from `if_match`), events. The answer is 200 with one result per operation, in order: `{status, body, etag}`. With `atomic: false` each operation stands alone; with `atomic: true` all commit together or none does: the failed ones carry their error and the others 424 `batch_aborted`. Each operation counts as one write in the minute and day layers, the batch once in the burst layer; a batch that would exceed a layer is refused whole with 429 before anything runs. An `Idempotency-Key` makes the whole batch idempotent (same key and body replays, another body is a 409). A malformed batch (more than 100 operations, an unknown method, a path that is not a write route) is a 422 for the whole request, with `errors[].field` such as `operations[3].path`.
      *
      *     Any valid key of an account with the API enabled; no scope or module needed.
      */
@@ -1669,6 +1765,11 @@ export interface components {
       profile_photo_url: string | null;
       whatsapp_photo: string | null;
       /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id: string | null;
+      /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
        */
@@ -1712,6 +1813,11 @@ export interface components {
       valid_whatsapp?: boolean | null;
       profile_photo_url?: string | null;
       whatsapp_photo?: string | null;
+      /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id?: string | null;
       /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
@@ -1776,6 +1882,11 @@ export interface components {
       order_code: string | null;
       is_active: boolean | null;
       /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id: string | null;
+      /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
        */
@@ -1830,6 +1941,11 @@ export interface components {
       /** @description Free use by the integration */
       order_code?: string | null;
       is_active?: boolean | null;
+      /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id?: string | null;
       /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
@@ -1935,6 +2051,11 @@ export interface components {
       order_code: string | null;
       is_active: boolean | null;
       /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id: string | null;
+      /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
        */
@@ -2002,6 +2123,11 @@ export interface components {
       order_code: string | null;
       is_active: boolean | null;
       /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id: string | null;
+      /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
        */
@@ -2059,6 +2185,11 @@ export interface components {
       order_code?: string | null;
       is_active?: boolean | null;
       /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id?: string | null;
+      /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
        */
@@ -2108,6 +2239,11 @@ export interface components {
       address_zip_code: string | null;
       pix_keys: components['schemas']['PixKey'][] | null;
       /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id: string | null;
+      /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
        */
@@ -2152,6 +2288,11 @@ export interface components {
       address_country?: string | null;
       address_zip_code?: string | null;
       pix_keys?: components['schemas']['PixKey'][] | null;
+      /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id?: string | null;
       /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
@@ -2220,6 +2361,11 @@ export interface components {
       /** Format: int32 */
       total_installments: number | null;
       /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id: string | null;
+      /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
        */
@@ -2283,6 +2429,11 @@ export interface components {
       installment_number?: number | null;
       /** Format: int32 */
       total_installments?: number | null;
+      /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id?: string | null;
       /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
@@ -2378,6 +2529,11 @@ export interface components {
       installment_number: number | null;
       /** Format: int32 */
       total_installments: number | null;
+      /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id: string | null;
       /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
@@ -2476,6 +2632,11 @@ export interface components {
       installment_number?: number | null;
       /** Format: int32 */
       total_installments?: number | null;
+      /**
+       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
+       * @example pedido-10482
+       */
+      external_id?: string | null;
       /**
        * Format: date-time
        * @example 2026-11-21T10:00:00.000Z
@@ -2945,7 +3106,7 @@ export interface components {
        */
       created_at: string;
       /** @enum {string} */
-      method: 'POST' | 'PATCH' | 'DELETE';
+      method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
       /**
        * @description The path written (for a batch operation, the operation’s path).
        * @example /v1/sales
@@ -2973,7 +3134,7 @@ export interface components {
        */
       created_at?: string;
       /** @enum {string} */
-      method?: 'POST' | 'PATCH' | 'DELETE';
+      method?: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
       /**
        * @description The path written (for a batch operation, the operation’s path).
        * @example /v1/sales
@@ -2991,12 +3152,12 @@ export interface components {
     /** BatchOperation */
     BatchOperation: {
       /**
-       * @description POST creates, PATCH updates, DELETE deactivates.
+       * @description POST creates, PUT upserts by external id, PATCH updates, DELETE deactivates.
        * @enum {string}
        */
-      method: 'POST' | 'PATCH' | 'DELETE';
+      method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
       /**
-       * @description A write route: `/v1/<resource>` for POST, `/v1/<resource>/<id>` for PATCH and DELETE.
+       * @description A write route: `/v1/<resource>` for POST, `/v1/<resource>/by-external-id/<external_id>` for PUT, `/v1/<resource>/<id>` for PATCH and DELETE.
        * @example /v1/customers
        */
       path: string;
@@ -3004,7 +3165,7 @@ export interface components {
       body?: {
         [key: string]: unknown;
       };
-      /** @description The `If-Match` of the single request (PATCH, DELETE). */
+      /** @description The `If-Match` of the single request (PUT, PATCH, DELETE). */
       if_match?: string;
     };
     /** BatchResult */
@@ -3195,6 +3356,8 @@ export interface components {
       url: string;
       description: string | null;
       enabled_events: string[];
+      /** @description The API keys whose events this endpoint is not sent (`excluded_key_ids` of the create and update bodies). */
+      excluded_key_ids: string[];
       enabled: boolean;
       /** @description Why the service disabled the endpoint (every delivery failing for 5 days). */
       disabled_reason: string | null;
@@ -3216,6 +3379,8 @@ export interface components {
       url: string;
       description: string | null;
       enabled_events: string[];
+      /** @description The API keys whose events this endpoint is not sent (`excluded_key_ids` of the create and update bodies). */
+      excluded_key_ids: string[];
       enabled: boolean;
       /** @description Why the service disabled the endpoint (every delivery failing for 5 days). */
       disabled_reason: string | null;
@@ -4395,6 +4560,12 @@ export interface components {
       request_id: string;
       /** @description Only on a 422 about the body: one item per refused field. */
       errors?: components['schemas']['FieldError'][];
+      /**
+       * Format: uuid
+       * @description Only on a 409 `external_id_conflict`: the id of the record that already has the external id.
+       * @example 9b2e4f61-3c7a-4d15-8e0b-6a1f2c3d4e5f
+       */
+      existing_id?: string;
     };
     /** FieldError */
     FieldError: {
@@ -4440,10 +4611,53 @@ export interface components {
       };
     };
     /**
+     * @description Idempotency conflict (one of several types). Problem types:
+     *     - [`idempotency_conflict`](/errors/idempotency_conflict): The Idempotency-Key was already used with another method, path or body, or its first request is still running.
+     *     - [`external_id_conflict`](/errors/external_id_conflict): Another record of this resource already has the `external_id` the write would give (external ids are unique per account, mode and resource). Nothing was written; `existing_id` names that record.
+     */
+    Conflict: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+        'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+        'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+        /** @description Seconds to wait before retrying: 1, 60 or 86400 after a rate limit (per second, minute or day); 1 for an idempotent request still running. Present while the first request is still running. */
+        'Retry-After'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          type?: unknown;
+          /** @constant */
+          status?: 409;
+        };
+      };
+    };
+    /**
+     * @description External id conflict. Problem types:
+     *     - [`external_id_conflict`](/errors/external_id_conflict): Another record of this resource already has the `external_id` the write would give (external ids are unique per account, mode and resource). Nothing was written; `existing_id` names that record.
+     */
+    ConflictExternalIdConflict: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+        'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+        'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'] & {
+          type?: unknown;
+          /** @constant */
+          status?: 409;
+        };
+      };
+    };
+    /**
      * @description Idempotency conflict. Problem types:
      *     - [`idempotency_conflict`](/errors/idempotency_conflict): The Idempotency-Key was already used with another method, path or body, or its first request is still running.
      */
-    Conflict: {
+    ConflictIdempotencyConflict: {
       headers: {
         'X-Request-Id': components['headers']['X-Request-Id'];
         'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
@@ -4948,6 +5162,8 @@ export interface components {
           address_number?: string | null;
           address_complement?: string | null;
           address_zip_code?: string | null;
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
+          external_id?: string | null;
         };
       };
     };
@@ -4985,6 +5201,8 @@ export interface components {
           address_number?: string | null;
           address_complement?: string | null;
           address_zip_code?: string | null;
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
+          external_id?: string | null;
           /** @description false deactivates the customer, true reactivates it. */
           is_active?: boolean;
         };
@@ -5014,6 +5232,8 @@ export interface components {
            * @description Changing it recomputes total_amount.
            */
           delivery_fee?: number | null;
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
+          external_id?: string | null;
           /**
            * Format: uuid
            * @description A customer of the account.
@@ -5055,6 +5275,8 @@ export interface components {
            * @description Changing it recomputes total_amount.
            */
           delivery_fee?: number | null;
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
+          external_id?: string | null;
         };
       };
     };
@@ -5095,6 +5317,8 @@ export interface components {
           address_country?: string | null;
           address_zip_code?: string | null;
           pix_keys?: components['schemas']['PixKeyInput'][] | null;
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
+          external_id?: string | null;
         };
       };
     };
@@ -5135,6 +5359,8 @@ export interface components {
           address_country?: string | null;
           address_zip_code?: string | null;
           pix_keys?: components['schemas']['PixKeyInput'][] | null;
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
+          external_id?: string | null;
         };
       };
     };
@@ -5196,6 +5422,8 @@ export interface components {
           notes?: string | null;
           tags?: string[] | null;
           payment_reference?: string | null;
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
+          external_id?: string | null;
         };
       };
     };
@@ -5257,6 +5485,8 @@ export interface components {
           notes?: string | null;
           tags?: string[] | null;
           payment_reference?: string | null;
+          /** @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it. */
+          external_id?: string | null;
         };
       };
     };
@@ -5329,6 +5559,14 @@ export interface components {
             | 'deal.updated'
             | 'deal.deleted'
           )[];
+          /**
+           * @description Up to 10 ids of this account's API keys (`key_id` of `GET /v1/me`): the events written through them are not delivered to this endpoint (an integration is not sent its own writes back). Empty: every event is.
+           * @default []
+           * @example [
+           *       "5d1c2b3a-4e5f-4a6b-9c7d-8e9f0a1b2c3d"
+           *     ]
+           */
+          excluded_key_ids?: string[];
           description?: string | null;
           /** @default true */
           enabled?: boolean;
@@ -5387,6 +5625,13 @@ export interface components {
             | 'deal.updated'
             | 'deal.deleted'
           )[];
+          /**
+           * @description Up to 10 ids of this account's API keys (`key_id` of `GET /v1/me`): the events written through them are not delivered to this endpoint (an integration is not sent its own writes back). Empty: every event is.
+           * @example [
+           *       "5d1c2b3a-4e5f-4a6b-9c7d-8e9f0a1b2c3d"
+           *     ]
+           */
+          excluded_key_ids?: string[];
           description?: string | null;
           /** @description true re-enables an endpoint the service disabled. */
           enabled?: boolean;
@@ -5441,6 +5686,16 @@ export interface components {
      * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
      */
     ETag: string;
+    /**
+     * @description What an upsert (`PUT …/by-external-id/{external_id}`) did: `created` (201), `updated`, or `unchanged` (nothing was written, no event emitted; `updated_at` and the `ETag` stay).
+     * @example created
+     */
+    'Balcao-Upsert': 'created' | 'updated' | 'unchanged';
+    /**
+     * @description The path of the record created: `/v1/<resource>/<id>`.
+     * @example /v1/customers/3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13
+     */
+    Location: string;
     /**
      * @description The methods this path accepts.
      * @example GET, POST
@@ -5532,6 +5787,7 @@ export interface operations {
           | 'not_found'
           | 'method_not_allowed'
           | 'idempotency_conflict'
+          | 'external_id_conflict'
           | 'precondition_failed'
           | 'batch_aborted'
           | 'request_timeout'
@@ -5745,8 +6001,12 @@ export interface operations {
         cursor?: string;
         /** @description One field; a `-` prefix sorts descending. Ties are broken by id. */
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'full_name' | '-full_name';
-        /** @description Comma list of fields to return (`id` always is): id, full_name, email, phone, document, birth_date, notes, is_active, gender, address_country, address_state, address_city, address_neighborhood, address_street, address_number, address_complement, address_zip_code, accepts_communications, valid_whatsapp, profile_photo_url, whatsapp_photo, created_at, updated_at. */
+        /** @description Comma list of fields to return (`id` always is): id, full_name, email, phone, document, birth_date, notes, is_active, gender, address_country, address_state, address_city, address_neighborhood, address_street, address_number, address_complement, address_zip_code, accepts_communications, valid_whatsapp, profile_photo_url, whatsapp_photo, external_id, created_at, updated_at. */
         fields?: string;
+        /** @description Filter: `external_id` equal to. */
+        'filter[external_id][eq]'?: string;
+        /** @description Filter: `external_id` one of a comma list (up to 100). */
+        'filter[external_id][in]'?: string;
         /** @description Filter: `full_name` equal to. */
         'filter[full_name][eq]'?: string;
         /** @description Filter: `full_name` not equal to (nulls included). */
@@ -6004,6 +6264,7 @@ export interface operations {
            *           "valid_whatsapp": true,
            *           "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
            *           "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
+           *           "external_id": "pedido-10482",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
@@ -6089,6 +6350,7 @@ export interface operations {
            *         "valid_whatsapp": true,
            *         "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
            *         "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
@@ -6120,7 +6382,7 @@ export interface operations {
   'customers.get': {
     parameters: {
       query?: {
-        /** @description Comma list of fields to return (`id` always is): id, full_name, email, phone, document, birth_date, notes, is_active, gender, address_country, address_state, address_city, address_neighborhood, address_street, address_number, address_complement, address_zip_code, accepts_communications, valid_whatsapp, profile_photo_url, whatsapp_photo, created_at, updated_at. */
+        /** @description Comma list of fields to return (`id` always is): id, full_name, email, phone, document, birth_date, notes, is_active, gender, address_country, address_state, address_city, address_neighborhood, address_street, address_number, address_complement, address_zip_code, accepts_communications, valid_whatsapp, profile_photo_url, whatsapp_photo, external_id, created_at, updated_at. */
         fields?: string;
       };
       header?: {
@@ -6175,6 +6437,7 @@ export interface operations {
            *         "valid_whatsapp": true,
            *         "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
            *         "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
@@ -6315,6 +6578,7 @@ export interface operations {
            *         "valid_whatsapp": true,
            *         "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
            *         "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
@@ -6334,6 +6598,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      409: components['responses']['ConflictExternalIdConflict'];
       412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
@@ -6353,8 +6618,12 @@ export interface operations {
         cursor?: string;
         /** @description One field; a `-` prefix sorts descending. Ties are broken by id. */
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'sale_date' | '-sale_date' | 'total_amount' | '-total_amount';
-        /** @description Comma list of fields to return (`id` always is): id, customer_id, transaction_type, transaction_number, status, sale_date, delivery_date, subtotal, discount_amount, discount_percentage, tax_amount, total_amount, notes, payment_method, payment_status, delivery_fee, order_code, is_active, created_at, updated_at. */
+        /** @description Comma list of fields to return (`id` always is): id, customer_id, transaction_type, transaction_number, status, sale_date, delivery_date, subtotal, discount_amount, discount_percentage, tax_amount, total_amount, notes, payment_method, payment_status, delivery_fee, order_code, is_active, external_id, created_at, updated_at. */
         fields?: string;
+        /** @description Filter: `external_id` equal to. */
+        'filter[external_id][eq]'?: string;
+        /** @description Filter: `external_id` one of a comma list (up to 100). */
+        'filter[external_id][in]'?: string;
         /** @description Filter: `customer_id` equal to. */
         'filter[customer_id][eq]'?: string;
         /** @description Filter: `customer_id` not equal to (nulls included). */
@@ -6605,6 +6874,7 @@ export interface operations {
            *           "delivery_fee": 0,
            *           "order_code": "PED-2026-000123",
            *           "is_active": true,
+           *           "external_id": "pedido-10482",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
@@ -6687,6 +6957,7 @@ export interface operations {
            *         "delivery_fee": 0,
            *         "order_code": "PED-2026-000123",
            *         "is_active": true,
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z",
            *         "items": [
@@ -6733,7 +7004,7 @@ export interface operations {
   'sales.get': {
     parameters: {
       query?: {
-        /** @description Comma list of fields to return (`id` always is): id, customer_id, transaction_type, transaction_number, status, sale_date, delivery_date, subtotal, discount_amount, discount_percentage, tax_amount, total_amount, notes, payment_method, payment_status, delivery_fee, order_code, is_active, created_at, updated_at. */
+        /** @description Comma list of fields to return (`id` always is): id, customer_id, transaction_type, transaction_number, status, sale_date, delivery_date, subtotal, discount_amount, discount_percentage, tax_amount, total_amount, notes, payment_method, payment_status, delivery_fee, order_code, is_active, external_id, created_at, updated_at. */
         fields?: string;
         /** @description Comma list of related data to embed: items, status_history. Unknown values are ignored. */
         include?: string;
@@ -6787,6 +7058,7 @@ export interface operations {
            *         "delivery_fee": 0,
            *         "order_code": "PED-2026-000123",
            *         "is_active": true,
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z",
            *         "items": [
@@ -6948,6 +7220,7 @@ export interface operations {
            *         "delivery_fee": 0,
            *         "order_code": "PED-2026-000123",
            *         "is_active": true,
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
@@ -6967,6 +7240,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      409: components['responses']['ConflictExternalIdConflict'];
       412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
@@ -6986,8 +7260,12 @@ export interface operations {
         cursor?: string;
         /** @description One field; a `-` prefix sorts descending. Ties are broken by id. */
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'name' | '-name';
-        /** @description Comma list of fields to return (`id` always is): id, name, legal_name, trade_name, document_number, email, phone, phone1, phone2, phone3, rg, code, birth_date, is_employee, is_active, address_street, address_number, address_neighborhood, address_city, address_state, address_country, address_zip_code, pix_keys, created_at, updated_at. */
+        /** @description Comma list of fields to return (`id` always is): id, name, legal_name, trade_name, document_number, email, phone, phone1, phone2, phone3, rg, code, birth_date, is_employee, is_active, address_street, address_number, address_neighborhood, address_city, address_state, address_country, address_zip_code, pix_keys, external_id, created_at, updated_at. */
         fields?: string;
+        /** @description Filter: `external_id` equal to. */
+        'filter[external_id][eq]'?: string;
+        /** @description Filter: `external_id` one of a comma list (up to 100). */
+        'filter[external_id][in]'?: string;
         /** @description Filter: `name` equal to. */
         'filter[name][eq]'?: string;
         /** @description Filter: `name` not equal to (nulls included). */
@@ -7234,6 +7512,7 @@ export interface operations {
            *               "key": "11.222.333/0001-81"
            *             }
            *           ],
+           *           "external_id": "pedido-10482",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
@@ -7326,6 +7605,7 @@ export interface operations {
            *             "key": "11.222.333/0001-81"
            *           }
            *         ],
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
@@ -7357,7 +7637,7 @@ export interface operations {
   'suppliers.get': {
     parameters: {
       query?: {
-        /** @description Comma list of fields to return (`id` always is): id, name, legal_name, trade_name, document_number, email, phone, phone1, phone2, phone3, rg, code, birth_date, is_employee, is_active, address_street, address_number, address_neighborhood, address_city, address_state, address_country, address_zip_code, pix_keys, created_at, updated_at. */
+        /** @description Comma list of fields to return (`id` always is): id, name, legal_name, trade_name, document_number, email, phone, phone1, phone2, phone3, rg, code, birth_date, is_employee, is_active, address_street, address_number, address_neighborhood, address_city, address_state, address_country, address_zip_code, pix_keys, external_id, created_at, updated_at. */
         fields?: string;
       };
       header?: {
@@ -7419,6 +7699,7 @@ export interface operations {
            *             "key": "11.222.333/0001-81"
            *           }
            *         ],
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
@@ -7566,6 +7847,7 @@ export interface operations {
            *             "key": "11.222.333/0001-81"
            *           }
            *         ],
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
@@ -7585,6 +7867,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      409: components['responses']['ConflictExternalIdConflict'];
       412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
@@ -7604,8 +7887,12 @@ export interface operations {
         cursor?: string;
         /** @description One field; a `-` prefix sorts descending. Ties are broken by id. */
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'payment_date' | '-payment_date' | 'due_date' | '-due_date';
-        /** @description Comma list of fields to return (`id` always is): id, expense_number, expense_type, description, original_amount, discount_amount, final_amount, category_id, subcategory_id, cost_center_id, supplier_id, bank_account_id, credit_card_id, payment_method, check_number, installments, status, payment_date, due_date, notes, tags, is_recurring, is_active, payment_reference, recurring_expense_id, installment_number, total_installments, created_at, updated_at. */
+        /** @description Comma list of fields to return (`id` always is): id, expense_number, expense_type, description, original_amount, discount_amount, final_amount, category_id, subcategory_id, cost_center_id, supplier_id, bank_account_id, credit_card_id, payment_method, check_number, installments, status, payment_date, due_date, notes, tags, is_recurring, is_active, payment_reference, recurring_expense_id, installment_number, total_installments, external_id, created_at, updated_at. */
         fields?: string;
+        /** @description Filter: `external_id` equal to. */
+        'filter[external_id][eq]'?: string;
+        /** @description Filter: `external_id` one of a comma list (up to 100). */
+        'filter[external_id][in]'?: string;
         /** @description Filter: `expense_number` equal to. */
         'filter[expense_number][eq]'?: string;
         /** @description Filter: `expense_number` not equal to (nulls included). */
@@ -7957,6 +8244,7 @@ export interface operations {
            *           "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *           "installment_number": 1,
            *           "total_installments": 1,
+           *           "external_id": "pedido-10482",
            *           "created_at": "2026-11-21T10:00:00.000Z",
            *           "updated_at": "2026-11-21T10:00:00.000Z"
            *         }
@@ -8050,6 +8338,7 @@ export interface operations {
            *         "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "installment_number": 1,
            *         "total_installments": 1,
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
@@ -8081,7 +8370,7 @@ export interface operations {
   'expenses.get': {
     parameters: {
       query?: {
-        /** @description Comma list of fields to return (`id` always is): id, expense_number, expense_type, description, original_amount, discount_amount, final_amount, category_id, subcategory_id, cost_center_id, supplier_id, bank_account_id, credit_card_id, payment_method, check_number, installments, status, payment_date, due_date, notes, tags, is_recurring, is_active, payment_reference, recurring_expense_id, installment_number, total_installments, created_at, updated_at. */
+        /** @description Comma list of fields to return (`id` always is): id, expense_number, expense_type, description, original_amount, discount_amount, final_amount, category_id, subcategory_id, cost_center_id, supplier_id, bank_account_id, credit_card_id, payment_method, check_number, installments, status, payment_date, due_date, notes, tags, is_recurring, is_active, payment_reference, recurring_expense_id, installment_number, total_installments, external_id, created_at, updated_at. */
         fields?: string;
         /** @description Comma list of related data to embed: recurring. Unknown values are ignored. */
         include?: string;
@@ -8146,6 +8435,7 @@ export interface operations {
            *         "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "installment_number": 1,
            *         "total_installments": 1,
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z",
            *         "recurring": {
@@ -8306,6 +8596,7 @@ export interface operations {
            *         "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
            *         "installment_number": 1,
            *         "total_installments": 1,
+           *         "external_id": "pedido-10482",
            *         "created_at": "2026-11-21T10:00:00.000Z",
            *         "updated_at": "2026-11-21T10:00:00.000Z"
            *       },
@@ -8325,6 +8616,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      409: components['responses']['ConflictExternalIdConflict'];
       412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
@@ -9693,6 +9985,645 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  'customers.upsert': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
+      };
+      path: {
+        /**
+         * @description The external id, percent-encoded.
+         * @example pedido-10482
+         */
+        external_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: components['requestBodies']['CreateCustomerInput'];
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          /** @description What an upsert (`PUT …/by-external-id/{external_id}`) did: `created` (201), `updated`, or `unchanged` (nothing was written, no event emitted; `updated_at` and the `ETag` stay). Absent on a replay. */
+          'Balcao-Upsert'?: 'created' | 'updated' | 'unchanged';
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "full_name": "Maria da Silva",
+           *         "email": "maria.silva@example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "document": "529.982.247-25",
+           *         "birth_date": "1987-04-12",
+           *         "notes": "Cliente prefere contato por WhatsApp.",
+           *         "is_active": true,
+           *         "gender": "feminino",
+           *         "address_country": "Brasil",
+           *         "address_state": "SP",
+           *         "address_city": "São Paulo",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_complement": "Apto 42",
+           *         "address_zip_code": "01310-100",
+           *         "accepts_communications": true,
+           *         "valid_whatsapp": true,
+           *         "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
+           *         "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
+           *         "external_id": "pedido-10482",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z"
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Customer'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      /** @description Created. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          'Balcao-Upsert': components['headers']['Balcao-Upsert'];
+          Location: components['headers']['Location'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "full_name": "Maria da Silva",
+           *         "email": "maria.silva@example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "document": "529.982.247-25",
+           *         "birth_date": "1987-04-12",
+           *         "notes": "Cliente prefere contato por WhatsApp.",
+           *         "is_active": true,
+           *         "gender": "feminino",
+           *         "address_country": "Brasil",
+           *         "address_state": "SP",
+           *         "address_city": "São Paulo",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_complement": "Apto 42",
+           *         "address_zip_code": "01310-100",
+           *         "accepts_communications": true,
+           *         "valid_whatsapp": true,
+           *         "profile_photo_url": "https://cdn.example.com/clientes/maria-da-silva.jpg",
+           *         "whatsapp_photo": "https://cdn.example.com/whatsapp/5511987654321.jpg",
+           *         "external_id": "pedido-10482",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z"
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Customer'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'sales.upsert': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
+      };
+      path: {
+        /**
+         * @description The external id, percent-encoded.
+         * @example pedido-10482
+         */
+        external_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: components['requestBodies']['CreateSaleInput'];
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          /** @description What an upsert (`PUT …/by-external-id/{external_id}`) did: `created` (201), `updated`, or `unchanged` (nothing was written, no event emitted; `updated_at` and the `ETag` stay). Absent on a replay. */
+          'Balcao-Upsert'?: 'created' | 'updated' | 'unchanged';
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
+           *         "transaction_type": "sale",
+           *         "transaction_number": "1042",
+           *         "status": "pending",
+           *         "sale_date": "2026-11-21T10:00:00.000Z",
+           *         "delivery_date": "2026-11-21",
+           *         "subtotal": 59.97,
+           *         "discount_amount": 0,
+           *         "discount_percentage": 0,
+           *         "tax_amount": 0,
+           *         "total_amount": 59.97,
+           *         "notes": "Entregar no período da tarde.",
+           *         "payment_method": "pix",
+           *         "payment_status": "pending",
+           *         "delivery_fee": 0,
+           *         "order_code": "PED-2026-000123",
+           *         "is_active": true,
+           *         "external_id": "pedido-10482",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z"
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Sale'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      /** @description Created. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          'Balcao-Upsert': components['headers']['Balcao-Upsert'];
+          Location: components['headers']['Location'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "customer_id": "0b7c1d8e-58a4-4d43-9a3c-6a9f0f4b2a11",
+           *         "transaction_type": "sale",
+           *         "transaction_number": "1042",
+           *         "status": "pending",
+           *         "sale_date": "2026-11-21T10:00:00.000Z",
+           *         "delivery_date": "2026-11-21",
+           *         "subtotal": 59.97,
+           *         "discount_amount": 0,
+           *         "discount_percentage": 0,
+           *         "tax_amount": 0,
+           *         "total_amount": 59.97,
+           *         "notes": "Entregar no período da tarde.",
+           *         "payment_method": "pix",
+           *         "payment_status": "pending",
+           *         "delivery_fee": 0,
+           *         "order_code": "PED-2026-000123",
+           *         "is_active": true,
+           *         "external_id": "pedido-10482",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z",
+           *         "items": [
+           *           {
+           *             "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *             "catalog_type": "product",
+           *             "catalog_item_id": "5d7f3a2e-8c41-4b9a-b6e0-3f1a2c9d8e77",
+           *             "quantity": 3,
+           *             "unit_price": 19.99,
+           *             "discount_amount": 0,
+           *             "discount_percentage": 0,
+           *             "subtotal": 59.97,
+           *             "total_amount": 59.97,
+           *             "notes": "Entregar no período da tarde.",
+           *             "created_at": "2026-11-21T10:00:00.000Z"
+           *           }
+           *         ]
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['SaleWithItems'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'suppliers.upsert': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
+      };
+      path: {
+        /**
+         * @description The external id, percent-encoded.
+         * @example pedido-10482
+         */
+        external_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: components['requestBodies']['CreateSupplierInput'];
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          /** @description What an upsert (`PUT …/by-external-id/{external_id}`) did: `created` (201), `updated`, or `unchanged` (nothing was written, no event emitted; `updated_at` and the `ETag` stay). Absent on a replay. */
+          'Balcao-Upsert'?: 'created' | 'updated' | 'unchanged';
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "name": "Distribuidora Silva",
+           *         "legal_name": "Distribuidora Silva Comércio de Alimentos Ltda",
+           *         "trade_name": "Distribuidora Silva",
+           *         "document_number": "11.222.333/0001-81",
+           *         "email": "compras@distribuidorasilva.example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "phone1": "+55 11 3456-7890",
+           *         "phone2": "+55 11 99876-5432",
+           *         "phone3": "+55 11 2345-6789",
+           *         "rg": "12.345.678-9",
+           *         "code": "FOR-0042",
+           *         "birth_date": "1979-09-03",
+           *         "is_employee": true,
+           *         "is_active": true,
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_city": "São Paulo",
+           *         "address_state": "SP",
+           *         "address_country": "Brasil",
+           *         "address_zip_code": "01310-100",
+           *         "pix_keys": [
+           *           {
+           *             "type": "cnpj",
+           *             "key": "11.222.333/0001-81"
+           *           }
+           *         ],
+           *         "external_id": "pedido-10482",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z"
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Supplier'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      /** @description Created. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          'Balcao-Upsert': components['headers']['Balcao-Upsert'];
+          Location: components['headers']['Location'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "name": "Distribuidora Silva",
+           *         "legal_name": "Distribuidora Silva Comércio de Alimentos Ltda",
+           *         "trade_name": "Distribuidora Silva",
+           *         "document_number": "11.222.333/0001-81",
+           *         "email": "compras@distribuidorasilva.example.com",
+           *         "phone": "+55 11 98765-4321",
+           *         "phone1": "+55 11 3456-7890",
+           *         "phone2": "+55 11 99876-5432",
+           *         "phone3": "+55 11 2345-6789",
+           *         "rg": "12.345.678-9",
+           *         "code": "FOR-0042",
+           *         "birth_date": "1979-09-03",
+           *         "is_employee": true,
+           *         "is_active": true,
+           *         "address_street": "Avenida Paulista",
+           *         "address_number": "1578",
+           *         "address_neighborhood": "Bela Vista",
+           *         "address_city": "São Paulo",
+           *         "address_state": "SP",
+           *         "address_country": "Brasil",
+           *         "address_zip_code": "01310-100",
+           *         "pix_keys": [
+           *           {
+           *             "type": "cnpj",
+           *             "key": "11.222.333/0001-81"
+           *           }
+           *         ],
+           *         "external_id": "pedido-10482",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z"
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Supplier'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'expenses.upsert': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+        /**
+         * @description Makes the POST safe to retry: the first response is kept 24 hours per API key and replayed (with `Idempotent-Replay: true`) for the same method, path and body. The same key with another body, method or path is a 409 `idempotency_conflict`, as is a retry while the first request is still running (with `Retry-After: 1`). Over 255 characters is a 422.
+         * @example 5b0a3c1e-2f7d-4d8a-9c61-0e4b7a2d9f13
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+        /**
+         * @description Write only if the record is still at this version: an `ETag` of it, a comma list of them, or `*` (any version). Otherwise 412 `precondition_failed` and nothing is written; the comparison and the write are atomic.
+         * @example "k3v9TqL0d2Xc8Jm1Rw5Yb7Nf4Hs6Pa2"
+         */
+        'If-Match'?: components['parameters']['IfMatch'];
+      };
+      path: {
+        /**
+         * @description The external id, percent-encoded.
+         * @example pedido-10482
+         */
+        external_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: components['requestBodies']['CreateExpenseInput'];
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          /** @description What an upsert (`PUT …/by-external-id/{external_id}`) did: `created` (201), `updated`, or `unchanged` (nothing was written, no event emitted; `updated_at` and the `ETag` stay). Absent on a replay. */
+          'Balcao-Upsert'?: 'created' | 'updated' | 'unchanged';
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "expense_number": "DESP-2026-0042",
+           *         "expense_type": "fixed",
+           *         "description": "Aluguel da loja, novembro de 2026",
+           *         "original_amount": 0,
+           *         "discount_amount": 0,
+           *         "final_amount": 0,
+           *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "cost_center_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "supplier_id": "8a4e2c6f-1b3d-4f5a-9c7e-2d6b8f0a1c34",
+           *         "bank_account_id": "c2e4a6b8-3d5f-4a7c-8e9b-1f3a5c7e9b20",
+           *         "credit_card_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "payment_method": "pix",
+           *         "check_number": "000123",
+           *         "installments": 1,
+           *         "status": "pending",
+           *         "payment_date": "2026-11-21",
+           *         "due_date": "2026-11-21",
+           *         "notes": "Pago via Pix no vencimento.",
+           *         "tags": [
+           *           "aluguel"
+           *         ],
+           *         "is_recurring": true,
+           *         "is_active": true,
+           *         "payment_reference": "NF-e 35261111222333000181550010000012341000012345",
+           *         "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "installment_number": 1,
+           *         "total_installments": 1,
+           *         "external_id": "pedido-10482",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z"
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Expense'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      /** @description Created. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'Idempotent-Replay': components['headers']['Idempotent-Replay'];
+          'Balcao-Upsert': components['headers']['Balcao-Upsert'];
+          Location: components['headers']['Location'];
+          ETag: components['headers']['ETag'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "expense_number": "DESP-2026-0042",
+           *         "expense_type": "fixed",
+           *         "description": "Aluguel da loja, novembro de 2026",
+           *         "original_amount": 0,
+           *         "discount_amount": 0,
+           *         "final_amount": 0,
+           *         "category_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "subcategory_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "cost_center_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "supplier_id": "8a4e2c6f-1b3d-4f5a-9c7e-2d6b8f0a1c34",
+           *         "bank_account_id": "c2e4a6b8-3d5f-4a7c-8e9b-1f3a5c7e9b20",
+           *         "credit_card_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "payment_method": "pix",
+           *         "check_number": "000123",
+           *         "installments": 1,
+           *         "status": "pending",
+           *         "payment_date": "2026-11-21",
+           *         "due_date": "2026-11-21",
+           *         "notes": "Pago via Pix no vencimento.",
+           *         "tags": [
+           *           "aluguel"
+           *         ],
+           *         "is_recurring": true,
+           *         "is_active": true,
+           *         "payment_reference": "NF-e 35261111222333000181550010000012341000012345",
+           *         "recurring_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *         "installment_number": 1,
+           *         "total_installments": 1,
+           *         "external_id": "pedido-10482",
+           *         "created_at": "2026-11-21T10:00:00.000Z",
+           *         "updated_at": "2026-11-21T10:00:00.000Z"
+           *       },
+           *       "meta": {
+           *         "request_id": "erp-sync-0042"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Expense'];
+            meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   'requests.list': {
     parameters: {
       query?: {
@@ -9838,7 +10769,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenApiDisabledOrIpNotAllowed'];
       408: components['responses']['RequestTimeout'];
-      409: components['responses']['Conflict'];
+      409: components['responses']['ConflictIdempotencyConflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -9871,6 +10802,10 @@ export interface operations {
         'filter[created_at][lt]'?: string;
         /** @description Filter: `created_at` less than or equal to. */
         'filter[created_at][lte]'?: string;
+        /** @description Leaves out the events written through this API key (an id of `GET /v1/me`'s `key_id`): your own writes do not come back to you. Events made outside the API stay. */
+        'filter[origin_key_id][neq]'?: string;
+        /** @description Leaves out the events written through any of these API keys (a comma list, up to 100). Events made outside the API stay. */
+        'filter[origin_key_id][nin]'?: string;
         /** @description Long poll, with `sort=created_at`: when the page would be empty, hold the request up to this many seconds until an event arrives, then answer as usual. At most 5 requests per key are held at once; more answer at once. */
         wait?: number;
       };
@@ -10036,6 +10971,9 @@ export interface operations {
            *           "enabled_events": [
            *             "sale.*"
            *           ],
+           *           "excluded_key_ids": [
+           *             "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13"
+           *           ],
            *           "enabled": true,
            *           "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *           "created_at": "2026-11-21T10:00:00.000Z",
@@ -10106,6 +11044,9 @@ export interface operations {
            *         "enabled_events": [
            *           "sale.*"
            *         ],
+           *         "excluded_key_ids": [
+           *           "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13"
+           *         ],
            *         "enabled": true,
            *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *         "created_at": "2026-11-21T10:00:00.000Z",
@@ -10127,7 +11068,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       408: components['responses']['RequestTimeout'];
-      409: components['responses']['Conflict'];
+      409: components['responses']['ConflictIdempotencyConflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -10170,6 +11111,9 @@ export interface operations {
            *         "description": "ERP: sincronização de vendas",
            *         "enabled_events": [
            *           "sale.*"
+           *         ],
+           *         "excluded_key_ids": [
+           *           "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13"
            *         ],
            *         "enabled": true,
            *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
@@ -10273,6 +11217,9 @@ export interface operations {
            *         "enabled_events": [
            *           "sale.*"
            *         ],
+           *         "excluded_key_ids": [
+           *           "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13"
+           *         ],
            *         "enabled": true,
            *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *         "created_at": "2026-11-21T10:00:00.000Z",
@@ -10343,6 +11290,9 @@ export interface operations {
            *         "enabled_events": [
            *           "sale.*"
            *         ],
+           *         "excluded_key_ids": [
+           *           "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13"
+           *         ],
            *         "enabled": true,
            *         "disabled_reason": "Disabled: every delivery failed for 5 days (last: timeout).",
            *         "created_at": "2026-11-21T10:00:00.000Z",
@@ -10365,7 +11315,7 @@ export interface operations {
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
-      409: components['responses']['Conflict'];
+      409: components['responses']['ConflictIdempotencyConflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -10514,7 +11464,7 @@ export interface operations {
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
-      409: components['responses']['Conflict'];
+      409: components['responses']['ConflictIdempotencyConflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -10577,7 +11527,7 @@ export interface operations {
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
-      409: components['responses']['Conflict'];
+      409: components['responses']['ConflictIdempotencyConflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];
@@ -10640,7 +11590,7 @@ export interface operations {
       403: components['responses']['ForbiddenInsufficientScopeOrApiDisabledOrIpNotAllowed'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
-      409: components['responses']['Conflict'];
+      409: components['responses']['ConflictIdempotencyConflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['ValidationFailed'];

@@ -16,6 +16,8 @@ export class BalcaoError extends Error {
   readonly detail: string | undefined;
   readonly errors: FieldError[];
   readonly requestId: string | undefined;
+  /** With `external_id_conflict`: the record that already has the external id. */
+  readonly existingId: string | undefined;
 
   constructor(problem: Problem, status: number) {
     super(`${status} ${problem.title}${problem.detail ? `: ${problem.detail}` : ''}`);
@@ -26,6 +28,7 @@ export class BalcaoError extends Error {
     this.detail = problem.detail ?? undefined;
     this.errors = problem.errors ?? [];
     this.requestId = problem.request_id;
+    this.existingId = problem.existing_id ?? undefined;
   }
 }
 

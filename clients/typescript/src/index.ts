@@ -19,7 +19,7 @@ import {
   type UpdateExpenseInput,
   type UpdateSaleInput,
   type UpdateSupplierInput,
-  writable,
+  upsertable,
 } from './resources.js';
 import { type ClientOptions, Transport } from './transport.js';
 import { type Event, webhookEndpoints } from './webhooks.js';
@@ -54,10 +54,10 @@ export function createClient(options: ClientOptions) {
   const t = new Transport(options);
   const listEvents = async (params?: ListParams) => (await t.request<Page<Event>>('GET', '/v1/events', { query: params as never })).data;
   return {
-    customers: writable<Customer, CreateCustomerInput, UpdateCustomerInput>(t, '/v1/customers'),
-    sales: writable<Sale, CreateSaleInput, UpdateSaleInput>(t, '/v1/sales'),
-    suppliers: writable<Supplier, CreateSupplierInput, UpdateSupplierInput>(t, '/v1/suppliers'),
-    expenses: writable<Expense, CreateExpenseInput, UpdateExpenseInput>(t, '/v1/expenses'),
+    customers: upsertable<Customer, CreateCustomerInput, UpdateCustomerInput>(t, '/v1/customers'),
+    sales: upsertable<Sale, CreateSaleInput, UpdateSaleInput>(t, '/v1/sales'),
+    suppliers: upsertable<Supplier, CreateSupplierInput, UpdateSupplierInput>(t, '/v1/suppliers'),
+    expenses: upsertable<Expense, CreateExpenseInput, UpdateExpenseInput>(t, '/v1/expenses'),
     appointments: readOnly<Schemas['Appointment']>(t, '/v1/appointments'),
     services: readOnly<Schemas['Service']>(t, '/v1/services'),
     products: readOnly<Schemas['Product']>(t, '/v1/products'),

@@ -1,5 +1,6 @@
-// The typed calls of each resource: lists (one page, or every page through an async iterator), reads, and for
-// the writable resources create, update and delete. Shapes come from the generated description types.
+// The typed calls of each resource: lists (one page, or every page through an async iterator), reads, for the
+// writable resources create, update and delete, and for those with external ids the upsert. Shapes come from the
+// generated description types.
 import type { components } from './generated/balcao-api.js';
 import type { Filter, QueryValue, RequestOptions, Transport } from './transport.js';
 
@@ -31,9 +32,9 @@ export interface GetParams {
   include?: string | readonly string[];
 }
 export interface WriteOptions {
-  /** POST: replays the first answer for 24 hours instead of writing twice. A new UUID when absent. */
+  /** POST and PUT (upsert): replays the first answer for 24 hours instead of writing twice. A new UUID when absent. */
   idempotencyKey?: string;
-  /** PATCH and DELETE: `If-Match` with the record's ETag. */
+  /** PUT, PATCH and DELETE: `If-Match` with the record's ETag. */
   ifMatch?: string;
   signal?: AbortSignal;
 }
@@ -63,6 +64,26 @@ export interface Writable<T, Create, Update> extends ReadOnly<T> {
   delete(id: string, options?: WriteOptions): Promise<void>;
 }
 
+/** What an upsert did (the `Balcao-Upsert` header); null on the replay of a 200, which carries its body only. */
+export type UpsertOutcome = 'created' | 'updated' | 'unchanged';
+
+export interface Upserted<T> {
+  /** The record: as POST answers it when created (a sale with its items), else as PATCH answers it. */
+  data: T;
+  outcome: UpsertOutcome | null;
+  /** The record's version (`ETag`), for a later `ifMatch`. */
+  etag: string | null;
+}
+
+export interface Upsertable<T, Create, Update> extends Writable<T, Create, Update> {
+  /**
+   * `PUT …/by-external-id/{externalId}`: creates the record with this external id (as `create` would), or applies
+   * `body` to the one that has it (as `update` would); writes nothing when that would change nothing. The body is
+   * the creation's. Safe to repeat: an Idempotency-Key goes with it, and a second upsert of the same body changes nothing.
+   */
+  upsert(externalId: string, body: Create, options?: WriteOptions): Promise<Upserted<T>>;
+}
+
 export function readOnly<T>(t: Transport, path: string): ReadOnly<T> {
   const list = async (params?: ListParams) => (await t.request<Page<T>>('GET', path, { query: query(params) })).data;
   return {
@@ -82,6 +103,28 @@ export function writable<T, Create, Update>(t: Transport, path: string): Writabl
       (await t.request<Item<T>>('PATCH', item(id), { body, headers: writeHeaders(options), signal: options.signal })).data.data,
     delete: async (id, options = {}) => {
       await t.request('DELETE', item(id), { headers: writeHeaders(options), signal: options.signal });
+    },
+  };
+}
+
+const OUTCOMES: readonly string[] = ['created', 'updated', 'unchanged'];
+
+export function upsertable<T, Create, Update>(t: Transport, path: string): Upsertable<T, Create, Update> {
+  return {
+    ...writable<T, Create, Update>(t, path),
+    upsert: async (externalId, body, options = {}) => {
+      const { data, response } = await t.request<Item<T>>('PUT', `${path}/by-external-id/${encodeURIComponent(externalId)}`, {
+        body,
+        headers: writeHeaders(options),
+        idempotencyKey: options.idempotencyKey,
+        signal: options.signal,
+      });
+      const outcome = response.headers.get('balcao-upsert');
+      return {
+        data: data.data,
+        outcome: outcome !== null && OUTCOMES.includes(outcome) ? (outcome as UpsertOutcome) : null,
+        etag: response.headers.get('etag'),
+      };
     },
   };
 }

@@ -1,4 +1,4 @@
-// Requests over fetch, safe by default: every POST carries an Idempotency-Key (the caller's or a new UUID), a 429
+// Requests over fetch, safe by default: every POST and PUT carries an Idempotency-Key (the caller's or a new UUID), a 429
 // waits its Retry-After and goes again, and a 503 or a network failure is retried with exponential backoff only
 // when repeating is safe: a GET, or a write that carries an Idempotency-Key (the server then answers the first
 // outcome again instead of writing twice). Errors come back as BalcaoError.
@@ -24,7 +24,7 @@ export interface RequestOptions {
   query?: Record<string, QueryValue | Filter>;
   body?: unknown;
   headers?: Record<string, string>;
-  /** POST only; a new UUID when absent. */
+  /** POST and PUT only; a new UUID when absent. */
   idempotencyKey?: string;
   signal?: AbortSignal;
 }
@@ -88,7 +88,7 @@ export class Transport {
       ...options.headers,
     };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
-    if (method === 'POST') headers['idempotency-key'] = options.idempotencyKey ?? globalThis.crypto.randomUUID();
+    if (method === 'POST' || method === 'PUT') headers['idempotency-key'] = options.idempotencyKey ?? globalThis.crypto.randomUUID();
     // Safe to send again when the server cannot have written twice: a read, or a write it recognizes by its key.
     const repeatable = method === 'GET' || headers['idempotency-key'] !== undefined;
     const url = `${this.baseUrl}${path}${queryString(options.query)}`;

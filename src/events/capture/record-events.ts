@@ -1,7 +1,7 @@
 // Writes captured events in the capture's transaction: the events (ids and times that grow in capture order,
 // which is commit order), each tenant's events counter (the retention purge walks tenants by it; it is locked
 // before the deliveries, the lock order endpoint changes follow too), one delivery per subscribed enabled
-// endpoint, and the NOTIFYs that wake long polls and delivery workers once it commits. Capture is the only
+// endpoint that does not exclude the key the event was written through, and the NOTIFYs that wake long polls and delivery workers once it commits. Capture is the only
 // writer of events, so none of this waits on another writer's locks.
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
@@ -108,9 +108,10 @@ export async function recordEvents(trx: Db, events: readonly CapturedEvent[], cl
     );
     const fanned = await sql`INSERT INTO webhook_deliveries (team_id, endpoint_id, event_id, next_attempt_at)
       SELECT w.team_id, w.id, e.id, now()
-      FROM json_to_recordset(cast(cast(${json} as text) as json)) AS e(id uuid, team_id uuid, mode text, patterns text[])
+      FROM json_to_recordset(cast(cast(${json} as text) as json)) AS e(id uuid, team_id uuid, mode text, patterns text[], origin_key_id text)
       JOIN webhook_endpoints w ON w.team_id = e.team_id AND w.mode = e.mode
-      WHERE w.enabled AND w.enabled_events && e.patterns`.execute(trx);
+      WHERE w.enabled AND w.enabled_events && e.patterns
+        AND (e.origin_key_id IS NULL OR NOT (e.origin_key_id = ANY (w.excluded_key_ids)))`.execute(trx);
     deliveries += Number(fanned.numAffectedRows ?? 0);
   }
   const tenants = [...perTenant.keys()];

@@ -165,6 +165,7 @@ export interface Customers {
   created_by: string | null;
   document: string | null;
   email: string | null;
+  external_id: string | null;
   full_name: string;
   gender: string | null;
   id: Generated<string>;
@@ -245,6 +246,7 @@ export interface Expenses {
   due_date: string | null;
   expense_number: string;
   expense_type: string;
+  external_id: string | null;
   final_amount: Numeric;
   id: Generated<string>;
   installment_number: number | null;
@@ -381,6 +383,7 @@ export interface Suppliers {
   created_by: string | null;
   document_number: string | null;
   email: string | null;
+  external_id: string | null;
   id: Generated<string>;
   internal_notes: string | null;
   is_active: Generated<boolean | null>;
@@ -434,6 +437,7 @@ export interface Transactions {
   delivery_fee: Numeric | null;
   discount_amount: Numeric | null;
   discount_percentage: Numeric | null;
+  external_id: string | null;
   id: Generated<string>;
   internal_notes: string | null;
   is_active: Generated<boolean | null>;
@@ -501,6 +505,7 @@ export interface WebhookEndpoints {
   disabled_reason: string | null;
   enabled: Generated<boolean>;
   enabled_events: string[];
+  excluded_key_ids: Generated<string[]>;
   failing_since: TimestampText | null;
   id: Generated<string>;
   mode: string;

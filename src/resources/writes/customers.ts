@@ -5,6 +5,7 @@ import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, Row, WriteDescriptor } from '../descriptor.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { optional, partialOf, W } from './fields.ts';
+import { externalIdInput } from '../external-id.ts';
 
 const MAX = TEXT_BOUNDS.customers;
 
@@ -31,6 +32,7 @@ const optionalFields = {
   address_number: W.textOrNull({ maxLength: MAX.address_number }),
   address_complement: W.textOrNull({ maxLength: MAX.address_complement }),
   address_zip_code: W.textOrNull({ maxLength: MAX.address_zip_code }),
+  external_id: externalIdInput(),
 };
 
 export const CreateCustomerInput = Type.Object({ full_name: fullName, ...optional(optionalFields) }, { title: 'CreateCustomerInput' });

@@ -8,6 +8,7 @@ import { generateExpenseNumber } from '../../domain/numbering.ts';
 import type { Body, WriteDescriptor } from '../descriptor.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { optional, partialOf, W } from './fields.ts';
+import { externalIdInput } from '../external-id.ts';
 
 const MAX = TEXT_BOUNDS.expenses;
 
@@ -40,6 +41,7 @@ const optionalFields = {
   notes: W.textOrNull({ maxLength: MAX.notes }),
   tags: W.textArrayOrNull({ itemMaxLength: MAX.tag }),
   payment_reference: W.textOrNull({ maxLength: MAX.payment_reference }),
+  external_id: externalIdInput(),
 };
 
 export const CreateExpenseInput = Type.Object({ ...requiredOnCreate, ...optional(optionalFields) }, { title: 'CreateExpenseInput' });

@@ -22,6 +22,7 @@ import {
 } from './transaction-number.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
+import { externalIdInput } from '../external-id.ts';
 
 const MAX = TEXT_BOUNDS.transactions;
 
@@ -51,6 +52,7 @@ const patchable = {
   notes: W.textOrNull({ maxLength: MAX.notes }),
   delivery_date: W.dateOrNull(),
   delivery_fee: W.moneyOrNull({ description: 'Changing it recomputes total_amount.' }),
+  external_id: externalIdInput(),
 };
 
 export const CreateSaleInput = Type.Object(
@@ -169,6 +171,7 @@ function toInsert(_ctx: WriteContext, body: Body): Row {
     payment_status: input.payment_status ?? null,
     delivery_fee: numericText(amounts.delivery_fee),
     order_code: input.order_code ?? null,
+    external_id: input.external_id ?? null,
     is_active: true,
     created_at: createdAt,
   };

@@ -5,6 +5,7 @@ import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, Row, WriteDescriptor } from '../descriptor.ts';
 import { MAX_LIST_ITEMS, TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { optional, partialOf, W } from './fields.ts';
+import { externalIdInput } from '../external-id.ts';
 
 const MAX = TEXT_BOUNDS.suppliers;
 
@@ -42,6 +43,7 @@ const supplierFields = {
   address_country: W.textOrNull({ maxLength: MAX.address_country }),
   address_zip_code: W.textOrNull({ maxLength: MAX.address_zip_code }),
   pix_keys: Type.Union([Type.Array(PixKeyInput, { maxItems: MAX_LIST_ITEMS }), Type.Null()]),
+  external_id: externalIdInput(),
 };
 
 export const CreateSupplierInput = Type.Object(optional(supplierFields), { title: 'CreateSupplierInput' });

@@ -189,6 +189,7 @@ const SALE_COLUMN_TYPES: Readonly<Record<string, string>> = {
   payment_status: 'text',
   delivery_fee: 'numeric',
   order_code: 'text',
+  external_id: 'text',
   is_active: 'boolean',
   created_at: 'timestamptz',
 };
