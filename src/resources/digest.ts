@@ -1,0 +1,110 @@
+// Digests (issue 49): GET /v1/{resource}/digest proves a client's copy equal to ours without paging through it.
+// A level names a prefix of the ids' lowercase text; its answer has, per child prefix (one hex digit more), how
+// many matching records start with it and the SHA-256 of their lines `<id>:<updated_at as served>\n` in
+// ascending id order. A client compares the 16 entries with its own, and descends only into those that differ:
+// after one change, exactly one entry differs at each level. All of it is computed in one SQL statement.
+import { type TObject, Type } from '@sinclair/typebox';
+import type { Tenant } from '../domain/tenant.ts';
+import type { Db } from '../infra/db/database.ts';
+import type { Row } from '../infra/db/row.ts';
+import { requireTenant } from '../infra/db/tenancy.ts';
+import { digestStatement } from '../query/compile.ts';
+import type { QueryableResource } from '../query/contract.ts';
+import { parseQuery } from '../query/parse.ts';
+import { planFilters } from '../query/plan.ts';
+import { refuse } from '../query/refusals.ts';
+import { filterParam } from '../query/schemas.ts';
+import { tooSlow } from './read-engine.ts';
+
+/** A level's prefix: 0 to 7 lowercase hex digits (all within the id's first group). */
+export const DIGEST_PREFIX = /^[0-9a-f]{0,7}$/;
+export const MAX_PREFIX_LENGTH = 7;
+
+export interface DigestEntry {
+  prefix: string;
+  count: number;
+  sha256: string;
+}
+
+export const DigestEntrySchema = Type.Object(
+  {
+    prefix: Type.String({
+      pattern: '^[0-9a-f]{1,8}$',
+      description: 'The level\u2019s prefix and one hex digit more: the records whose id, as lowercase text, starts with it.',
+      examples: ['3'],
+    }),
+    count: Type.Integer({ format: 'int64', minimum: 1, description: 'How many matching records the prefix holds.' }),
+    sha256: Type.String({
+      pattern: '^[0-9a-f]{64}$',
+      description:
+        'Lowercase hex SHA-256 of the UTF-8 text made of one line per record, in ascending id order: `<id>:<updated_at as the API serves it, or empty when null>\\n`.',
+      examples: ['9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'],
+    }),
+  },
+  { title: 'DigestEntry', additionalProperties: false },
+);
+
+export const DigestMetaSchema = Type.Object(
+  {
+    request_id: Type.String(),
+    prefix: Type.String({ description: 'The level answered (the `prefix` sent, or empty).' }),
+  },
+  { additionalProperties: false },
+);
+
+export const digestEnvelopeSchema = Type.Object({
+  data: Type.Array(DigestEntrySchema, {
+    maxItems: 16,
+    description: 'One entry per child prefix holding at least one matching record, in ascending order of prefix.',
+  }),
+  meta: DigestMetaSchema,
+});
+
+/** Querystring of the digest: `prefix` and the list's filters (documentation; the planner validates). */
+export function digestQuerySchema(d: QueryableResource, listQuery: TObject): TObject {
+  const properties: TObject['properties'] = {
+    prefix: Type.Optional(
+      Type.String({
+        pattern: DIGEST_PREFIX.source,
+        maxLength: MAX_PREFIX_LENGTH,
+        default: '',
+        description: 'The level: 0 to 7 lowercase hex digits (default empty, the top). Anything else is a 422 `invalid_prefix`.',
+      }),
+    ),
+  };
+  for (const [field, ops] of Object.entries(d.filters))
+    for (const op of ops) {
+      const name = filterParam(field, op);
+      const schema = listQuery.properties[name];
+      if (schema) properties[name] = schema;
+    }
+  return Type.Object(properties, { additionalProperties: true });
+}
+
+/** The prefix of a digest request, or a 422 `validation` (`invalid_prefix`). */
+function digestPrefix(query: unknown): string {
+  const raw = query && typeof query === 'object' ? (query as Record<string, unknown>).prefix : undefined;
+  if (raw === undefined) return '';
+  if (typeof raw !== 'string' || !DIGEST_PREFIX.test(raw)) throw refuse.prefix();
+  return raw;
+}
+
+export async function digestRecords(
+  db: Db,
+  d: QueryableResource,
+  tenant: Tenant | null,
+  query: unknown,
+): Promise<{ prefix: string; entries: DigestEntry[] }> {
+  const scope = requireTenant(tenant, 'read');
+  const prefix = digestPrefix(query);
+  const filters = planFilters(d, parseQuery(query));
+  try {
+    const rows = (await db.executeQuery(digestStatement(db, d, filters, prefix, scope))).rows as Row[];
+    return {
+      prefix,
+      entries: rows.map((r) => ({ prefix: String(r.prefix), count: Number(r.count), sha256: String(r.sha256) })),
+    };
+  } catch (err) {
+    throw tooSlow(err, 'digest', 'Ask for a longer prefix, or narrow the filters.');
+  }
+}
