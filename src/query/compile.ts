@@ -304,10 +304,18 @@ function prefixBounds(prefix: string): [string, string] {
   return [bound('0'), bound('f')];
 }
 
+/** The hex digits a digest level splits by, in order. */
+export const HEX_DIGITS = '0123456789abcdef';
+
 /**
- * A digest level: per child prefix of `prefix` (one more hex digit of the id), how many matching records
- * it holds and the SHA-256 of their lines `<id>:<updated_at as served>\n` in ascending id order, all in
- * SQL: the id range is one scan of the (team_id, id) key, and no record leaves the database.
+ * A digest level: per child prefix of `prefix` (one more hex digit of the id), how many matching records it
+ * holds and the SHA-256 of their lines `<id>:<updated_at as served>\n` in ascending id order, all in SQL, as
+ * columns `count_<digit>` and `sha256_<digit>` of one row.
+ *
+ * The lines come from a subquery ordered by id, which the (team_id, mode, id) INCLUDE (updated_at) index
+ * (migration 012) gives as one index-only range scan, and one plain aggregate takes them in that order: each
+ * child's lines are picked by a FILTER on the child's digit. (A GROUP BY on the digit would sort the rows
+ * again, once for the groups and once per `string_agg(… ORDER BY id)`, where the index already has them in order.)
  */
 export function digestStatement(
   db: Db,
@@ -317,17 +325,19 @@ export function digestStatement(
   scope: Tenant,
 ): CompiledQuery {
   const [low, high] = prefixBounds(prefix);
-  const child = sql<string>`substr(cast(${sql.ref('id')} as text), 1, ${sql.lit(prefix.length + 1)})`;
-  const line = sql`cast(${sql.ref('id')} as text) || ':' || ${servedUpdatedAt} || chr(10)`;
+  // The child's digit, from the id's bytes: hex digit k is the high or low half of byte k / 2.
+  const byte = sql`get_byte(uuid_send(${sql.ref('id')}), ${sql.lit(prefix.length >> 1)})`;
+  const digit = prefix.length % 2 === 0 ? sql<number>`(${byte} >> 4)` : sql<number>`(${byte} & 15)`;
+  const line = sql<string>`cast(${sql.ref('id')} as text) || ':' || ${servedUpdatedAt} || chr(10)`;
   let q = matching(db, d, filters, scope);
   if (prefix !== '') q = q.where(sql<SqlBool>`${sql.ref('id')} between ${cursorBound(low, 'uuid')} and ${cursorBound(high, 'uuid')}`);
-  return q
-    .select([
-      child.as('prefix'),
-      sql<string>`count(*)`.as('count'),
-      sql<string>`encode(sha256(convert_to(string_agg(${line}, '' order by ${sql.ref('id')}), 'UTF8')), 'hex')`.as('sha256'),
-    ])
-    .groupBy(sql`1`)
-    .orderBy(sql`1`)
-    .compile();
+  const lines = q.select([digit.as('digit'), line.as('line')]).orderBy('id', 'asc');
+  const columns = [...HEX_DIGITS].flatMap((hex, n) => {
+    const mine = sql<SqlBool>`${sql.ref('digit')} = ${sql.lit(n)}`;
+    return [
+      sql<string>`count(*) filter (where ${mine})`.as(`count_${hex}`),
+      sql<string>`encode(sha256(convert_to(string_agg(${sql.ref('line')}, '') filter (where ${mine}), 'UTF8')), 'hex')`.as(`sha256_${hex}`),
+    ];
+  });
+  return (db as unknown as { selectFrom(from: unknown): Query }).selectFrom(lines.as('lines')).select(columns).compile();
 }

@@ -8,7 +8,7 @@ import type { Tenant } from '../domain/tenant.ts';
 import type { Db } from '../infra/db/database.ts';
 import type { Row } from '../infra/db/row.ts';
 import { requireTenant } from '../infra/db/tenancy.ts';
-import { digestStatement } from '../query/compile.ts';
+import { digestStatement, HEX_DIGITS } from '../query/compile.ts';
 import type { QueryableResource } from '../query/contract.ts';
 import { parseQuery } from '../query/parse.ts';
 import { planFilters } from '../query/plan.ts';
@@ -99,11 +99,12 @@ export async function digestRecords(
   const prefix = digestPrefix(query);
   const filters = planFilters(d, parseQuery(query));
   try {
-    const rows = (await db.executeQuery(digestStatement(db, d, filters, prefix, scope))).rows as Row[];
-    return {
-      prefix,
-      entries: rows.map((r) => ({ prefix: String(r.prefix), count: Number(r.count), sha256: String(r.sha256) })),
-    };
+    const [row] = (await db.executeQuery(digestStatement(db, d, filters, prefix, scope))).rows as Row[];
+    const entries = [...HEX_DIGITS].flatMap((hex) => {
+      const count = Number(row?.[`count_${hex}`] ?? 0);
+      return count > 0 ? [{ prefix: `${prefix}${hex}`, count, sha256: String(row?.[`sha256_${hex}`]) }] : [];
+    });
+    return { prefix, entries };
   } catch (err) {
     throw tooSlow(err, 'digest', 'Ask for a longer prefix, or narrow the filters.');
   }
