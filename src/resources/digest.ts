@@ -31,7 +31,7 @@ export const DigestEntrySchema = Type.Object(
     prefix: Type.String({
       pattern: '^[0-9a-f]{1,8}$',
       description: 'The level\u2019s prefix and one hex digit more: the records whose id, as lowercase text, starts with it.',
-      examples: ['3'],
+      examples: ['3a7'],
     }),
     count: Type.Integer({ format: 'int64', minimum: 1, description: 'How many matching records the prefix holds.' }),
     sha256: Type.String({
@@ -47,7 +47,7 @@ export const DigestEntrySchema = Type.Object(
 export const DigestMetaSchema = Type.Object(
   {
     request_id: Type.String(),
-    prefix: Type.String({ description: 'The level answered (the `prefix` sent, or empty).' }),
+    prefix: Type.String({ description: 'The level answered (the `prefix` sent, or empty).', examples: ['3a'] }),
   },
   { additionalProperties: false },
 );
