@@ -1968,7 +1968,7 @@ export interface components {
     DigestEntry: {
       /**
        * @description The level’s prefix and one hex digit more: the records whose id, as lowercase text, starts with it.
-       * @example 3
+       * @example 3a7
        */
       prefix: string;
       /**
@@ -6507,14 +6507,14 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "prefix": "3",
+           *           "prefix": "3a7",
            *           "count": 1,
            *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
            *         }
            *       ],
            *       "meta": {
            *         "request_id": "erp-sync-0042",
-           *         "prefix": "string"
+           *         "prefix": "3a"
            *       }
            *     }
            */
@@ -6523,7 +6523,10 @@ export interface operations {
             data: components['schemas']['DigestEntry'][];
             meta: {
               request_id: string;
-              /** @description The level answered (the `prefix` sent, or empty). */
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
               prefix: string;
             };
           };
@@ -7436,14 +7439,14 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "prefix": "3",
+           *           "prefix": "3a7",
            *           "count": 1,
            *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
            *         }
            *       ],
            *       "meta": {
            *         "request_id": "erp-sync-0042",
-           *         "prefix": "string"
+           *         "prefix": "3a"
            *       }
            *     }
            */
@@ -7452,7 +7455,10 @@ export interface operations {
             data: components['schemas']['DigestEntry'][];
             meta: {
               request_id: string;
-              /** @description The level answered (the `prefix` sent, or empty). */
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
               prefix: string;
             };
           };
@@ -8352,14 +8358,14 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "prefix": "3",
+           *           "prefix": "3a7",
            *           "count": 1,
            *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
            *         }
            *       ],
            *       "meta": {
            *         "request_id": "erp-sync-0042",
-           *         "prefix": "string"
+           *         "prefix": "3a"
            *       }
            *     }
            */
@@ -8368,7 +8374,10 @@ export interface operations {
             data: components['schemas']['DigestEntry'][];
             meta: {
               request_id: string;
-              /** @description The level answered (the `prefix` sent, or empty). */
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
               prefix: string;
             };
           };
@@ -9486,14 +9495,14 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "prefix": "3",
+           *           "prefix": "3a7",
            *           "count": 1,
            *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
            *         }
            *       ],
            *       "meta": {
            *         "request_id": "erp-sync-0042",
-           *         "prefix": "string"
+           *         "prefix": "3a"
            *       }
            *     }
            */
@@ -9502,7 +9511,10 @@ export interface operations {
             data: components['schemas']['DigestEntry'][];
             meta: {
               request_id: string;
-              /** @description The level answered (the `prefix` sent, or empty). */
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
               prefix: string;
             };
           };
@@ -10070,14 +10082,14 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "prefix": "3",
+           *           "prefix": "3a7",
            *           "count": 1,
            *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
            *         }
            *       ],
            *       "meta": {
            *         "request_id": "erp-sync-0042",
-           *         "prefix": "string"
+           *         "prefix": "3a"
            *       }
            *     }
            */
@@ -10086,7 +10098,10 @@ export interface operations {
             data: components['schemas']['DigestEntry'][];
             meta: {
               request_id: string;
-              /** @description The level answered (the `prefix` sent, or empty). */
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
               prefix: string;
             };
           };
@@ -10445,14 +10460,14 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "prefix": "3",
+           *           "prefix": "3a7",
            *           "count": 1,
            *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
            *         }
            *       ],
            *       "meta": {
            *         "request_id": "erp-sync-0042",
-           *         "prefix": "string"
+           *         "prefix": "3a"
            *       }
            *     }
            */
@@ -10461,7 +10476,10 @@ export interface operations {
             data: components['schemas']['DigestEntry'][];
             meta: {
               request_id: string;
-              /** @description The level answered (the `prefix` sent, or empty). */
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
               prefix: string;
             };
           };
@@ -10902,14 +10920,14 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "prefix": "3",
+           *           "prefix": "3a7",
            *           "count": 1,
            *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
            *         }
            *       ],
            *       "meta": {
            *         "request_id": "erp-sync-0042",
-           *         "prefix": "string"
+           *         "prefix": "3a"
            *       }
            *     }
            */
@@ -10918,7 +10936,10 @@ export interface operations {
             data: components['schemas']['DigestEntry'][];
             meta: {
               request_id: string;
-              /** @description The level answered (the `prefix` sent, or empty). */
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
               prefix: string;
             };
           };
@@ -11284,14 +11305,14 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "prefix": "3",
+           *           "prefix": "3a7",
            *           "count": 1,
            *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
            *         }
            *       ],
            *       "meta": {
            *         "request_id": "erp-sync-0042",
-           *         "prefix": "string"
+           *         "prefix": "3a"
            *       }
            *     }
            */
@@ -11300,7 +11321,10 @@ export interface operations {
             data: components['schemas']['DigestEntry'][];
             meta: {
               request_id: string;
-              /** @description The level answered (the `prefix` sent, or empty). */
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
               prefix: string;
             };
           };
@@ -11658,14 +11682,14 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "prefix": "3",
+           *           "prefix": "3a7",
            *           "count": 1,
            *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
            *         }
            *       ],
            *       "meta": {
            *         "request_id": "erp-sync-0042",
-           *         "prefix": "string"
+           *         "prefix": "3a"
            *       }
            *     }
            */
@@ -11674,7 +11698,10 @@ export interface operations {
             data: components['schemas']['DigestEntry'][];
             meta: {
               request_id: string;
-              /** @description The level answered (the `prefix` sent, or empty). */
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
               prefix: string;
             };
           };
@@ -11946,14 +11973,14 @@ export interface operations {
            * @example {
            *       "data": [
            *         {
-           *           "prefix": "3",
+           *           "prefix": "3a7",
            *           "count": 1,
            *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
            *         }
            *       ],
            *       "meta": {
            *         "request_id": "erp-sync-0042",
-           *         "prefix": "string"
+           *         "prefix": "3a"
            *       }
            *     }
            */
@@ -11962,7 +11989,10 @@ export interface operations {
             data: components['schemas']['DigestEntry'][];
             meta: {
               request_id: string;
-              /** @description The level answered (the `prefix` sent, or empty). */
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
               prefix: string;
             };
           };
