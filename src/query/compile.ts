@@ -323,6 +323,7 @@ export function digestStatement(
   filters: readonly FilterPlan[],
   prefix: string,
   scope: Tenant,
+  whole = false,
 ): CompiledQuery {
   const [low, high] = prefixBounds(prefix);
   // The child's digit, from the id's bytes: hex digit k is the high or low half of byte k / 2.
@@ -332,6 +333,15 @@ export function digestStatement(
   let q = matching(db, d, filters, scope);
   if (prefix !== '') q = q.where(sql<SqlBool>`${sql.ref('id')} between ${cursorBound(low, 'uuid')} and ${cursorBound(high, 'uuid')}`);
   const lines = q.select([digit.as('digit'), line.as('line')]).orderBy('id', 'asc');
+  const from = (db as unknown as { selectFrom(from: unknown): Query }).selectFrom(lines.as('lines'));
+  // `whole`: the prefix's own entry (count and hash of all its records) as `count` and `sha256`.
+  if (whole)
+    return from
+      .select([
+        sql<string>`count(*)`.as('count'),
+        sql<string>`encode(sha256(convert_to(string_agg(${sql.ref('line')}, ''), 'UTF8')), 'hex')`.as('sha256'),
+      ])
+      .compile();
   const columns = [...HEX_DIGITS].flatMap((hex, n) => {
     const mine = sql<SqlBool>`${sql.ref('digit')} = ${sql.lit(n)}`;
     return [
@@ -339,5 +349,5 @@ export function digestStatement(
       sql<string>`encode(sha256(convert_to(string_agg(${sql.ref('line')}, '') filter (where ${mine}), 'UTF8')), 'hex')`.as(`sha256_${hex}`),
     ];
   });
-  return (db as unknown as { selectFrom(from: unknown): Query }).selectFrom(lines.as('lines')).select(columns).compile();
+  return from.select(columns).compile();
 }
