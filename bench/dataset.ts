@@ -11,7 +11,7 @@ import { createAccount } from '../src/accounts/account-repository.ts';
 import { createKey } from '../src/accounts/key-repository.ts';
 import { MODULES } from '../src/domain/modules.ts';
 import { importObject } from '../src/import/stream-import.ts';
-import { type Database, openDatabase } from '../src/infra/db/database.ts';
+import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/database.ts';
 import { IMPORT_ORIGIN, prepareDatabase } from '../src/events/capture/setup.ts';
 
 export interface Dataset {
@@ -141,7 +141,9 @@ export async function ensureDataset(url: string, dir: string, customerCount: num
     }
   }
   const started = performance.now();
-  const database = await openDatabase({ databaseUrl: url, dataDir: 'memory://' });
+  // The load's statements (a chunk of 20 000 sales with their items, the final VACUUM ANALYZE of a million rows) may
+  // take longer than a served request's statement timeout: none applies, as for the operator's commands.
+  const database = await openDatabase({ databaseUrl: url, dataDir: 'memory://', dbTimeouts: { ...DEFAULT_DB_TIMEOUTS, statementMs: 0 } });
   const { db } = database;
   try {
     await prepareDatabase(database);

@@ -5,7 +5,8 @@
 // Env: BENCH_CUSTOMERS (default 1000000), BENCH_SECONDS per round (3), BENCH_PAIRS (4),
 // BENCH_WARMUP (seconds of load on each freshly started server before its round: 8),
 // BENCH_CONNECTIONS (50), BENCH_DIR (where the loaded cluster is kept; reused when the size matches),
-// BENCH_ONLY (comma list: only the scenarios whose title contains one of these words run),
+// BENCH_ONLY (comma list: only the scenarios whose title contains one of these words run; `sync` runs the timed
+// reads of keeping a copy in sync: counts, digests, includes on a list),
 // BENCH_LOADGEN (wrk or autocannon; wrk when it is installed), BENCH_WRK_THREADS (1),
 // BENCH_TRACES_BASELINE (a git ref, e.g. the commit before traces: the "traces off" scenario is paired with a
 // build of it, made in a temporary folder; unset: with OTEL_TRACES_EXPORTER=none, the other way to say off).
@@ -490,6 +491,68 @@ async function tracesScenarios(
   return results;
 }
 
+/**
+ * The reads of keeping a copy in sync (issue 49), timed one request at a time on one server (they are about the
+ * latency of a single heavy read, not throughput): counts over the large account's customers, digests over all
+ * of them, over exactly 100 000 of them (an id range) and one level down, and a page of sales with their includes.
+ * Each is sent once to warm up, then RUNS times; it prints the median and the slowest, and what the answer said.
+ */
+async function syncReads(databaseUrl: string, accountId: string, headers: Record<string, string>): Promise<void> {
+  const RUNS = 5;
+  const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  // What autovacuum does to a table after a load, done now: index-only scans need the visibility map.
+  await admin.unsafe('VACUUM (ANALYZE) customers, transactions');
+  const [hundredThousandth] = await admin.unsafe(
+    `SELECT id FROM customers WHERE team_id = $1 AND mode = 'live' ORDER BY id OFFSET 99999 LIMIT 1`,
+    [accountId],
+  );
+  await admin.end();
+  const server = await launch(() => startBalcao(databaseUrl));
+  try {
+    const timed = async (label: string, path: string, says: (body: any) => string) => {
+      const once = async () => {
+        const t = performance.now();
+        const res = await fetch(`${server.base}${path}`, { headers });
+        const body = await res.json();
+        return { ms: performance.now() - t, body, status: res.status };
+      };
+      await once();
+      const runs = [];
+      for (let i = 0; i < RUNS; i++) runs.push(await once());
+      const ms = runs.map((r) => r.ms).sort((a, b) => a - b);
+      // A refusal (a 503 past the statement timeout) is a figure too: printed, not thrown.
+      const failed = runs.find((r) => r.status !== 200);
+      const said = failed
+        ? `${runs.filter((r) => r.status !== 200).length} of ${RUNS} answered ${failed.status}: ${failed.body.detail}`
+        : says(runs[0]!.body);
+      console.log(
+        `  ${label.padEnd(44)} median ${ms[Math.floor(ms.length / 2)]!.toFixed(0).padStart(5)} ms, slowest ${ms[ms.length - 1]!.toFixed(0).padStart(5)} ms  (${said})`,
+      );
+      return ms[Math.floor(ms.length / 2)]!;
+    };
+    const total = (b: any) => `total_count ${b.pagination.total_count} ${b.pagination.total_count_kind}`;
+    const entries = (b: any) => `${b.data.length} entries over ${b.data.reduce((n: number, e: any) => n + e.count, 0)} records`;
+    console.log(`\nsync reads: one request at a time, ${RUNS} runs after one to warm up`);
+    await timed('customers?count=exact', '/v1/customers?limit=20&count=exact', total);
+    await timed('customers?count=estimated', '/v1/customers?limit=20&count=estimated', total);
+    const digest100k = await timed(
+      'customers/digest, 100 000 customers',
+      `/v1/customers/digest?filter[id][lte]=${hundredThousandth!.id}`,
+      entries,
+    );
+    await timed('customers/digest?prefix=a (one level down)', '/v1/customers/digest?prefix=a', entries);
+    await timed('customers/digest, all 1 000 000 customers', '/v1/customers/digest', entries);
+    await timed(
+      'sales?include=items,status_history&limit=100',
+      '/v1/sales?include=items,status_history&limit=100',
+      (b) => `${b.data.length} sales`,
+    );
+    console.log(`  digest of 100 000 customers under 1 s: ${digest100k < 1000 ? 'met' : 'NOT met'}`);
+  } finally {
+    await halt(server);
+  }
+}
+
 const started = performance.now();
 console.log(
   `bench: ${CUSTOMERS.toLocaleString('en')} customers, ${PAIRS} pairs of ${SECONDS} s rounds, ${CONNECTIONS} connections from ${LOADGEN === 'wrk' ? `wrk (${WRK_THREADS} thread${WRK_THREADS > 1 ? 's' : ''})` : 'autocannon'}, ${os.cpus().length} CPUs`,
@@ -532,6 +595,7 @@ try {
   lagProbe = await startLagProbe(pg.url);
   const read = { authorization: `Bearer ${data.readKey}` };
   const write = { authorization: `Bearer ${data.writeKey}` };
+  if (!ONLY || ONLY.includes('sync')) await syncReads(pg.url, data.accountId, read);
   const results: Record<string, Awaited<ReturnType<typeof paired>>> = {};
   const scenarios: [string, string, string][] = [
     ['first page', '/v1/customers?limit=20', '/first'],

@@ -139,7 +139,20 @@ describe('the OpenAPI document', () => {
       assert.equal(itemParams.includes('include'), Object.keys(d.includes ?? {}).length > 0, `${d.name} include`);
     }
     const deals = doc.paths['/v1/deals'].get.parameters.map((p: Json) => p.name).filter((n: string) => n?.startsWith('filter['));
-    assert.deepEqual(deals.sort(), ['filter[customer_id][eq]', 'filter[stage_id][eq]', 'filter[status][eq]', 'filter[status][in]']);
+    assert.deepEqual(deals.sort(), [
+      'filter[customer_id][eq]',
+      'filter[id][gt]',
+      'filter[id][gte]',
+      'filter[id][lt]',
+      'filter[id][lte]',
+      'filter[stage_id][eq]',
+      'filter[status][eq]',
+      'filter[status][in]',
+      'filter[updated_at][gt]',
+      'filter[updated_at][gte]',
+      'filter[updated_at][lt]',
+      'filter[updated_at][lte]',
+    ]);
     assert.equal(doc.paths['/v1/deals/stages'].get.parameters.filter((p: Json) => !p.$ref).length, 0);
   });
 

@@ -168,7 +168,17 @@ describe('plan', () => {
         assert.equal(ops.includes('ilike'), text && d.name !== 'deals', `${d.name}.${field} ilike`);
       }
     }
-    assert.deepEqual(deals.filters, { status: ['eq', 'in'], stage_id: ['eq'], customer_id: ['eq'] });
+    // Every list walks by id and updated_at ranges besides its own filters (issue 49).
+    for (const d of RESOURCES)
+      for (const field of ['id', 'updated_at'])
+        for (const op of ['gt', 'gte', 'lt', 'lte']) assert.ok(d.filters[field]?.includes(op as never), `${d.name}.${field} ${op}`);
+    assert.deepEqual(deals.filters, {
+      status: ['eq', 'in'],
+      stage_id: ['eq'],
+      customer_id: ['eq'],
+      id: ['gt', 'gte', 'lt', 'lte'],
+      updated_at: ['gt', 'gte', 'lt', 'lte'],
+    });
   });
 });
 

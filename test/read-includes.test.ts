@@ -92,7 +92,7 @@ test('sale items come by created_at ascending then id, history chronologically; 
   assert.ok(!res.text.includes('team_id') && !res.text.includes('transaction_id') && !res.text.includes('created_by'));
 });
 
-test('includes are absent unless asked for, unknown values are ignored, and lists never carry them', async () => {
+test('includes are absent unless asked for, unknown values are ignored, and lists carry them only when asked', async () => {
   const sale = await insertRow(s.db, 'transactions', tenant, {});
   await insertRow(s.db, 'transaction_items', tenant, { transaction_id: sale.id });
   const plain = await get(`/v1/sales/${sale.id}`);
@@ -105,7 +105,10 @@ test('includes are absent unless asked for, unknown values are ignored, and list
   assert.deepEqual(empty.body.data.status_history, []);
   const list = await get('/v1/sales?include=items,status_history');
   assert.equal(list.status, 200);
-  for (const row of list.body.data) assert.ok(!('items' in row) && !('status_history' in row));
+  // Lists take includes too (issue 49): every record carries them; without `include`, none does.
+  for (const row of list.body.data) assert.ok(Array.isArray(row.items) && Array.isArray(row.status_history));
+  const plainList = await get('/v1/sales');
+  for (const row of plainList.body.data) assert.ok(!('items' in row) && !('status_history' in row));
   const projected = await get(`/v1/sales/${sale.id}?include=items&fields=status`);
   assert.deepEqual(Object.keys(projected.body.data), ['id', 'status', 'items']);
 });

@@ -7,7 +7,7 @@
 // two *segments*, each one plain index range; the engine reads them in turn until the page is full.
 import type { KeyMode } from '../domain/api-keys.ts';
 import type { Tenant } from '../domain/tenant.ts';
-import { type CompiledQuery, type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+import { CompiledQuery, type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { Db } from '../infra/db/database.ts';
 import { selectScoped } from '../infra/db/tenancy.ts';
 import type { IncludeDescriptor, QueryableResource } from './contract.ts';
@@ -95,7 +95,7 @@ function selectColumns(q: Query, fields: readonly string[], extra: readonly stri
 export function compileList(db: Db, d: QueryableResource, plan: ListPlan, scope: Tenant): Query[] {
   const { sort, after } = plan;
   const dir = sort.desc ? 'desc' : 'asc';
-  let q = selectColumns(selectScoped(db, d.table, scope, d.where), plan.fields, [sort.field]);
+  let q = selectColumns(selectScoped(db, d.table, scope, d.where), plan.fields, [sort.field, ...includeKeys(d, plan.includes)]);
   if (sort.kind === 'timestamp') {
     q = q.select(sql<string>`to_char(${sql.ref(sort.field)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as(CURSOR_KEY));
   }
@@ -178,7 +178,7 @@ function listShape(plan: ListPlan): string | null {
     (f) => `${f.field} ${f.op} ${f.op === 'is_null' ? f.value : f.op === 'in' || f.op === 'nin' ? f.values.length : ''}`,
   );
   const after = plan.after ? (plan.after.value === null ? 'after null' : 'after') : 'first';
-  return `${plan.fields.join(',')}|${plan.sort.token}|${filters.join('&')}|${after}`;
+  return `${plan.fields.join(',')}|${plan.sort.token}|${filters.join('&')}|${after}|${plan.includes.join(',')}`;
 }
 
 /**
@@ -231,4 +231,123 @@ export function includeStatement(db: Db, inc: IncludeDescriptor, parent: Record<
   return statementCache(db).statement(inc, '', 0, [scope.accountId, scope.mode, parent[link]], ([accountId, mode, key]) => [
     compileInclude(db, inc, { [link]: key }, { accountId: accountId as string, mode: mode as KeyMode }),
   ])!;
+}
+
+/** The parent columns a list page reads for its includes besides `fields`: a 'one' include's foreign key. */
+export function includeKeys(d: QueryableResource, includes: readonly string[]): string[] {
+  return includes.flatMap((name) => {
+    const inc = d.includes?.[name];
+    return inc?.cardinality === 'one' ? [inc.foreignKey] : [];
+  });
+}
+
+/** Alias of a 'many' include's parent id in the rows of a page's include statement. */
+export const PARENT_KEY = '__parent_id';
+
+/**
+ * The related rows of a whole list page in one statement: children of any of the parents (ordered by
+ * parent, then as on GET by id), or the referenced rows. The keys travel as one `uuid[]` parameter
+ * (its text form), so a page of 1 or 100 records is the same statement text.
+ */
+export function compileIncludePage(db: Db, inc: IncludeDescriptor, keys: string, scope: Tenant): Query {
+  const q = selectColumns(selectScoped(db, inc.table, scope), rowMeta(inc.item).fields);
+  const anyKey = sql`any(cast(${keys}::text as uuid[]))`;
+  if (inc.cardinality === 'one') return q.where(sql<SqlBool>`id = ${anyKey}`);
+  const ordered = q
+    .select(sql.ref(inc.foreignKey).as(PARENT_KEY))
+    .where(sql<SqlBool>`${sql.ref(inc.foreignKey)} = ${anyKey}`)
+    .orderBy(inc.foreignKey, 'asc');
+  return (inc.orderBy ? ordered.orderBy(inc.orderBy, 'asc') : ordered).orderBy('id', 'asc');
+}
+
+/** The include rows of a page (see compileIncludePage); `keys` are the parents' ids or the foreign keys. */
+export function includePageStatement(db: Db, inc: IncludeDescriptor, keys: readonly string[], scope: Tenant): CompiledQuery {
+  const array = `{${keys.join(',')}}`;
+  return statementCache(db).statement(inc, 'page', 0, [scope.accountId, scope.mode, array], ([accountId, mode, key]) => [
+    compileIncludePage(db, inc, key as string, { accountId: accountId as string, mode: mode as KeyMode }),
+  ])!;
+}
+
+/** The records of a resource matching `filters`, whatever the page: what counts and digests read. */
+function matching(db: Db, d: QueryableResource, filters: readonly FilterPlan[], scope: Tenant): Query {
+  let q = selectScoped(db, d.table, scope, d.where);
+  for (const f of filters) q = q.where(filterCondition(f));
+  return q;
+}
+
+/** How many records match the filters; with `cap`, counting stops there (a bounded index scan). */
+export function countStatement(db: Db, d: QueryableResource, filters: readonly FilterPlan[], scope: Tenant, cap?: number): CompiledQuery {
+  const rows = matching(db, d, filters, scope);
+  if (cap === undefined) return rows.select(sql<string>`count(*)`.as('total')).compile();
+  const capped = rows.select(sql.lit(1).as('one')).limit(sql.lit(Math.trunc(cap)));
+  return (db as unknown as { selectFrom(from: unknown): Query })
+    .selectFrom(capped.as('capped'))
+    .select(sql<string>`count(*)`.as('total'))
+    .compile();
+}
+
+/** The planner's estimate of the matching records: EXPLAIN (no execution) of the same selection, in JSON. */
+export function estimateStatement(db: Db, d: QueryableResource, filters: readonly FilterPlan[], scope: Tenant): CompiledQuery {
+  const compiled = matching(db, d, filters, scope).select('id').compile();
+  return CompiledQuery.raw(`explain (format json) ${compiled.sql}`, [...compiled.parameters]);
+}
+
+/** `updated_at` as the API prints it (infra/db/timestamp-text.ts: UTC, milliseconds cut, not rounded), or ''. */
+const servedUpdatedAt = sql`coalesce(to_char(${sql.ref('updated_at')} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '')`;
+
+/** The lowest and highest UUID whose text starts with `prefix` (0..7 hex digits: all in the first group). */
+function prefixBounds(prefix: string): [string, string] {
+  const bound = (fill: string) => {
+    const hex = prefix.padEnd(32, fill);
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  };
+  return [bound('0'), bound('f')];
+}
+
+/** The hex digits a digest level splits by, in order. */
+export const HEX_DIGITS = '0123456789abcdef';
+
+/**
+ * A digest level: per child prefix of `prefix` (one more hex digit of the id), how many matching records it
+ * holds and the SHA-256 of their lines `<id>:<updated_at as served>\n` in ascending id order, all in SQL, as
+ * columns `count_<digit>` and `sha256_<digit>` of one row.
+ *
+ * The lines come from a subquery ordered by id, which the (team_id, mode, id) INCLUDE (updated_at) index
+ * (migration 012) gives as one index-only range scan, and one plain aggregate takes them in that order: each
+ * child's lines are picked by a FILTER on the child's digit. (A GROUP BY on the digit would sort the rows
+ * again, once for the groups and once per `string_agg(… ORDER BY id)`, where the index already has them in order.)
+ */
+export function digestStatement(
+  db: Db,
+  d: QueryableResource,
+  filters: readonly FilterPlan[],
+  prefix: string,
+  scope: Tenant,
+  whole = false,
+): CompiledQuery {
+  const [low, high] = prefixBounds(prefix);
+  // The child's digit, from the id's bytes: hex digit k is the high or low half of byte k / 2.
+  const byte = sql`get_byte(uuid_send(${sql.ref('id')}), ${sql.lit(prefix.length >> 1)})`;
+  const digit = prefix.length % 2 === 0 ? sql<number>`(${byte} >> 4)` : sql<number>`(${byte} & 15)`;
+  const line = sql<string>`cast(${sql.ref('id')} as text) || ':' || ${servedUpdatedAt} || chr(10)`;
+  let q = matching(db, d, filters, scope);
+  if (prefix !== '') q = q.where(sql<SqlBool>`${sql.ref('id')} between ${cursorBound(low, 'uuid')} and ${cursorBound(high, 'uuid')}`);
+  const lines = q.select([digit.as('digit'), line.as('line')]).orderBy('id', 'asc');
+  const from = (db as unknown as { selectFrom(from: unknown): Query }).selectFrom(lines.as('lines'));
+  // `whole`: the prefix's own entry (count and hash of all its records) as `count` and `sha256`.
+  if (whole)
+    return from
+      .select([
+        sql<string>`count(*)`.as('count'),
+        sql<string>`encode(sha256(convert_to(string_agg(${sql.ref('line')}, ''), 'UTF8')), 'hex')`.as('sha256'),
+      ])
+      .compile();
+  const columns = [...HEX_DIGITS].flatMap((hex, n) => {
+    const mine = sql<SqlBool>`${sql.ref('digit')} = ${sql.lit(n)}`;
+    return [
+      sql<string>`count(*) filter (where ${mine})`.as(`count_${hex}`),
+      sql<string>`encode(sha256(convert_to(string_agg(${sql.ref('line')}, '') filter (where ${mine}), 'UTF8')), 'hex')`.as(`sha256_${hex}`),
+    ];
+  });
+  return from.select(columns).compile();
 }

@@ -20,6 +20,8 @@ export interface ParsedQuery {
   sort?: string;
   fields?: string[];
   include?: string[];
+  /** `count=exact|estimated` as written (the planner refuses other values). */
+  count?: string;
   filters: RawFilter[];
 }
 
@@ -73,6 +75,11 @@ export function parseQuery(query: unknown): ParsedQuery {
         // Unknown or unreadable include values are ignored (SPEC part 4).
         parsed.include = list(value) ?? [];
         break;
+      case 'count': {
+        const count = single(value, refuse.count);
+        if (count !== '') parsed.count = count;
+        break;
+      }
       default:
         if (key.startsWith('filter')) parsed.filters.push(parseFilter(key, value));
     }

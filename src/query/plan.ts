@@ -40,7 +40,16 @@ export interface ListPlan {
   filters: FilterPlan[];
   /** The keyset position to continue after, or null on the first page. */
   after: CursorPosition | null;
+  /** Requested includes the resource knows, in descriptor order: one statement each per page. */
+  includes: readonly string[];
+  /** `count=`: whether and how the page reports how many records match the filters. */
+  count: CountKind | null;
 }
+
+export const COUNT_KINDS = ['exact', 'estimated'] as const;
+export type CountKind = (typeof COUNT_KINDS)[number];
+/** Under this many matching records, `count=estimated` is exact. */
+export const EXACT_COUNT_BELOW = 10_000;
 
 export interface ItemPlan {
   fields: readonly string[];
@@ -100,16 +109,31 @@ function planFilter(d: QueryableResource, field: string, op: string, raw: string
   }
 }
 
+/** The filters of a list query alone (a digest reads no sort, page or cursor). */
+export const planFilters = (d: QueryableResource, q: ParsedQuery): FilterPlan[] =>
+  q.filters.map((f) => planFilter(d, f.field, f.op, f.value));
+
+function planCount(raw: string | undefined): CountKind | null {
+  if (raw === undefined) return null;
+  if (!(COUNT_KINDS as readonly string[]).includes(raw)) throw refuse.count();
+  return raw as CountKind;
+}
+
+/** The includes asked for that the resource knows, in descriptor order; the others are ignored (SPEC part 4). */
+function planIncludes(d: QueryableResource, include: readonly string[] | undefined): readonly string[] {
+  const wanted = new Set(include ?? []);
+  return Object.keys(d.includes ?? {}).filter((name) => wanted.has(name));
+}
+
 export function planList(d: QueryableResource, q: ParsedQuery): ListPlan {
-  const filters = q.filters.map((f) => planFilter(d, f.field, f.op, f.value));
+  const filters = planFilters(d, q);
   const sort = planSort(d, q.sort);
   const fields = planFields(d, q.fields);
   const limit = planLimit(q.limit);
   const after = q.cursor === undefined ? null : decodeCursor(q.cursor, sort.token, sort.kind, sort.nullable);
-  return { limit, sort, fields, filters, after };
+  return { limit, sort, fields, filters, after, includes: planIncludes(d, q.include), count: planCount(q.count) };
 }
 
 export function planItem(d: QueryableResource, q: Pick<ParsedQuery, 'fields' | 'include'>): ItemPlan {
-  const wanted = new Set(q.include ?? []);
-  return { fields: planFields(d, q.fields), includes: Object.keys(d.includes ?? {}).filter((name) => wanted.has(name)) };
+  return { fields: planFields(d, q.fields), includes: planIncludes(d, q.include) };
 }

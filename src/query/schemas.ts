@@ -2,7 +2,7 @@
 // (documentation only — parse.ts/plan.ts are the validators), path params and record shapes.
 import { type TObject, type TSchema, Type } from '@sinclair/typebox';
 import type { QueryableResource } from './contract.ts';
-import { DEFAULT_LIMIT, DEFAULT_SORT, MAX_LIMIT, MAX_LIST_VALUES } from './plan.ts';
+import { COUNT_KINDS, DEFAULT_LIMIT, DEFAULT_SORT, EXACT_COUNT_BELOW, MAX_LIMIT, MAX_LIST_VALUES } from './plan.ts';
 import { rowMeta } from './row-meta.ts';
 
 const OPERATOR_DOC: Record<string, string> = {
@@ -39,10 +39,19 @@ export function listQuerySchema(d: QueryableResource): TObject {
       description: 'One field; a `-` prefix sorts descending. Ties are broken by id.',
     }),
     fields: Type.String({ description: `Comma list of fields to return (\`id\` always is): ${fields.join(', ')}.` }),
+    count: Type.String({
+      enum: [...COUNT_KINDS],
+      description: `Adds \`pagination.total_count\` (records matching the filters, whatever the cursor) and \`pagination.total_count_kind\`. \`exact\` counts them; \`estimated\` counts up to ${EXACT_COUNT_BELOW.toLocaleString('en-US')} and takes PostgreSQL\u2019s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 \`service_unavailable\` naming it.`,
+    }),
   };
+  const includes = Object.keys(d.includes ?? {});
+  if (includes.length > 0)
+    properties.include = Type.String({
+      description: `Comma list of related data to embed in every record of the page, as GET by id does: ${includes.join(', ')}. One read per include for the whole page; works with \`fields\`, filters and cursors. Unknown values are ignored.`,
+    });
   for (const [field, ops] of Object.entries(d.filters)) {
     for (const op of ops) {
-      const description = `Filter: \`${field}\` ${OPERATOR_DOC[op]}.`;
+      const description = `Filter: \`${field}\` ${OPERATOR_DOC[op]}${field === 'id' && op !== 'eq' && op !== 'neq' ? ' (UUID order: bytewise, the order of the lowercase text)' : ''}.`;
       properties[filterParam(field, op)] =
         op === 'is_null' ? Type.String({ enum: ['true', 'false'], description }) : Type.String({ description });
     }

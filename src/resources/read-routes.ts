@@ -1,4 +1,4 @@
-// Registers the read endpoints of every descriptor (GET list, GET by id) and GET /v1/deals/stages.
+// Registers the read endpoints of every descriptor (GET list, digest, GET by id) and GET /v1/deals/stages.
 // Auth, scope, module and rate limit come from each route's config through the pipeline.
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -9,6 +9,7 @@ import { type ReadRunner, type ReadRouter, readRunner } from '../infra/db/read-r
 import { documentedRecord, idParamsSchema, itemQuerySchema, listQuerySchema, recordSchema, sparseSchema } from '../query/schemas.ts';
 import { dealStageRow, deals, dealStages, listDealStages } from './deals.ts';
 import { type ResourceDescriptor, resourceTag } from './descriptor.ts';
+import { digestEnvelopeSchema, digestQuerySchema, digestRecords } from './digest.ts';
 import { getRecord, listRecords } from './read-engine.ts';
 import { noneMatchHits } from './etag.ts';
 import { RESOURCES } from './registry.ts';
@@ -34,7 +35,9 @@ function registerResource(app: TypedApp, read: ReadRunner, d: ResourceDescriptor
   const guard = { resource: d.name, access: 'read', module: d.module, deprecated: d.deprecated } as const;
   const tags = [resourceTag(d)];
   const record = recordSchema(d);
-  const list = { whole: listEnvelopeSchema(d.row), sparse: listEnvelopeSchema(sparseSchema(d.row)) };
+  // A list record may carry includes too: the same shape as GET by id.
+  const list = { whole: listEnvelopeSchema(record), sparse: listEnvelopeSchema(sparseSchema(record)) };
+  const listQuery = listQuerySchema(d);
   const item = { whole: itemEnvelopeSchema(record), sparse: itemEnvelopeSchema(sparseSchema(record)) };
 
   app.get(
@@ -45,14 +48,37 @@ function registerResource(app: TypedApp, read: ReadRunner, d: ResourceDescriptor
         operationId: `${d.name}.list`,
         summary: `List ${d.name.replace('-', ' ')}`,
         tags,
-        querystring: listQuerySchema(d),
-        response: { 200: listEnvelopeSchema(documentedRecord(d.row)) },
+        querystring: listQuery,
+        response: { 200: listEnvelopeSchema(documentedRecord(record)) },
       },
     },
     async (request, reply) => {
       const result = await read(request.auth?.keyId, (db) => listRecords(db, d, request.tenant, request.query));
       serializeWith(reply, result.sparse ? list.sparse : list.whole);
       return listEnvelope(request, result.data, result.pagination);
+    },
+  );
+
+  // A static segment: Fastify's router matches it before `/:id`, in whatever order the routes are added.
+  app.get(
+    `/v1/${d.name}/digest`,
+    {
+      config: { operationId: `${d.name}.digest`, ...guard },
+      schema: {
+        operationId: `${d.name}.digest`,
+        summary: `Digest of ${d.name.replace('-', ' ')}, to check a copy`,
+        description:
+          'One level of a tree of SHA-256 digests over the records matching the filters, split by the first characters of their id. ' +
+          'Compare each entry with the same figures computed over your copy and ask again, with that entry\u2019s `prefix`, only where they differ. ' +
+          'Counts as one read. See the API guide, \u201cDigests\u201d.',
+        tags,
+        querystring: digestQuerySchema(d, listQuery),
+        response: { 200: digestEnvelopeSchema },
+      },
+    },
+    async (request) => {
+      const { prefix, entries } = await read(request.auth?.keyId, (db) => digestRecords(db, d, request.tenant, request.query));
+      return { data: entries, meta: { request_id: request.id, prefix } };
     },
   );
 

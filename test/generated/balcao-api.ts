@@ -152,6 +152,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/customers/digest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Digest of customers, to check a copy
+     * @description One level of a tree of SHA-256 digests over the records matching the filters, split by the first characters of their id. Compare each entry with the same figures computed over your copy and ask again, with that entry’s `prefix`, only where they differ. Counts as one read. See the API guide, “Digests”.
+     *
+     *     Requires the scope `customers:read` and the module `clientes` on the contract.
+     */
+    get: operations['customers.digest'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/customers/{id}': {
     parameters: {
       query?: never;
@@ -206,6 +228,28 @@ export interface paths {
      *     Requires the scope `sales:write` and the module `vendas` on the contract.
      */
     post: operations['sales.create'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sales/digest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Digest of sales, to check a copy
+     * @description One level of a tree of SHA-256 digests over the records matching the filters, split by the first characters of their id. Compare each entry with the same figures computed over your copy and ask again, with that entry’s `prefix`, only where they differ. Counts as one read. See the API guide, “Digests”.
+     *
+     *     Requires the scope `sales:read` and the module `vendas` on the contract.
+     */
+    get: operations['sales.digest'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -272,6 +316,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/suppliers/digest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Digest of suppliers, to check a copy
+     * @description One level of a tree of SHA-256 digests over the records matching the filters, split by the first characters of their id. Compare each entry with the same figures computed over your copy and ask again, with that entry’s `prefix`, only where they differ. Counts as one read. See the API guide, “Digests”.
+     *
+     *     Requires the scope `suppliers:read` and the module `fornecedores` on the contract.
+     */
+    get: operations['suppliers.digest'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/suppliers/{id}': {
     parameters: {
       query?: never;
@@ -332,6 +398,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/expenses/digest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Digest of expenses, to check a copy
+     * @description One level of a tree of SHA-256 digests over the records matching the filters, split by the first characters of their id. Compare each entry with the same figures computed over your copy and ask again, with that entry’s `prefix`, only where they differ. Counts as one read. See the API guide, “Digests”.
+     *
+     *     Requires the scope `expenses:read` and the module `despesas` on the contract.
+     */
+    get: operations['expenses.digest'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/expenses/{id}': {
     parameters: {
       query?: never;
@@ -386,6 +474,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/appointments/digest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Digest of appointments, to check a copy
+     * @description One level of a tree of SHA-256 digests over the records matching the filters, split by the first characters of their id. Compare each entry with the same figures computed over your copy and ask again, with that entry’s `prefix`, only where they differ. Counts as one read. See the API guide, “Digests”.
+     *
+     *     Requires the scope `appointments:read` and the module `agendamentos` on the contract.
+     */
+    get: operations['appointments.digest'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/appointments/{id}': {
     parameters: {
       query?: never;
@@ -420,6 +530,28 @@ export interface paths {
      * @description Requires the scope `services:read` and the module `agendamentos` on the contract.
      */
     get: operations['services.list'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/services/digest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Digest of services, to check a copy
+     * @description One level of a tree of SHA-256 digests over the records matching the filters, split by the first characters of their id. Compare each entry with the same figures computed over your copy and ask again, with that entry’s `prefix`, only where they differ. Counts as one read. See the API guide, “Digests”.
+     *
+     *     Requires the scope `services:read` and the module `agendamentos` on the contract.
+     */
+    get: operations['services.digest'];
     put?: never;
     post?: never;
     delete?: never;
@@ -470,6 +602,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/products/digest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Digest of products, to check a copy
+     * @description One level of a tree of SHA-256 digests over the records matching the filters, split by the first characters of their id. Compare each entry with the same figures computed over your copy and ask again, with that entry’s `prefix`, only where they differ. Counts as one read. See the API guide, “Digests”.
+     *
+     *     Requires the scope `products:read` and the module `catalogo` on the contract.
+     */
+    get: operations['products.digest'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/products/{id}': {
     parameters: {
       query?: never;
@@ -504,6 +658,28 @@ export interface paths {
      * @description Requires the scope `inventory:read` and the module `estoque` on the contract.
      */
     get: operations['inventory.list'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/inventory/digest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Digest of inventory, to check a copy
+     * @description One level of a tree of SHA-256 digests over the records matching the filters, split by the first characters of their id. Compare each entry with the same figures computed over your copy and ask again, with that entry’s `prefix`, only where they differ. Counts as one read. See the API guide, “Digests”.
+     *
+     *     Requires the scope `inventory:read` and the module `estoque` on the contract.
+     */
+    get: operations['inventory.digest'];
     put?: never;
     post?: never;
     delete?: never;
@@ -554,6 +730,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/bank-accounts/digest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Digest of bank accounts, to check a copy
+     * @description One level of a tree of SHA-256 digests over the records matching the filters, split by the first characters of their id. Compare each entry with the same figures computed over your copy and ask again, with that entry’s `prefix`, only where they differ. Counts as one read. See the API guide, “Digests”.
+     *
+     *     Requires the scope `bank-accounts:read` and the module `contas_bancarias` on the contract.
+     */
+    get: operations['bank-accounts.digest'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/bank-accounts/{id}': {
     parameters: {
       query?: never;
@@ -588,6 +786,28 @@ export interface paths {
      * @description Requires the scope `deals:read` and the module `crm_funil` on the contract.
      */
     get: operations['deals.list'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/deals/digest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Digest of deals, to check a copy
+     * @description One level of a tree of SHA-256 digests over the records matching the filters, split by the first characters of their id. Compare each entry with the same figures computed over your copy and ask again, with that entry’s `prefix`, only where they differ. Counts as one read. See the API guide, “Digests”.
+     *
+     *     Requires the scope `deals:read` and the module `crm_funil` on the contract.
+     */
+    get: operations['deals.digest'];
     put?: never;
     post?: never;
     delete?: never;
@@ -1839,6 +2059,74 @@ export interface components {
        * @description Effective page size.
        */
       limit: number;
+      /**
+       * Format: int64
+       * @description With `count`: how many records match the filters, whatever the cursor (every page of a walk tells it).
+       */
+      total_count?: number;
+      /**
+       * @description With `count`: `exact` when counted; `estimated` when `count=estimated` met 10 000 or more records and took PostgreSQL’s planner estimate.
+       * @enum {string}
+       */
+      total_count_kind?: 'exact' | 'estimated';
+    };
+    /** DigestEntry */
+    DigestEntry: {
+      /**
+       * @description The level’s prefix and one hex digit more: the records whose id, as lowercase text, starts with it.
+       * @example 3a7
+       */
+      prefix: string;
+      /**
+       * Format: int64
+       * @description How many matching records the prefix holds.
+       */
+      count: number;
+      /**
+       * @description Lowercase hex SHA-256 of the UTF-8 text made of one line per record, in ascending id order: `<id>:<updated_at as the API serves it, or empty when null>\n`.
+       * @example 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+       */
+      sha256: string;
+    };
+    /** TransactionItem */
+    TransactionItem: {
+      /** Format: uuid */
+      id: string;
+      /**
+       * @description `product`, `service` or `package`
+       * @example product
+       */
+      catalog_type: string;
+      /** Format: uuid */
+      catalog_item_id: string;
+      quantity: number;
+      unit_price: number;
+      discount_amount: number | null;
+      discount_percentage: number | null;
+      /** @description quantity x unit_price, before discounts */
+      subtotal: number;
+      /** @description After discounts */
+      total_amount: number;
+      notes: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+    };
+    /** TransactionStatusHistory */
+    TransactionStatusHistory: {
+      /** Format: uuid */
+      id: string;
+      /** @description null on creation */
+      old_status: string | null;
+      new_status: string;
+      change_reason: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
     };
     /** Sale */
     Sale: {
@@ -1896,6 +2184,8 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       updated_at: string | null;
+      items?: components['schemas']['TransactionItem'][];
+      status_history?: components['schemas']['TransactionStatusHistory'][];
     };
     /**
      * SaleProjection
@@ -1956,6 +2246,8 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       updated_at?: string | null;
+      items?: components['schemas']['TransactionItem'][];
+      status_history?: components['schemas']['TransactionStatusHistory'][];
     };
     /** CreateTransactionItemInput */
     CreateTransactionItemInput: {
@@ -1983,34 +2275,8 @@ export interface components {
       discount_percentage?: number | null;
       notes?: string | null;
     };
-    /** TransactionItem */
-    TransactionItem: {
-      /** Format: uuid */
-      id: string;
-      /**
-       * @description `product`, `service` or `package`
-       * @example product
-       */
-      catalog_type: string;
-      /** Format: uuid */
-      catalog_item_id: string;
-      quantity: number;
-      unit_price: number;
-      discount_amount: number | null;
-      discount_percentage: number | null;
-      /** @description quantity x unit_price, before discounts */
-      subtotal: number;
-      /** @description After discounts */
-      total_amount: number;
-      notes: string | null;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      created_at: string;
-    };
     /** Sale */
-    SaleWithItems: {
+    Sale2: {
       /** Format: uuid */
       id: string;
       /** Format: uuid */
@@ -2067,22 +2333,8 @@ export interface components {
       updated_at: string | null;
       items: components['schemas']['TransactionItem'][];
     };
-    /** TransactionStatusHistory */
-    TransactionStatusHistory: {
-      /** Format: uuid */
-      id: string;
-      /** @description null on creation */
-      old_status: string | null;
-      new_status: string;
-      change_reason: string | null;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      created_at: string;
-    };
     /** Sale */
-    SaleWithItemsAndStatusHistory: {
+    Sale3: {
       /** Format: uuid */
       id: string;
       /** Format: uuid */
@@ -2137,70 +2389,6 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       updated_at: string | null;
-      items?: components['schemas']['TransactionItem'][];
-      status_history?: components['schemas']['TransactionStatusHistory'][];
-    };
-    /**
-     * SaleProjection
-     * @description Sale narrowed by `fields`: `id` and the requested fields only.
-     */
-    SaleProjectionWithItemsAndStatusHistory: {
-      /** Format: uuid */
-      id: string;
-      /** Format: uuid */
-      customer_id?: string | null;
-      /**
-       * @description `sale` or `order`
-       * @example sale
-       */
-      transaction_type?: string;
-      /** @description Sequential number per account */
-      transaction_number?: string | null;
-      /** @example pending */
-      status?: string | null;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      sale_date?: string | null;
-      /**
-       * Format: date
-       * @example 2026-11-21
-       */
-      delivery_date?: string | null;
-      /** @description Sum of item subtotals, before discounts */
-      subtotal?: number | null;
-      discount_amount?: number | null;
-      discount_percentage?: number | null;
-      tax_amount?: number | null;
-      /** @description Sum of item totals plus delivery_fee */
-      total_amount?: number | null;
-      notes?: string | null;
-      /** @example pix */
-      payment_method?: string | null;
-      /** @example pending */
-      payment_status?: string | null;
-      delivery_fee?: number | null;
-      /** @description Free use by the integration */
-      order_code?: string | null;
-      is_active?: boolean | null;
-      /**
-       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
-       * @example pedido-10482
-       */
-      external_id?: string | null;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      created_at?: string;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      updated_at?: string | null;
-      items?: components['schemas']['TransactionItem'][];
-      status_history?: components['schemas']['TransactionStatusHistory'][];
     };
     /** PixKey */
     PixKey: {
@@ -2310,6 +2498,40 @@ export interface components {
       type: string;
       key: string;
     };
+    /** RecurringExpense */
+    RecurringExpense: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      expense_template_id: string;
+      /** @example monthly */
+      recurrence_frequency: string;
+      /** Format: int32 */
+      recurrence_interval: number;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      start_date: string;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      end_date: string | null;
+      /**
+       * Format: date
+       * @example 2026-11-21
+       */
+      next_generation_date: string;
+      /** Format: uuid */
+      last_generated_expense_id: string | null;
+      is_active: boolean | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T10:00:00.000Z
+       */
+      created_at: string;
+    };
     /** Expense */
     Expense: {
       /** Format: uuid */
@@ -2375,6 +2597,40 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       updated_at: string | null;
+      /** RecurringExpense */
+      recurring?: {
+        /** Format: uuid */
+        id: string;
+        /** Format: uuid */
+        expense_template_id: string;
+        /** @example monthly */
+        recurrence_frequency: string;
+        /** Format: int32 */
+        recurrence_interval: number;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        start_date: string;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        end_date: string | null;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        next_generation_date: string;
+        /** Format: uuid */
+        last_generated_expense_id: string | null;
+        is_active: boolean | null;
+        /**
+         * Format: date-time
+         * @example 2026-11-21T10:00:00.000Z
+         */
+        created_at: string;
+      } | null;
     };
     /**
      * ExpenseProjection
@@ -2444,43 +2700,43 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       updated_at?: string | null;
-    };
-    /** RecurringExpense */
-    RecurringExpense: {
-      /** Format: uuid */
-      id: string;
-      /** Format: uuid */
-      expense_template_id: string;
-      /** @example monthly */
-      recurrence_frequency: string;
-      /** Format: int32 */
-      recurrence_interval: number;
-      /**
-       * Format: date
-       * @example 2026-11-21
-       */
-      start_date: string;
-      /**
-       * Format: date
-       * @example 2026-11-21
-       */
-      end_date: string | null;
-      /**
-       * Format: date
-       * @example 2026-11-21
-       */
-      next_generation_date: string;
-      /** Format: uuid */
-      last_generated_expense_id: string | null;
-      is_active: boolean | null;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      created_at: string;
+      /** RecurringExpense */
+      recurring?: {
+        /** Format: uuid */
+        id: string;
+        /** Format: uuid */
+        expense_template_id: string;
+        /** @example monthly */
+        recurrence_frequency: string;
+        /** Format: int32 */
+        recurrence_interval: number;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        start_date: string;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        end_date: string | null;
+        /**
+         * Format: date
+         * @example 2026-11-21
+         */
+        next_generation_date: string;
+        /** Format: uuid */
+        last_generated_expense_id: string | null;
+        is_active: boolean | null;
+        /**
+         * Format: date-time
+         * @example 2026-11-21T10:00:00.000Z
+         */
+        created_at: string;
+      } | null;
     };
     /** Expense */
-    ExpenseWithRecurring: {
+    Expense2: {
       /** Format: uuid */
       id: string;
       expense_number: string;
@@ -2544,143 +2800,6 @@ export interface components {
        * @example 2026-11-21T10:00:00.000Z
        */
       updated_at: string | null;
-      /** RecurringExpense */
-      recurring?: {
-        /** Format: uuid */
-        id: string;
-        /** Format: uuid */
-        expense_template_id: string;
-        /** @example monthly */
-        recurrence_frequency: string;
-        /** Format: int32 */
-        recurrence_interval: number;
-        /**
-         * Format: date
-         * @example 2026-11-21
-         */
-        start_date: string;
-        /**
-         * Format: date
-         * @example 2026-11-21
-         */
-        end_date: string | null;
-        /**
-         * Format: date
-         * @example 2026-11-21
-         */
-        next_generation_date: string;
-        /** Format: uuid */
-        last_generated_expense_id: string | null;
-        is_active: boolean | null;
-        /**
-         * Format: date-time
-         * @example 2026-11-21T10:00:00.000Z
-         */
-        created_at: string;
-      } | null;
-    };
-    /**
-     * ExpenseProjection
-     * @description Expense narrowed by `fields`: `id` and the requested fields only.
-     */
-    ExpenseProjectionWithRecurring: {
-      /** Format: uuid */
-      id: string;
-      expense_number?: string;
-      expense_type?: string;
-      description?: string;
-      original_amount?: number;
-      discount_amount?: number | null;
-      final_amount?: number;
-      /** Format: uuid */
-      category_id?: string | null;
-      /** Format: uuid */
-      subcategory_id?: string | null;
-      /** Format: uuid */
-      cost_center_id?: string | null;
-      /** Format: uuid */
-      supplier_id?: string | null;
-      /** Format: uuid */
-      bank_account_id?: string | null;
-      /** Format: uuid */
-      credit_card_id?: string | null;
-      /** @example pix */
-      payment_method?: string | null;
-      check_number?: string | null;
-      /** Format: int32 */
-      installments?: number | null;
-      /** @example pending */
-      status?: string | null;
-      /**
-       * Format: date
-       * @example 2026-11-21
-       */
-      payment_date?: string | null;
-      /**
-       * Format: date
-       * @example 2026-11-21
-       */
-      due_date?: string | null;
-      notes?: string | null;
-      tags?: string[] | null;
-      is_recurring?: boolean | null;
-      is_active?: boolean | null;
-      payment_reference?: string | null;
-      /** Format: uuid */
-      recurring_expense_id?: string | null;
-      /** Format: int32 */
-      installment_number?: number | null;
-      /** Format: int32 */
-      total_installments?: number | null;
-      /**
-       * @description Your own id of this record (1 to 100 characters, no control characters), compared exactly. Unique per account, mode and resource: a write that would give it to a second record answers 409 `external_id_conflict`. `null` clears it.
-       * @example pedido-10482
-       */
-      external_id?: string | null;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      created_at?: string;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T10:00:00.000Z
-       */
-      updated_at?: string | null;
-      /** RecurringExpense */
-      recurring?: {
-        /** Format: uuid */
-        id: string;
-        /** Format: uuid */
-        expense_template_id: string;
-        /** @example monthly */
-        recurrence_frequency: string;
-        /** Format: int32 */
-        recurrence_interval: number;
-        /**
-         * Format: date
-         * @example 2026-11-21
-         */
-        start_date: string;
-        /**
-         * Format: date
-         * @example 2026-11-21
-         */
-        end_date: string | null;
-        /**
-         * Format: date
-         * @example 2026-11-21
-         */
-        next_generation_date: string;
-        /** Format: uuid */
-        last_generated_expense_id: string | null;
-        is_active: boolean | null;
-        /**
-         * Format: date-time
-         * @example 2026-11-21T10:00:00.000Z
-         */
-        created_at: string;
-      } | null;
     };
     /** Appointment */
     Appointment: {
@@ -3583,7 +3702,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Sale'];
+        object: components['schemas']['Sale3'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -3618,7 +3737,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Sale'];
+        object: components['schemas']['Sale3'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -3653,7 +3772,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Sale'];
+        object: components['schemas']['Sale3'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -3793,7 +3912,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Expense'];
+        object: components['schemas']['Expense2'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -3828,7 +3947,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Expense'];
+        object: components['schemas']['Expense2'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -3863,7 +3982,7 @@ export interface components {
        */
       created_at: string;
       data: {
-        object: components['schemas']['Expense'];
+        object: components['schemas']['Expense2'];
         /** @description On `*.updated`: the old values of the fields the write changed (`updated_at` aside). Null otherwise. */
         previous_attributes: {
           [key: string]: unknown;
@@ -6003,6 +6122,8 @@ export interface operations {
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'full_name' | '-full_name';
         /** @description Comma list of fields to return (`id` always is): id, full_name, email, phone, document, birth_date, notes, is_active, gender, address_country, address_state, address_city, address_neighborhood, address_street, address_number, address_complement, address_zip_code, accepts_communications, valid_whatsapp, profile_photo_url, whatsapp_photo, external_id, created_at, updated_at. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
         /** @description Filter: `external_id` equal to. */
         'filter[external_id][eq]'?: string;
         /** @description Filter: `external_id` one of a comma list (up to 100). */
@@ -6219,6 +6340,14 @@ export interface operations {
         'filter[updated_at][nin]'?: string;
         /** @description Filter: `updated_at` `true`: only nulls; `false`: only non-nulls. */
         'filter[updated_at][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -6272,7 +6401,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -6372,6 +6503,295 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'customers.digest': {
+    parameters: {
+      query?: {
+        /** @description The level: 0 to 7 lowercase hex digits (default empty, the top). Anything else is a 422 `invalid_prefix`. */
+        prefix?: string;
+        /** @description Filter: `external_id` equal to. */
+        'filter[external_id][eq]'?: string;
+        /** @description Filter: `external_id` one of a comma list (up to 100). */
+        'filter[external_id][in]'?: string;
+        /** @description Filter: `full_name` equal to. */
+        'filter[full_name][eq]'?: string;
+        /** @description Filter: `full_name` not equal to (nulls included). */
+        'filter[full_name][neq]'?: string;
+        /** @description Filter: `full_name` greater than. */
+        'filter[full_name][gt]'?: string;
+        /** @description Filter: `full_name` greater than or equal to. */
+        'filter[full_name][gte]'?: string;
+        /** @description Filter: `full_name` less than. */
+        'filter[full_name][lt]'?: string;
+        /** @description Filter: `full_name` less than or equal to. */
+        'filter[full_name][lte]'?: string;
+        /** @description Filter: `full_name` one of a comma list (up to 100). */
+        'filter[full_name][in]'?: string;
+        /** @description Filter: `full_name` none of a comma list (up to 100; nulls included). */
+        'filter[full_name][nin]'?: string;
+        /** @description Filter: `full_name` case-insensitive pattern, `%` is the wildcard. */
+        'filter[full_name][ilike]'?: string;
+        /** @description Filter: `full_name` `true`: only nulls; `false`: only non-nulls. */
+        'filter[full_name][is_null]'?: 'true' | 'false';
+        /** @description Filter: `email` equal to. */
+        'filter[email][eq]'?: string;
+        /** @description Filter: `email` not equal to (nulls included). */
+        'filter[email][neq]'?: string;
+        /** @description Filter: `email` greater than. */
+        'filter[email][gt]'?: string;
+        /** @description Filter: `email` greater than or equal to. */
+        'filter[email][gte]'?: string;
+        /** @description Filter: `email` less than. */
+        'filter[email][lt]'?: string;
+        /** @description Filter: `email` less than or equal to. */
+        'filter[email][lte]'?: string;
+        /** @description Filter: `email` one of a comma list (up to 100). */
+        'filter[email][in]'?: string;
+        /** @description Filter: `email` none of a comma list (up to 100; nulls included). */
+        'filter[email][nin]'?: string;
+        /** @description Filter: `email` case-insensitive pattern, `%` is the wildcard. */
+        'filter[email][ilike]'?: string;
+        /** @description Filter: `email` `true`: only nulls; `false`: only non-nulls. */
+        'filter[email][is_null]'?: 'true' | 'false';
+        /** @description Filter: `phone` equal to. */
+        'filter[phone][eq]'?: string;
+        /** @description Filter: `phone` not equal to (nulls included). */
+        'filter[phone][neq]'?: string;
+        /** @description Filter: `phone` greater than. */
+        'filter[phone][gt]'?: string;
+        /** @description Filter: `phone` greater than or equal to. */
+        'filter[phone][gte]'?: string;
+        /** @description Filter: `phone` less than. */
+        'filter[phone][lt]'?: string;
+        /** @description Filter: `phone` less than or equal to. */
+        'filter[phone][lte]'?: string;
+        /** @description Filter: `phone` one of a comma list (up to 100). */
+        'filter[phone][in]'?: string;
+        /** @description Filter: `phone` none of a comma list (up to 100; nulls included). */
+        'filter[phone][nin]'?: string;
+        /** @description Filter: `phone` case-insensitive pattern, `%` is the wildcard. */
+        'filter[phone][ilike]'?: string;
+        /** @description Filter: `phone` `true`: only nulls; `false`: only non-nulls. */
+        'filter[phone][is_null]'?: 'true' | 'false';
+        /** @description Filter: `document` equal to. */
+        'filter[document][eq]'?: string;
+        /** @description Filter: `document` not equal to (nulls included). */
+        'filter[document][neq]'?: string;
+        /** @description Filter: `document` greater than. */
+        'filter[document][gt]'?: string;
+        /** @description Filter: `document` greater than or equal to. */
+        'filter[document][gte]'?: string;
+        /** @description Filter: `document` less than. */
+        'filter[document][lt]'?: string;
+        /** @description Filter: `document` less than or equal to. */
+        'filter[document][lte]'?: string;
+        /** @description Filter: `document` one of a comma list (up to 100). */
+        'filter[document][in]'?: string;
+        /** @description Filter: `document` none of a comma list (up to 100; nulls included). */
+        'filter[document][nin]'?: string;
+        /** @description Filter: `document` case-insensitive pattern, `%` is the wildcard. */
+        'filter[document][ilike]'?: string;
+        /** @description Filter: `document` `true`: only nulls; `false`: only non-nulls. */
+        'filter[document][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_active` equal to. */
+        'filter[is_active][eq]'?: string;
+        /** @description Filter: `is_active` not equal to (nulls included). */
+        'filter[is_active][neq]'?: string;
+        /** @description Filter: `is_active` greater than. */
+        'filter[is_active][gt]'?: string;
+        /** @description Filter: `is_active` greater than or equal to. */
+        'filter[is_active][gte]'?: string;
+        /** @description Filter: `is_active` less than. */
+        'filter[is_active][lt]'?: string;
+        /** @description Filter: `is_active` less than or equal to. */
+        'filter[is_active][lte]'?: string;
+        /** @description Filter: `is_active` one of a comma list (up to 100). */
+        'filter[is_active][in]'?: string;
+        /** @description Filter: `is_active` none of a comma list (up to 100; nulls included). */
+        'filter[is_active][nin]'?: string;
+        /** @description Filter: `is_active` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_active][is_null]'?: 'true' | 'false';
+        /** @description Filter: `gender` equal to. */
+        'filter[gender][eq]'?: string;
+        /** @description Filter: `gender` not equal to (nulls included). */
+        'filter[gender][neq]'?: string;
+        /** @description Filter: `gender` greater than. */
+        'filter[gender][gt]'?: string;
+        /** @description Filter: `gender` greater than or equal to. */
+        'filter[gender][gte]'?: string;
+        /** @description Filter: `gender` less than. */
+        'filter[gender][lt]'?: string;
+        /** @description Filter: `gender` less than or equal to. */
+        'filter[gender][lte]'?: string;
+        /** @description Filter: `gender` one of a comma list (up to 100). */
+        'filter[gender][in]'?: string;
+        /** @description Filter: `gender` none of a comma list (up to 100; nulls included). */
+        'filter[gender][nin]'?: string;
+        /** @description Filter: `gender` case-insensitive pattern, `%` is the wildcard. */
+        'filter[gender][ilike]'?: string;
+        /** @description Filter: `gender` `true`: only nulls; `false`: only non-nulls. */
+        'filter[gender][is_null]'?: 'true' | 'false';
+        /** @description Filter: `accepts_communications` equal to. */
+        'filter[accepts_communications][eq]'?: string;
+        /** @description Filter: `accepts_communications` not equal to (nulls included). */
+        'filter[accepts_communications][neq]'?: string;
+        /** @description Filter: `accepts_communications` greater than. */
+        'filter[accepts_communications][gt]'?: string;
+        /** @description Filter: `accepts_communications` greater than or equal to. */
+        'filter[accepts_communications][gte]'?: string;
+        /** @description Filter: `accepts_communications` less than. */
+        'filter[accepts_communications][lt]'?: string;
+        /** @description Filter: `accepts_communications` less than or equal to. */
+        'filter[accepts_communications][lte]'?: string;
+        /** @description Filter: `accepts_communications` one of a comma list (up to 100). */
+        'filter[accepts_communications][in]'?: string;
+        /** @description Filter: `accepts_communications` none of a comma list (up to 100; nulls included). */
+        'filter[accepts_communications][nin]'?: string;
+        /** @description Filter: `accepts_communications` `true`: only nulls; `false`: only non-nulls. */
+        'filter[accepts_communications][is_null]'?: 'true' | 'false';
+        /** @description Filter: `address_city` equal to. */
+        'filter[address_city][eq]'?: string;
+        /** @description Filter: `address_city` not equal to (nulls included). */
+        'filter[address_city][neq]'?: string;
+        /** @description Filter: `address_city` greater than. */
+        'filter[address_city][gt]'?: string;
+        /** @description Filter: `address_city` greater than or equal to. */
+        'filter[address_city][gte]'?: string;
+        /** @description Filter: `address_city` less than. */
+        'filter[address_city][lt]'?: string;
+        /** @description Filter: `address_city` less than or equal to. */
+        'filter[address_city][lte]'?: string;
+        /** @description Filter: `address_city` one of a comma list (up to 100). */
+        'filter[address_city][in]'?: string;
+        /** @description Filter: `address_city` none of a comma list (up to 100; nulls included). */
+        'filter[address_city][nin]'?: string;
+        /** @description Filter: `address_city` case-insensitive pattern, `%` is the wildcard. */
+        'filter[address_city][ilike]'?: string;
+        /** @description Filter: `address_city` `true`: only nulls; `false`: only non-nulls. */
+        'filter[address_city][is_null]'?: 'true' | 'false';
+        /** @description Filter: `address_state` equal to. */
+        'filter[address_state][eq]'?: string;
+        /** @description Filter: `address_state` not equal to (nulls included). */
+        'filter[address_state][neq]'?: string;
+        /** @description Filter: `address_state` greater than. */
+        'filter[address_state][gt]'?: string;
+        /** @description Filter: `address_state` greater than or equal to. */
+        'filter[address_state][gte]'?: string;
+        /** @description Filter: `address_state` less than. */
+        'filter[address_state][lt]'?: string;
+        /** @description Filter: `address_state` less than or equal to. */
+        'filter[address_state][lte]'?: string;
+        /** @description Filter: `address_state` one of a comma list (up to 100). */
+        'filter[address_state][in]'?: string;
+        /** @description Filter: `address_state` none of a comma list (up to 100; nulls included). */
+        'filter[address_state][nin]'?: string;
+        /** @description Filter: `address_state` case-insensitive pattern, `%` is the wildcard. */
+        'filter[address_state][ilike]'?: string;
+        /** @description Filter: `address_state` `true`: only nulls; `false`: only non-nulls. */
+        'filter[address_state][is_null]'?: 'true' | 'false';
+        /** @description Filter: `created_at` equal to. */
+        'filter[created_at][eq]'?: string;
+        /** @description Filter: `created_at` not equal to (nulls included). */
+        'filter[created_at][neq]'?: string;
+        /** @description Filter: `created_at` greater than. */
+        'filter[created_at][gt]'?: string;
+        /** @description Filter: `created_at` greater than or equal to. */
+        'filter[created_at][gte]'?: string;
+        /** @description Filter: `created_at` less than. */
+        'filter[created_at][lt]'?: string;
+        /** @description Filter: `created_at` less than or equal to. */
+        'filter[created_at][lte]'?: string;
+        /** @description Filter: `created_at` one of a comma list (up to 100). */
+        'filter[created_at][in]'?: string;
+        /** @description Filter: `created_at` none of a comma list (up to 100; nulls included). */
+        'filter[created_at][nin]'?: string;
+        /** @description Filter: `created_at` `true`: only nulls; `false`: only non-nulls. */
+        'filter[created_at][is_null]'?: 'true' | 'false';
+        /** @description Filter: `updated_at` equal to. */
+        'filter[updated_at][eq]'?: string;
+        /** @description Filter: `updated_at` not equal to (nulls included). */
+        'filter[updated_at][neq]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
+        /** @description Filter: `updated_at` one of a comma list (up to 100). */
+        'filter[updated_at][in]'?: string;
+        /** @description Filter: `updated_at` none of a comma list (up to 100; nulls included). */
+        'filter[updated_at][nin]'?: string;
+        /** @description Filter: `updated_at` `true`: only nulls; `false`: only non-nulls. */
+        'filter[updated_at][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "prefix": "3a7",
+           *           "count": 1,
+           *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "erp-sync-0042",
+           *         "prefix": "3a"
+           *       }
+           *     }
+           */
+          'application/json': {
+            /** @description One entry per child prefix holding at least one matching record, in ascending order of prefix. */
+            data: components['schemas']['DigestEntry'][];
+            meta: {
+              request_id: string;
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
+              prefix: string;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['RequestHeaderFieldsTooLarge'];
@@ -6620,6 +7040,10 @@ export interface operations {
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'sale_date' | '-sale_date' | 'total_amount' | '-total_amount';
         /** @description Comma list of fields to return (`id` always is): id, customer_id, transaction_type, transaction_number, status, sale_date, delivery_date, subtotal, discount_amount, discount_percentage, tax_amount, total_amount, notes, payment_method, payment_status, delivery_fee, order_code, is_active, external_id, created_at, updated_at. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
+        /** @description Comma list of related data to embed in every record of the page, as GET by id does: items, status_history. One read per include for the whole page; works with `fields`, filters and cursors. Unknown values are ignored. */
+        include?: string;
         /** @description Filter: `external_id` equal to. */
         'filter[external_id][eq]'?: string;
         /** @description Filter: `external_id` one of a comma list (up to 100). */
@@ -6832,6 +7256,14 @@ export interface operations {
         'filter[updated_at][nin]'?: string;
         /** @description Filter: `updated_at` `true`: only nulls; `false`: only non-nulls. */
         'filter[updated_at][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -6876,13 +7308,39 @@ export interface operations {
            *           "is_active": true,
            *           "external_id": "pedido-10482",
            *           "created_at": "2026-11-21T10:00:00.000Z",
-           *           "updated_at": "2026-11-21T10:00:00.000Z"
+           *           "updated_at": "2026-11-21T10:00:00.000Z",
+           *           "items": [
+           *             {
+           *               "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *               "catalog_type": "product",
+           *               "catalog_item_id": "5d7f3a2e-8c41-4b9a-b6e0-3f1a2c9d8e77",
+           *               "quantity": 3,
+           *               "unit_price": 19.99,
+           *               "discount_amount": 0,
+           *               "discount_percentage": 0,
+           *               "subtotal": 59.97,
+           *               "total_amount": 59.97,
+           *               "notes": "Entregar no período da tarde.",
+           *               "created_at": "2026-11-21T10:00:00.000Z"
+           *             }
+           *           ],
+           *           "status_history": [
+           *             {
+           *               "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *               "old_status": "pending",
+           *               "new_status": "completed",
+           *               "change_reason": "Pagamento confirmado via Pix",
+           *               "created_at": "2026-11-21T10:00:00.000Z"
+           *             }
+           *           ]
            *         }
            *       ],
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -6982,7 +7440,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['SaleWithItems'];
+            data: components['schemas']['Sale2'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -6994,6 +7452,291 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'sales.digest': {
+    parameters: {
+      query?: {
+        /** @description The level: 0 to 7 lowercase hex digits (default empty, the top). Anything else is a 422 `invalid_prefix`. */
+        prefix?: string;
+        /** @description Filter: `external_id` equal to. */
+        'filter[external_id][eq]'?: string;
+        /** @description Filter: `external_id` one of a comma list (up to 100). */
+        'filter[external_id][in]'?: string;
+        /** @description Filter: `customer_id` equal to. */
+        'filter[customer_id][eq]'?: string;
+        /** @description Filter: `customer_id` not equal to (nulls included). */
+        'filter[customer_id][neq]'?: string;
+        /** @description Filter: `customer_id` greater than. */
+        'filter[customer_id][gt]'?: string;
+        /** @description Filter: `customer_id` greater than or equal to. */
+        'filter[customer_id][gte]'?: string;
+        /** @description Filter: `customer_id` less than. */
+        'filter[customer_id][lt]'?: string;
+        /** @description Filter: `customer_id` less than or equal to. */
+        'filter[customer_id][lte]'?: string;
+        /** @description Filter: `customer_id` one of a comma list (up to 100). */
+        'filter[customer_id][in]'?: string;
+        /** @description Filter: `customer_id` none of a comma list (up to 100; nulls included). */
+        'filter[customer_id][nin]'?: string;
+        /** @description Filter: `customer_id` `true`: only nulls; `false`: only non-nulls. */
+        'filter[customer_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `status` equal to. */
+        'filter[status][eq]'?: string;
+        /** @description Filter: `status` not equal to (nulls included). */
+        'filter[status][neq]'?: string;
+        /** @description Filter: `status` greater than. */
+        'filter[status][gt]'?: string;
+        /** @description Filter: `status` greater than or equal to. */
+        'filter[status][gte]'?: string;
+        /** @description Filter: `status` less than. */
+        'filter[status][lt]'?: string;
+        /** @description Filter: `status` less than or equal to. */
+        'filter[status][lte]'?: string;
+        /** @description Filter: `status` one of a comma list (up to 100). */
+        'filter[status][in]'?: string;
+        /** @description Filter: `status` none of a comma list (up to 100; nulls included). */
+        'filter[status][nin]'?: string;
+        /** @description Filter: `status` case-insensitive pattern, `%` is the wildcard. */
+        'filter[status][ilike]'?: string;
+        /** @description Filter: `status` `true`: only nulls; `false`: only non-nulls. */
+        'filter[status][is_null]'?: 'true' | 'false';
+        /** @description Filter: `transaction_type` equal to. */
+        'filter[transaction_type][eq]'?: string;
+        /** @description Filter: `transaction_type` not equal to (nulls included). */
+        'filter[transaction_type][neq]'?: string;
+        /** @description Filter: `transaction_type` greater than. */
+        'filter[transaction_type][gt]'?: string;
+        /** @description Filter: `transaction_type` greater than or equal to. */
+        'filter[transaction_type][gte]'?: string;
+        /** @description Filter: `transaction_type` less than. */
+        'filter[transaction_type][lt]'?: string;
+        /** @description Filter: `transaction_type` less than or equal to. */
+        'filter[transaction_type][lte]'?: string;
+        /** @description Filter: `transaction_type` one of a comma list (up to 100). */
+        'filter[transaction_type][in]'?: string;
+        /** @description Filter: `transaction_type` none of a comma list (up to 100; nulls included). */
+        'filter[transaction_type][nin]'?: string;
+        /** @description Filter: `transaction_type` case-insensitive pattern, `%` is the wildcard. */
+        'filter[transaction_type][ilike]'?: string;
+        /** @description Filter: `transaction_type` `true`: only nulls; `false`: only non-nulls. */
+        'filter[transaction_type][is_null]'?: 'true' | 'false';
+        /** @description Filter: `transaction_number` equal to. */
+        'filter[transaction_number][eq]'?: string;
+        /** @description Filter: `transaction_number` not equal to (nulls included). */
+        'filter[transaction_number][neq]'?: string;
+        /** @description Filter: `transaction_number` greater than. */
+        'filter[transaction_number][gt]'?: string;
+        /** @description Filter: `transaction_number` greater than or equal to. */
+        'filter[transaction_number][gte]'?: string;
+        /** @description Filter: `transaction_number` less than. */
+        'filter[transaction_number][lt]'?: string;
+        /** @description Filter: `transaction_number` less than or equal to. */
+        'filter[transaction_number][lte]'?: string;
+        /** @description Filter: `transaction_number` one of a comma list (up to 100). */
+        'filter[transaction_number][in]'?: string;
+        /** @description Filter: `transaction_number` none of a comma list (up to 100; nulls included). */
+        'filter[transaction_number][nin]'?: string;
+        /** @description Filter: `transaction_number` case-insensitive pattern, `%` is the wildcard. */
+        'filter[transaction_number][ilike]'?: string;
+        /** @description Filter: `transaction_number` `true`: only nulls; `false`: only non-nulls. */
+        'filter[transaction_number][is_null]'?: 'true' | 'false';
+        /** @description Filter: `payment_status` equal to. */
+        'filter[payment_status][eq]'?: string;
+        /** @description Filter: `payment_status` not equal to (nulls included). */
+        'filter[payment_status][neq]'?: string;
+        /** @description Filter: `payment_status` greater than. */
+        'filter[payment_status][gt]'?: string;
+        /** @description Filter: `payment_status` greater than or equal to. */
+        'filter[payment_status][gte]'?: string;
+        /** @description Filter: `payment_status` less than. */
+        'filter[payment_status][lt]'?: string;
+        /** @description Filter: `payment_status` less than or equal to. */
+        'filter[payment_status][lte]'?: string;
+        /** @description Filter: `payment_status` one of a comma list (up to 100). */
+        'filter[payment_status][in]'?: string;
+        /** @description Filter: `payment_status` none of a comma list (up to 100; nulls included). */
+        'filter[payment_status][nin]'?: string;
+        /** @description Filter: `payment_status` case-insensitive pattern, `%` is the wildcard. */
+        'filter[payment_status][ilike]'?: string;
+        /** @description Filter: `payment_status` `true`: only nulls; `false`: only non-nulls. */
+        'filter[payment_status][is_null]'?: 'true' | 'false';
+        /** @description Filter: `payment_method` equal to. */
+        'filter[payment_method][eq]'?: string;
+        /** @description Filter: `payment_method` not equal to (nulls included). */
+        'filter[payment_method][neq]'?: string;
+        /** @description Filter: `payment_method` greater than. */
+        'filter[payment_method][gt]'?: string;
+        /** @description Filter: `payment_method` greater than or equal to. */
+        'filter[payment_method][gte]'?: string;
+        /** @description Filter: `payment_method` less than. */
+        'filter[payment_method][lt]'?: string;
+        /** @description Filter: `payment_method` less than or equal to. */
+        'filter[payment_method][lte]'?: string;
+        /** @description Filter: `payment_method` one of a comma list (up to 100). */
+        'filter[payment_method][in]'?: string;
+        /** @description Filter: `payment_method` none of a comma list (up to 100; nulls included). */
+        'filter[payment_method][nin]'?: string;
+        /** @description Filter: `payment_method` case-insensitive pattern, `%` is the wildcard. */
+        'filter[payment_method][ilike]'?: string;
+        /** @description Filter: `payment_method` `true`: only nulls; `false`: only non-nulls. */
+        'filter[payment_method][is_null]'?: 'true' | 'false';
+        /** @description Filter: `sale_date` equal to. */
+        'filter[sale_date][eq]'?: string;
+        /** @description Filter: `sale_date` not equal to (nulls included). */
+        'filter[sale_date][neq]'?: string;
+        /** @description Filter: `sale_date` greater than. */
+        'filter[sale_date][gt]'?: string;
+        /** @description Filter: `sale_date` greater than or equal to. */
+        'filter[sale_date][gte]'?: string;
+        /** @description Filter: `sale_date` less than. */
+        'filter[sale_date][lt]'?: string;
+        /** @description Filter: `sale_date` less than or equal to. */
+        'filter[sale_date][lte]'?: string;
+        /** @description Filter: `sale_date` one of a comma list (up to 100). */
+        'filter[sale_date][in]'?: string;
+        /** @description Filter: `sale_date` none of a comma list (up to 100; nulls included). */
+        'filter[sale_date][nin]'?: string;
+        /** @description Filter: `sale_date` `true`: only nulls; `false`: only non-nulls. */
+        'filter[sale_date][is_null]'?: 'true' | 'false';
+        /** @description Filter: `total_amount` equal to. */
+        'filter[total_amount][eq]'?: string;
+        /** @description Filter: `total_amount` not equal to (nulls included). */
+        'filter[total_amount][neq]'?: string;
+        /** @description Filter: `total_amount` greater than. */
+        'filter[total_amount][gt]'?: string;
+        /** @description Filter: `total_amount` greater than or equal to. */
+        'filter[total_amount][gte]'?: string;
+        /** @description Filter: `total_amount` less than. */
+        'filter[total_amount][lt]'?: string;
+        /** @description Filter: `total_amount` less than or equal to. */
+        'filter[total_amount][lte]'?: string;
+        /** @description Filter: `total_amount` one of a comma list (up to 100). */
+        'filter[total_amount][in]'?: string;
+        /** @description Filter: `total_amount` none of a comma list (up to 100; nulls included). */
+        'filter[total_amount][nin]'?: string;
+        /** @description Filter: `total_amount` `true`: only nulls; `false`: only non-nulls. */
+        'filter[total_amount][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_active` equal to. */
+        'filter[is_active][eq]'?: string;
+        /** @description Filter: `is_active` not equal to (nulls included). */
+        'filter[is_active][neq]'?: string;
+        /** @description Filter: `is_active` greater than. */
+        'filter[is_active][gt]'?: string;
+        /** @description Filter: `is_active` greater than or equal to. */
+        'filter[is_active][gte]'?: string;
+        /** @description Filter: `is_active` less than. */
+        'filter[is_active][lt]'?: string;
+        /** @description Filter: `is_active` less than or equal to. */
+        'filter[is_active][lte]'?: string;
+        /** @description Filter: `is_active` one of a comma list (up to 100). */
+        'filter[is_active][in]'?: string;
+        /** @description Filter: `is_active` none of a comma list (up to 100; nulls included). */
+        'filter[is_active][nin]'?: string;
+        /** @description Filter: `is_active` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_active][is_null]'?: 'true' | 'false';
+        /** @description Filter: `created_at` equal to. */
+        'filter[created_at][eq]'?: string;
+        /** @description Filter: `created_at` not equal to (nulls included). */
+        'filter[created_at][neq]'?: string;
+        /** @description Filter: `created_at` greater than. */
+        'filter[created_at][gt]'?: string;
+        /** @description Filter: `created_at` greater than or equal to. */
+        'filter[created_at][gte]'?: string;
+        /** @description Filter: `created_at` less than. */
+        'filter[created_at][lt]'?: string;
+        /** @description Filter: `created_at` less than or equal to. */
+        'filter[created_at][lte]'?: string;
+        /** @description Filter: `created_at` one of a comma list (up to 100). */
+        'filter[created_at][in]'?: string;
+        /** @description Filter: `created_at` none of a comma list (up to 100; nulls included). */
+        'filter[created_at][nin]'?: string;
+        /** @description Filter: `created_at` `true`: only nulls; `false`: only non-nulls. */
+        'filter[created_at][is_null]'?: 'true' | 'false';
+        /** @description Filter: `updated_at` equal to. */
+        'filter[updated_at][eq]'?: string;
+        /** @description Filter: `updated_at` not equal to (nulls included). */
+        'filter[updated_at][neq]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
+        /** @description Filter: `updated_at` one of a comma list (up to 100). */
+        'filter[updated_at][in]'?: string;
+        /** @description Filter: `updated_at` none of a comma list (up to 100; nulls included). */
+        'filter[updated_at][nin]'?: string;
+        /** @description Filter: `updated_at` `true`: only nulls; `false`: only non-nulls. */
+        'filter[updated_at][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "prefix": "3a7",
+           *           "count": 1,
+           *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "erp-sync-0042",
+           *         "prefix": "3a"
+           *       }
+           *     }
+           */
+          'application/json': {
+            /** @description One entry per child prefix holding at least one matching record, in ascending order of prefix. */
+            data: components['schemas']['DigestEntry'][];
+            meta: {
+              request_id: string;
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
+              prefix: string;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['RequestHeaderFieldsTooLarge'];
@@ -7092,7 +7835,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['SaleWithItemsAndStatusHistory'] | components['schemas']['SaleProjectionWithItemsAndStatusHistory'];
+            data: components['schemas']['Sale'] | components['schemas']['SaleProjection'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -7230,7 +7973,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Sale'];
+            data: components['schemas']['Sale3'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -7262,6 +8005,8 @@ export interface operations {
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'name' | '-name';
         /** @description Comma list of fields to return (`id` always is): id, name, legal_name, trade_name, document_number, email, phone, phone1, phone2, phone3, rg, code, birth_date, is_employee, is_active, address_street, address_number, address_neighborhood, address_city, address_state, address_country, address_zip_code, pix_keys, external_id, created_at, updated_at. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
         /** @description Filter: `external_id` equal to. */
         'filter[external_id][eq]'?: string;
         /** @description Filter: `external_id` one of a comma list (up to 100). */
@@ -7460,6 +8205,22 @@ export interface operations {
         'filter[created_at][nin]'?: string;
         /** @description Filter: `created_at` `true`: only nulls; `false`: only non-nulls. */
         'filter[created_at][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -7520,7 +8281,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -7627,6 +8390,285 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'suppliers.digest': {
+    parameters: {
+      query?: {
+        /** @description The level: 0 to 7 lowercase hex digits (default empty, the top). Anything else is a 422 `invalid_prefix`. */
+        prefix?: string;
+        /** @description Filter: `external_id` equal to. */
+        'filter[external_id][eq]'?: string;
+        /** @description Filter: `external_id` one of a comma list (up to 100). */
+        'filter[external_id][in]'?: string;
+        /** @description Filter: `name` equal to. */
+        'filter[name][eq]'?: string;
+        /** @description Filter: `name` not equal to (nulls included). */
+        'filter[name][neq]'?: string;
+        /** @description Filter: `name` greater than. */
+        'filter[name][gt]'?: string;
+        /** @description Filter: `name` greater than or equal to. */
+        'filter[name][gte]'?: string;
+        /** @description Filter: `name` less than. */
+        'filter[name][lt]'?: string;
+        /** @description Filter: `name` less than or equal to. */
+        'filter[name][lte]'?: string;
+        /** @description Filter: `name` one of a comma list (up to 100). */
+        'filter[name][in]'?: string;
+        /** @description Filter: `name` none of a comma list (up to 100; nulls included). */
+        'filter[name][nin]'?: string;
+        /** @description Filter: `name` case-insensitive pattern, `%` is the wildcard. */
+        'filter[name][ilike]'?: string;
+        /** @description Filter: `name` `true`: only nulls; `false`: only non-nulls. */
+        'filter[name][is_null]'?: 'true' | 'false';
+        /** @description Filter: `legal_name` equal to. */
+        'filter[legal_name][eq]'?: string;
+        /** @description Filter: `legal_name` not equal to (nulls included). */
+        'filter[legal_name][neq]'?: string;
+        /** @description Filter: `legal_name` greater than. */
+        'filter[legal_name][gt]'?: string;
+        /** @description Filter: `legal_name` greater than or equal to. */
+        'filter[legal_name][gte]'?: string;
+        /** @description Filter: `legal_name` less than. */
+        'filter[legal_name][lt]'?: string;
+        /** @description Filter: `legal_name` less than or equal to. */
+        'filter[legal_name][lte]'?: string;
+        /** @description Filter: `legal_name` one of a comma list (up to 100). */
+        'filter[legal_name][in]'?: string;
+        /** @description Filter: `legal_name` none of a comma list (up to 100; nulls included). */
+        'filter[legal_name][nin]'?: string;
+        /** @description Filter: `legal_name` case-insensitive pattern, `%` is the wildcard. */
+        'filter[legal_name][ilike]'?: string;
+        /** @description Filter: `legal_name` `true`: only nulls; `false`: only non-nulls. */
+        'filter[legal_name][is_null]'?: 'true' | 'false';
+        /** @description Filter: `trade_name` equal to. */
+        'filter[trade_name][eq]'?: string;
+        /** @description Filter: `trade_name` not equal to (nulls included). */
+        'filter[trade_name][neq]'?: string;
+        /** @description Filter: `trade_name` greater than. */
+        'filter[trade_name][gt]'?: string;
+        /** @description Filter: `trade_name` greater than or equal to. */
+        'filter[trade_name][gte]'?: string;
+        /** @description Filter: `trade_name` less than. */
+        'filter[trade_name][lt]'?: string;
+        /** @description Filter: `trade_name` less than or equal to. */
+        'filter[trade_name][lte]'?: string;
+        /** @description Filter: `trade_name` one of a comma list (up to 100). */
+        'filter[trade_name][in]'?: string;
+        /** @description Filter: `trade_name` none of a comma list (up to 100; nulls included). */
+        'filter[trade_name][nin]'?: string;
+        /** @description Filter: `trade_name` case-insensitive pattern, `%` is the wildcard. */
+        'filter[trade_name][ilike]'?: string;
+        /** @description Filter: `trade_name` `true`: only nulls; `false`: only non-nulls. */
+        'filter[trade_name][is_null]'?: 'true' | 'false';
+        /** @description Filter: `document_number` equal to. */
+        'filter[document_number][eq]'?: string;
+        /** @description Filter: `document_number` not equal to (nulls included). */
+        'filter[document_number][neq]'?: string;
+        /** @description Filter: `document_number` greater than. */
+        'filter[document_number][gt]'?: string;
+        /** @description Filter: `document_number` greater than or equal to. */
+        'filter[document_number][gte]'?: string;
+        /** @description Filter: `document_number` less than. */
+        'filter[document_number][lt]'?: string;
+        /** @description Filter: `document_number` less than or equal to. */
+        'filter[document_number][lte]'?: string;
+        /** @description Filter: `document_number` one of a comma list (up to 100). */
+        'filter[document_number][in]'?: string;
+        /** @description Filter: `document_number` none of a comma list (up to 100; nulls included). */
+        'filter[document_number][nin]'?: string;
+        /** @description Filter: `document_number` case-insensitive pattern, `%` is the wildcard. */
+        'filter[document_number][ilike]'?: string;
+        /** @description Filter: `document_number` `true`: only nulls; `false`: only non-nulls. */
+        'filter[document_number][is_null]'?: 'true' | 'false';
+        /** @description Filter: `email` equal to. */
+        'filter[email][eq]'?: string;
+        /** @description Filter: `email` not equal to (nulls included). */
+        'filter[email][neq]'?: string;
+        /** @description Filter: `email` greater than. */
+        'filter[email][gt]'?: string;
+        /** @description Filter: `email` greater than or equal to. */
+        'filter[email][gte]'?: string;
+        /** @description Filter: `email` less than. */
+        'filter[email][lt]'?: string;
+        /** @description Filter: `email` less than or equal to. */
+        'filter[email][lte]'?: string;
+        /** @description Filter: `email` one of a comma list (up to 100). */
+        'filter[email][in]'?: string;
+        /** @description Filter: `email` none of a comma list (up to 100; nulls included). */
+        'filter[email][nin]'?: string;
+        /** @description Filter: `email` case-insensitive pattern, `%` is the wildcard. */
+        'filter[email][ilike]'?: string;
+        /** @description Filter: `email` `true`: only nulls; `false`: only non-nulls. */
+        'filter[email][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_active` equal to. */
+        'filter[is_active][eq]'?: string;
+        /** @description Filter: `is_active` not equal to (nulls included). */
+        'filter[is_active][neq]'?: string;
+        /** @description Filter: `is_active` greater than. */
+        'filter[is_active][gt]'?: string;
+        /** @description Filter: `is_active` greater than or equal to. */
+        'filter[is_active][gte]'?: string;
+        /** @description Filter: `is_active` less than. */
+        'filter[is_active][lt]'?: string;
+        /** @description Filter: `is_active` less than or equal to. */
+        'filter[is_active][lte]'?: string;
+        /** @description Filter: `is_active` one of a comma list (up to 100). */
+        'filter[is_active][in]'?: string;
+        /** @description Filter: `is_active` none of a comma list (up to 100; nulls included). */
+        'filter[is_active][nin]'?: string;
+        /** @description Filter: `is_active` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_active][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_employee` equal to. */
+        'filter[is_employee][eq]'?: string;
+        /** @description Filter: `is_employee` not equal to (nulls included). */
+        'filter[is_employee][neq]'?: string;
+        /** @description Filter: `is_employee` greater than. */
+        'filter[is_employee][gt]'?: string;
+        /** @description Filter: `is_employee` greater than or equal to. */
+        'filter[is_employee][gte]'?: string;
+        /** @description Filter: `is_employee` less than. */
+        'filter[is_employee][lt]'?: string;
+        /** @description Filter: `is_employee` less than or equal to. */
+        'filter[is_employee][lte]'?: string;
+        /** @description Filter: `is_employee` one of a comma list (up to 100). */
+        'filter[is_employee][in]'?: string;
+        /** @description Filter: `is_employee` none of a comma list (up to 100; nulls included). */
+        'filter[is_employee][nin]'?: string;
+        /** @description Filter: `is_employee` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_employee][is_null]'?: 'true' | 'false';
+        /** @description Filter: `address_city` equal to. */
+        'filter[address_city][eq]'?: string;
+        /** @description Filter: `address_city` not equal to (nulls included). */
+        'filter[address_city][neq]'?: string;
+        /** @description Filter: `address_city` greater than. */
+        'filter[address_city][gt]'?: string;
+        /** @description Filter: `address_city` greater than or equal to. */
+        'filter[address_city][gte]'?: string;
+        /** @description Filter: `address_city` less than. */
+        'filter[address_city][lt]'?: string;
+        /** @description Filter: `address_city` less than or equal to. */
+        'filter[address_city][lte]'?: string;
+        /** @description Filter: `address_city` one of a comma list (up to 100). */
+        'filter[address_city][in]'?: string;
+        /** @description Filter: `address_city` none of a comma list (up to 100; nulls included). */
+        'filter[address_city][nin]'?: string;
+        /** @description Filter: `address_city` case-insensitive pattern, `%` is the wildcard. */
+        'filter[address_city][ilike]'?: string;
+        /** @description Filter: `address_city` `true`: only nulls; `false`: only non-nulls. */
+        'filter[address_city][is_null]'?: 'true' | 'false';
+        /** @description Filter: `address_state` equal to. */
+        'filter[address_state][eq]'?: string;
+        /** @description Filter: `address_state` not equal to (nulls included). */
+        'filter[address_state][neq]'?: string;
+        /** @description Filter: `address_state` greater than. */
+        'filter[address_state][gt]'?: string;
+        /** @description Filter: `address_state` greater than or equal to. */
+        'filter[address_state][gte]'?: string;
+        /** @description Filter: `address_state` less than. */
+        'filter[address_state][lt]'?: string;
+        /** @description Filter: `address_state` less than or equal to. */
+        'filter[address_state][lte]'?: string;
+        /** @description Filter: `address_state` one of a comma list (up to 100). */
+        'filter[address_state][in]'?: string;
+        /** @description Filter: `address_state` none of a comma list (up to 100; nulls included). */
+        'filter[address_state][nin]'?: string;
+        /** @description Filter: `address_state` case-insensitive pattern, `%` is the wildcard. */
+        'filter[address_state][ilike]'?: string;
+        /** @description Filter: `address_state` `true`: only nulls; `false`: only non-nulls. */
+        'filter[address_state][is_null]'?: 'true' | 'false';
+        /** @description Filter: `created_at` equal to. */
+        'filter[created_at][eq]'?: string;
+        /** @description Filter: `created_at` not equal to (nulls included). */
+        'filter[created_at][neq]'?: string;
+        /** @description Filter: `created_at` greater than. */
+        'filter[created_at][gt]'?: string;
+        /** @description Filter: `created_at` greater than or equal to. */
+        'filter[created_at][gte]'?: string;
+        /** @description Filter: `created_at` less than. */
+        'filter[created_at][lt]'?: string;
+        /** @description Filter: `created_at` less than or equal to. */
+        'filter[created_at][lte]'?: string;
+        /** @description Filter: `created_at` one of a comma list (up to 100). */
+        'filter[created_at][in]'?: string;
+        /** @description Filter: `created_at` none of a comma list (up to 100; nulls included). */
+        'filter[created_at][nin]'?: string;
+        /** @description Filter: `created_at` `true`: only nulls; `false`: only non-nulls. */
+        'filter[created_at][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "prefix": "3a7",
+           *           "count": 1,
+           *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "erp-sync-0042",
+           *         "prefix": "3a"
+           *       }
+           *     }
+           */
+          'application/json': {
+            /** @description One entry per child prefix holding at least one matching record, in ascending order of prefix. */
+            data: components['schemas']['DigestEntry'][];
+            meta: {
+              request_id: string;
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
+              prefix: string;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['RequestHeaderFieldsTooLarge'];
@@ -7889,6 +8931,10 @@ export interface operations {
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'payment_date' | '-payment_date' | 'due_date' | '-due_date';
         /** @description Comma list of fields to return (`id` always is): id, expense_number, expense_type, description, original_amount, discount_amount, final_amount, category_id, subcategory_id, cost_center_id, supplier_id, bank_account_id, credit_card_id, payment_method, check_number, installments, status, payment_date, due_date, notes, tags, is_recurring, is_active, payment_reference, recurring_expense_id, installment_number, total_installments, external_id, created_at, updated_at. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
+        /** @description Comma list of related data to embed in every record of the page, as GET by id does: recurring. One read per include for the whole page; works with `fields`, filters and cursors. Unknown values are ignored. */
+        include?: string;
         /** @description Filter: `external_id` equal to. */
         'filter[external_id][eq]'?: string;
         /** @description Filter: `external_id` one of a comma list (up to 100). */
@@ -8191,6 +9237,22 @@ export interface operations {
         'filter[created_at][nin]'?: string;
         /** @description Filter: `created_at` `true`: only nulls; `false`: only non-nulls. */
         'filter[created_at][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -8246,13 +9308,27 @@ export interface operations {
            *           "total_installments": 1,
            *           "external_id": "pedido-10482",
            *           "created_at": "2026-11-21T10:00:00.000Z",
-           *           "updated_at": "2026-11-21T10:00:00.000Z"
+           *           "updated_at": "2026-11-21T10:00:00.000Z",
+           *           "recurring": {
+           *             "id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *             "expense_template_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *             "recurrence_frequency": "monthly",
+           *             "recurrence_interval": 1,
+           *             "start_date": "2026-11-21",
+           *             "end_date": "2026-11-21",
+           *             "next_generation_date": "2026-11-21",
+           *             "last_generated_expense_id": "3f2b8c1e-9d4a-4e7b-8a61-5c0d2e9f7b13",
+           *             "is_active": true,
+           *             "created_at": "2026-11-21T10:00:00.000Z"
+           *           }
            *         }
            *       ],
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -8348,7 +9424,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Expense'];
+            data: components['schemas']['Expense2'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -8360,6 +9436,389 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'expenses.digest': {
+    parameters: {
+      query?: {
+        /** @description The level: 0 to 7 lowercase hex digits (default empty, the top). Anything else is a 422 `invalid_prefix`. */
+        prefix?: string;
+        /** @description Filter: `external_id` equal to. */
+        'filter[external_id][eq]'?: string;
+        /** @description Filter: `external_id` one of a comma list (up to 100). */
+        'filter[external_id][in]'?: string;
+        /** @description Filter: `expense_number` equal to. */
+        'filter[expense_number][eq]'?: string;
+        /** @description Filter: `expense_number` not equal to (nulls included). */
+        'filter[expense_number][neq]'?: string;
+        /** @description Filter: `expense_number` greater than. */
+        'filter[expense_number][gt]'?: string;
+        /** @description Filter: `expense_number` greater than or equal to. */
+        'filter[expense_number][gte]'?: string;
+        /** @description Filter: `expense_number` less than. */
+        'filter[expense_number][lt]'?: string;
+        /** @description Filter: `expense_number` less than or equal to. */
+        'filter[expense_number][lte]'?: string;
+        /** @description Filter: `expense_number` one of a comma list (up to 100). */
+        'filter[expense_number][in]'?: string;
+        /** @description Filter: `expense_number` none of a comma list (up to 100; nulls included). */
+        'filter[expense_number][nin]'?: string;
+        /** @description Filter: `expense_number` case-insensitive pattern, `%` is the wildcard. */
+        'filter[expense_number][ilike]'?: string;
+        /** @description Filter: `expense_number` `true`: only nulls; `false`: only non-nulls. */
+        'filter[expense_number][is_null]'?: 'true' | 'false';
+        /** @description Filter: `expense_type` equal to. */
+        'filter[expense_type][eq]'?: string;
+        /** @description Filter: `expense_type` not equal to (nulls included). */
+        'filter[expense_type][neq]'?: string;
+        /** @description Filter: `expense_type` greater than. */
+        'filter[expense_type][gt]'?: string;
+        /** @description Filter: `expense_type` greater than or equal to. */
+        'filter[expense_type][gte]'?: string;
+        /** @description Filter: `expense_type` less than. */
+        'filter[expense_type][lt]'?: string;
+        /** @description Filter: `expense_type` less than or equal to. */
+        'filter[expense_type][lte]'?: string;
+        /** @description Filter: `expense_type` one of a comma list (up to 100). */
+        'filter[expense_type][in]'?: string;
+        /** @description Filter: `expense_type` none of a comma list (up to 100; nulls included). */
+        'filter[expense_type][nin]'?: string;
+        /** @description Filter: `expense_type` case-insensitive pattern, `%` is the wildcard. */
+        'filter[expense_type][ilike]'?: string;
+        /** @description Filter: `expense_type` `true`: only nulls; `false`: only non-nulls. */
+        'filter[expense_type][is_null]'?: 'true' | 'false';
+        /** @description Filter: `description` equal to. */
+        'filter[description][eq]'?: string;
+        /** @description Filter: `description` not equal to (nulls included). */
+        'filter[description][neq]'?: string;
+        /** @description Filter: `description` greater than. */
+        'filter[description][gt]'?: string;
+        /** @description Filter: `description` greater than or equal to. */
+        'filter[description][gte]'?: string;
+        /** @description Filter: `description` less than. */
+        'filter[description][lt]'?: string;
+        /** @description Filter: `description` less than or equal to. */
+        'filter[description][lte]'?: string;
+        /** @description Filter: `description` one of a comma list (up to 100). */
+        'filter[description][in]'?: string;
+        /** @description Filter: `description` none of a comma list (up to 100; nulls included). */
+        'filter[description][nin]'?: string;
+        /** @description Filter: `description` case-insensitive pattern, `%` is the wildcard. */
+        'filter[description][ilike]'?: string;
+        /** @description Filter: `description` `true`: only nulls; `false`: only non-nulls. */
+        'filter[description][is_null]'?: 'true' | 'false';
+        /** @description Filter: `category_id` equal to. */
+        'filter[category_id][eq]'?: string;
+        /** @description Filter: `category_id` not equal to (nulls included). */
+        'filter[category_id][neq]'?: string;
+        /** @description Filter: `category_id` greater than. */
+        'filter[category_id][gt]'?: string;
+        /** @description Filter: `category_id` greater than or equal to. */
+        'filter[category_id][gte]'?: string;
+        /** @description Filter: `category_id` less than. */
+        'filter[category_id][lt]'?: string;
+        /** @description Filter: `category_id` less than or equal to. */
+        'filter[category_id][lte]'?: string;
+        /** @description Filter: `category_id` one of a comma list (up to 100). */
+        'filter[category_id][in]'?: string;
+        /** @description Filter: `category_id` none of a comma list (up to 100; nulls included). */
+        'filter[category_id][nin]'?: string;
+        /** @description Filter: `category_id` `true`: only nulls; `false`: only non-nulls. */
+        'filter[category_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `subcategory_id` equal to. */
+        'filter[subcategory_id][eq]'?: string;
+        /** @description Filter: `subcategory_id` not equal to (nulls included). */
+        'filter[subcategory_id][neq]'?: string;
+        /** @description Filter: `subcategory_id` greater than. */
+        'filter[subcategory_id][gt]'?: string;
+        /** @description Filter: `subcategory_id` greater than or equal to. */
+        'filter[subcategory_id][gte]'?: string;
+        /** @description Filter: `subcategory_id` less than. */
+        'filter[subcategory_id][lt]'?: string;
+        /** @description Filter: `subcategory_id` less than or equal to. */
+        'filter[subcategory_id][lte]'?: string;
+        /** @description Filter: `subcategory_id` one of a comma list (up to 100). */
+        'filter[subcategory_id][in]'?: string;
+        /** @description Filter: `subcategory_id` none of a comma list (up to 100; nulls included). */
+        'filter[subcategory_id][nin]'?: string;
+        /** @description Filter: `subcategory_id` `true`: only nulls; `false`: only non-nulls. */
+        'filter[subcategory_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `cost_center_id` equal to. */
+        'filter[cost_center_id][eq]'?: string;
+        /** @description Filter: `cost_center_id` not equal to (nulls included). */
+        'filter[cost_center_id][neq]'?: string;
+        /** @description Filter: `cost_center_id` greater than. */
+        'filter[cost_center_id][gt]'?: string;
+        /** @description Filter: `cost_center_id` greater than or equal to. */
+        'filter[cost_center_id][gte]'?: string;
+        /** @description Filter: `cost_center_id` less than. */
+        'filter[cost_center_id][lt]'?: string;
+        /** @description Filter: `cost_center_id` less than or equal to. */
+        'filter[cost_center_id][lte]'?: string;
+        /** @description Filter: `cost_center_id` one of a comma list (up to 100). */
+        'filter[cost_center_id][in]'?: string;
+        /** @description Filter: `cost_center_id` none of a comma list (up to 100; nulls included). */
+        'filter[cost_center_id][nin]'?: string;
+        /** @description Filter: `cost_center_id` `true`: only nulls; `false`: only non-nulls. */
+        'filter[cost_center_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `supplier_id` equal to. */
+        'filter[supplier_id][eq]'?: string;
+        /** @description Filter: `supplier_id` not equal to (nulls included). */
+        'filter[supplier_id][neq]'?: string;
+        /** @description Filter: `supplier_id` greater than. */
+        'filter[supplier_id][gt]'?: string;
+        /** @description Filter: `supplier_id` greater than or equal to. */
+        'filter[supplier_id][gte]'?: string;
+        /** @description Filter: `supplier_id` less than. */
+        'filter[supplier_id][lt]'?: string;
+        /** @description Filter: `supplier_id` less than or equal to. */
+        'filter[supplier_id][lte]'?: string;
+        /** @description Filter: `supplier_id` one of a comma list (up to 100). */
+        'filter[supplier_id][in]'?: string;
+        /** @description Filter: `supplier_id` none of a comma list (up to 100; nulls included). */
+        'filter[supplier_id][nin]'?: string;
+        /** @description Filter: `supplier_id` `true`: only nulls; `false`: only non-nulls. */
+        'filter[supplier_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `payment_method` equal to. */
+        'filter[payment_method][eq]'?: string;
+        /** @description Filter: `payment_method` not equal to (nulls included). */
+        'filter[payment_method][neq]'?: string;
+        /** @description Filter: `payment_method` greater than. */
+        'filter[payment_method][gt]'?: string;
+        /** @description Filter: `payment_method` greater than or equal to. */
+        'filter[payment_method][gte]'?: string;
+        /** @description Filter: `payment_method` less than. */
+        'filter[payment_method][lt]'?: string;
+        /** @description Filter: `payment_method` less than or equal to. */
+        'filter[payment_method][lte]'?: string;
+        /** @description Filter: `payment_method` one of a comma list (up to 100). */
+        'filter[payment_method][in]'?: string;
+        /** @description Filter: `payment_method` none of a comma list (up to 100; nulls included). */
+        'filter[payment_method][nin]'?: string;
+        /** @description Filter: `payment_method` case-insensitive pattern, `%` is the wildcard. */
+        'filter[payment_method][ilike]'?: string;
+        /** @description Filter: `payment_method` `true`: only nulls; `false`: only non-nulls. */
+        'filter[payment_method][is_null]'?: 'true' | 'false';
+        /** @description Filter: `bank_account_id` equal to. */
+        'filter[bank_account_id][eq]'?: string;
+        /** @description Filter: `bank_account_id` not equal to (nulls included). */
+        'filter[bank_account_id][neq]'?: string;
+        /** @description Filter: `bank_account_id` greater than. */
+        'filter[bank_account_id][gt]'?: string;
+        /** @description Filter: `bank_account_id` greater than or equal to. */
+        'filter[bank_account_id][gte]'?: string;
+        /** @description Filter: `bank_account_id` less than. */
+        'filter[bank_account_id][lt]'?: string;
+        /** @description Filter: `bank_account_id` less than or equal to. */
+        'filter[bank_account_id][lte]'?: string;
+        /** @description Filter: `bank_account_id` one of a comma list (up to 100). */
+        'filter[bank_account_id][in]'?: string;
+        /** @description Filter: `bank_account_id` none of a comma list (up to 100; nulls included). */
+        'filter[bank_account_id][nin]'?: string;
+        /** @description Filter: `bank_account_id` `true`: only nulls; `false`: only non-nulls. */
+        'filter[bank_account_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `credit_card_id` equal to. */
+        'filter[credit_card_id][eq]'?: string;
+        /** @description Filter: `credit_card_id` not equal to (nulls included). */
+        'filter[credit_card_id][neq]'?: string;
+        /** @description Filter: `credit_card_id` greater than. */
+        'filter[credit_card_id][gt]'?: string;
+        /** @description Filter: `credit_card_id` greater than or equal to. */
+        'filter[credit_card_id][gte]'?: string;
+        /** @description Filter: `credit_card_id` less than. */
+        'filter[credit_card_id][lt]'?: string;
+        /** @description Filter: `credit_card_id` less than or equal to. */
+        'filter[credit_card_id][lte]'?: string;
+        /** @description Filter: `credit_card_id` one of a comma list (up to 100). */
+        'filter[credit_card_id][in]'?: string;
+        /** @description Filter: `credit_card_id` none of a comma list (up to 100; nulls included). */
+        'filter[credit_card_id][nin]'?: string;
+        /** @description Filter: `credit_card_id` `true`: only nulls; `false`: only non-nulls. */
+        'filter[credit_card_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `status` equal to. */
+        'filter[status][eq]'?: string;
+        /** @description Filter: `status` not equal to (nulls included). */
+        'filter[status][neq]'?: string;
+        /** @description Filter: `status` greater than. */
+        'filter[status][gt]'?: string;
+        /** @description Filter: `status` greater than or equal to. */
+        'filter[status][gte]'?: string;
+        /** @description Filter: `status` less than. */
+        'filter[status][lt]'?: string;
+        /** @description Filter: `status` less than or equal to. */
+        'filter[status][lte]'?: string;
+        /** @description Filter: `status` one of a comma list (up to 100). */
+        'filter[status][in]'?: string;
+        /** @description Filter: `status` none of a comma list (up to 100; nulls included). */
+        'filter[status][nin]'?: string;
+        /** @description Filter: `status` case-insensitive pattern, `%` is the wildcard. */
+        'filter[status][ilike]'?: string;
+        /** @description Filter: `status` `true`: only nulls; `false`: only non-nulls. */
+        'filter[status][is_null]'?: 'true' | 'false';
+        /** @description Filter: `payment_date` equal to. */
+        'filter[payment_date][eq]'?: string;
+        /** @description Filter: `payment_date` not equal to (nulls included). */
+        'filter[payment_date][neq]'?: string;
+        /** @description Filter: `payment_date` greater than. */
+        'filter[payment_date][gt]'?: string;
+        /** @description Filter: `payment_date` greater than or equal to. */
+        'filter[payment_date][gte]'?: string;
+        /** @description Filter: `payment_date` less than. */
+        'filter[payment_date][lt]'?: string;
+        /** @description Filter: `payment_date` less than or equal to. */
+        'filter[payment_date][lte]'?: string;
+        /** @description Filter: `payment_date` one of a comma list (up to 100). */
+        'filter[payment_date][in]'?: string;
+        /** @description Filter: `payment_date` none of a comma list (up to 100; nulls included). */
+        'filter[payment_date][nin]'?: string;
+        /** @description Filter: `payment_date` `true`: only nulls; `false`: only non-nulls. */
+        'filter[payment_date][is_null]'?: 'true' | 'false';
+        /** @description Filter: `due_date` equal to. */
+        'filter[due_date][eq]'?: string;
+        /** @description Filter: `due_date` not equal to (nulls included). */
+        'filter[due_date][neq]'?: string;
+        /** @description Filter: `due_date` greater than. */
+        'filter[due_date][gt]'?: string;
+        /** @description Filter: `due_date` greater than or equal to. */
+        'filter[due_date][gte]'?: string;
+        /** @description Filter: `due_date` less than. */
+        'filter[due_date][lt]'?: string;
+        /** @description Filter: `due_date` less than or equal to. */
+        'filter[due_date][lte]'?: string;
+        /** @description Filter: `due_date` one of a comma list (up to 100). */
+        'filter[due_date][in]'?: string;
+        /** @description Filter: `due_date` none of a comma list (up to 100; nulls included). */
+        'filter[due_date][nin]'?: string;
+        /** @description Filter: `due_date` `true`: only nulls; `false`: only non-nulls. */
+        'filter[due_date][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_recurring` equal to. */
+        'filter[is_recurring][eq]'?: string;
+        /** @description Filter: `is_recurring` not equal to (nulls included). */
+        'filter[is_recurring][neq]'?: string;
+        /** @description Filter: `is_recurring` greater than. */
+        'filter[is_recurring][gt]'?: string;
+        /** @description Filter: `is_recurring` greater than or equal to. */
+        'filter[is_recurring][gte]'?: string;
+        /** @description Filter: `is_recurring` less than. */
+        'filter[is_recurring][lt]'?: string;
+        /** @description Filter: `is_recurring` less than or equal to. */
+        'filter[is_recurring][lte]'?: string;
+        /** @description Filter: `is_recurring` one of a comma list (up to 100). */
+        'filter[is_recurring][in]'?: string;
+        /** @description Filter: `is_recurring` none of a comma list (up to 100; nulls included). */
+        'filter[is_recurring][nin]'?: string;
+        /** @description Filter: `is_recurring` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_recurring][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_active` equal to. */
+        'filter[is_active][eq]'?: string;
+        /** @description Filter: `is_active` not equal to (nulls included). */
+        'filter[is_active][neq]'?: string;
+        /** @description Filter: `is_active` greater than. */
+        'filter[is_active][gt]'?: string;
+        /** @description Filter: `is_active` greater than or equal to. */
+        'filter[is_active][gte]'?: string;
+        /** @description Filter: `is_active` less than. */
+        'filter[is_active][lt]'?: string;
+        /** @description Filter: `is_active` less than or equal to. */
+        'filter[is_active][lte]'?: string;
+        /** @description Filter: `is_active` one of a comma list (up to 100). */
+        'filter[is_active][in]'?: string;
+        /** @description Filter: `is_active` none of a comma list (up to 100; nulls included). */
+        'filter[is_active][nin]'?: string;
+        /** @description Filter: `is_active` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_active][is_null]'?: 'true' | 'false';
+        /** @description Filter: `created_at` equal to. */
+        'filter[created_at][eq]'?: string;
+        /** @description Filter: `created_at` not equal to (nulls included). */
+        'filter[created_at][neq]'?: string;
+        /** @description Filter: `created_at` greater than. */
+        'filter[created_at][gt]'?: string;
+        /** @description Filter: `created_at` greater than or equal to. */
+        'filter[created_at][gte]'?: string;
+        /** @description Filter: `created_at` less than. */
+        'filter[created_at][lt]'?: string;
+        /** @description Filter: `created_at` less than or equal to. */
+        'filter[created_at][lte]'?: string;
+        /** @description Filter: `created_at` one of a comma list (up to 100). */
+        'filter[created_at][in]'?: string;
+        /** @description Filter: `created_at` none of a comma list (up to 100; nulls included). */
+        'filter[created_at][nin]'?: string;
+        /** @description Filter: `created_at` `true`: only nulls; `false`: only non-nulls. */
+        'filter[created_at][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "prefix": "3a7",
+           *           "count": 1,
+           *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "erp-sync-0042",
+           *         "prefix": "3a"
+           *       }
+           *     }
+           */
+          'application/json': {
+            /** @description One entry per child prefix holding at least one matching record, in ascending order of prefix. */
+            data: components['schemas']['DigestEntry'][];
+            meta: {
+              request_id: string;
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
+              prefix: string;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       422: components['responses']['ValidationFailed'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['RequestHeaderFieldsTooLarge'];
@@ -8457,7 +9916,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['ExpenseWithRecurring'] | components['schemas']['ExpenseProjectionWithRecurring'];
+            data: components['schemas']['Expense'] | components['schemas']['ExpenseProjection'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -8606,7 +10065,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Expense'];
+            data: components['schemas']['Expense2'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -8638,6 +10097,8 @@ export interface operations {
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'appointment_date' | '-appointment_date';
         /** @description Comma list of fields to return (`id` always is): id, customer_id, appointment_date, start_time, end_time, status, appointment_type, notes, customer_notes, cancellation_reason, has_passed, transaction_id, pet_id, is_active, created_at, updated_at. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
         /** @description Filter: `appointment_date` equal to. */
         'filter[appointment_date][eq]'?: string;
         /** @description Filter: `appointment_date` not equal to (nulls included). */
@@ -8712,6 +10173,22 @@ export interface operations {
         'filter[is_active][nin]'?: string;
         /** @description Filter: `is_active` `true`: only nulls; `false`: only non-nulls. */
         'filter[is_active][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -8757,7 +10234,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -8768,6 +10247,161 @@ export interface operations {
             data: (components['schemas']['Appointment'] | components['schemas']['AppointmentProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'appointments.digest': {
+    parameters: {
+      query?: {
+        /** @description The level: 0 to 7 lowercase hex digits (default empty, the top). Anything else is a 422 `invalid_prefix`. */
+        prefix?: string;
+        /** @description Filter: `appointment_date` equal to. */
+        'filter[appointment_date][eq]'?: string;
+        /** @description Filter: `appointment_date` not equal to (nulls included). */
+        'filter[appointment_date][neq]'?: string;
+        /** @description Filter: `appointment_date` greater than. */
+        'filter[appointment_date][gt]'?: string;
+        /** @description Filter: `appointment_date` greater than or equal to. */
+        'filter[appointment_date][gte]'?: string;
+        /** @description Filter: `appointment_date` less than. */
+        'filter[appointment_date][lt]'?: string;
+        /** @description Filter: `appointment_date` less than or equal to. */
+        'filter[appointment_date][lte]'?: string;
+        /** @description Filter: `appointment_date` one of a comma list (up to 100). */
+        'filter[appointment_date][in]'?: string;
+        /** @description Filter: `appointment_date` none of a comma list (up to 100; nulls included). */
+        'filter[appointment_date][nin]'?: string;
+        /** @description Filter: `appointment_date` `true`: only nulls; `false`: only non-nulls. */
+        'filter[appointment_date][is_null]'?: 'true' | 'false';
+        /** @description Filter: `status` equal to. */
+        'filter[status][eq]'?: string;
+        /** @description Filter: `status` not equal to (nulls included). */
+        'filter[status][neq]'?: string;
+        /** @description Filter: `status` greater than. */
+        'filter[status][gt]'?: string;
+        /** @description Filter: `status` greater than or equal to. */
+        'filter[status][gte]'?: string;
+        /** @description Filter: `status` less than. */
+        'filter[status][lt]'?: string;
+        /** @description Filter: `status` less than or equal to. */
+        'filter[status][lte]'?: string;
+        /** @description Filter: `status` one of a comma list (up to 100). */
+        'filter[status][in]'?: string;
+        /** @description Filter: `status` none of a comma list (up to 100; nulls included). */
+        'filter[status][nin]'?: string;
+        /** @description Filter: `status` case-insensitive pattern, `%` is the wildcard. */
+        'filter[status][ilike]'?: string;
+        /** @description Filter: `status` `true`: only nulls; `false`: only non-nulls. */
+        'filter[status][is_null]'?: 'true' | 'false';
+        /** @description Filter: `customer_id` equal to. */
+        'filter[customer_id][eq]'?: string;
+        /** @description Filter: `customer_id` not equal to (nulls included). */
+        'filter[customer_id][neq]'?: string;
+        /** @description Filter: `customer_id` greater than. */
+        'filter[customer_id][gt]'?: string;
+        /** @description Filter: `customer_id` greater than or equal to. */
+        'filter[customer_id][gte]'?: string;
+        /** @description Filter: `customer_id` less than. */
+        'filter[customer_id][lt]'?: string;
+        /** @description Filter: `customer_id` less than or equal to. */
+        'filter[customer_id][lte]'?: string;
+        /** @description Filter: `customer_id` one of a comma list (up to 100). */
+        'filter[customer_id][in]'?: string;
+        /** @description Filter: `customer_id` none of a comma list (up to 100; nulls included). */
+        'filter[customer_id][nin]'?: string;
+        /** @description Filter: `customer_id` `true`: only nulls; `false`: only non-nulls. */
+        'filter[customer_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_active` equal to. */
+        'filter[is_active][eq]'?: string;
+        /** @description Filter: `is_active` not equal to (nulls included). */
+        'filter[is_active][neq]'?: string;
+        /** @description Filter: `is_active` greater than. */
+        'filter[is_active][gt]'?: string;
+        /** @description Filter: `is_active` greater than or equal to. */
+        'filter[is_active][gte]'?: string;
+        /** @description Filter: `is_active` less than. */
+        'filter[is_active][lt]'?: string;
+        /** @description Filter: `is_active` less than or equal to. */
+        'filter[is_active][lte]'?: string;
+        /** @description Filter: `is_active` one of a comma list (up to 100). */
+        'filter[is_active][in]'?: string;
+        /** @description Filter: `is_active` none of a comma list (up to 100; nulls included). */
+        'filter[is_active][nin]'?: string;
+        /** @description Filter: `is_active` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_active][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "prefix": "3a7",
+           *           "count": 1,
+           *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "erp-sync-0042",
+           *         "prefix": "3a"
+           *       }
+           *     }
+           */
+          'application/json': {
+            /** @description One entry per child prefix holding at least one matching record, in ascending order of prefix. */
+            data: components['schemas']['DigestEntry'][];
+            meta: {
+              request_id: string;
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
+              prefix: string;
+            };
           };
         };
       };
@@ -8882,6 +10516,8 @@ export interface operations {
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'name' | '-name';
         /** @description Comma list of fields to return (`id` always is): id, name, description, category_id, duration_minutes, price, requires_staff, color, is_active, created_at, updated_at. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
         /** @description Filter: `name` equal to. */
         'filter[name][eq]'?: string;
         /** @description Filter: `name` not equal to (nulls included). */
@@ -8938,6 +10574,22 @@ export interface operations {
         'filter[category_id][nin]'?: string;
         /** @description Filter: `category_id` `true`: only nulls; `false`: only non-nulls. */
         'filter[category_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -8978,7 +10630,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -8989,6 +10643,143 @@ export interface operations {
             data: (components['schemas']['Service'] | components['schemas']['ServiceProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'services.digest': {
+    parameters: {
+      query?: {
+        /** @description The level: 0 to 7 lowercase hex digits (default empty, the top). Anything else is a 422 `invalid_prefix`. */
+        prefix?: string;
+        /** @description Filter: `name` equal to. */
+        'filter[name][eq]'?: string;
+        /** @description Filter: `name` not equal to (nulls included). */
+        'filter[name][neq]'?: string;
+        /** @description Filter: `name` greater than. */
+        'filter[name][gt]'?: string;
+        /** @description Filter: `name` greater than or equal to. */
+        'filter[name][gte]'?: string;
+        /** @description Filter: `name` less than. */
+        'filter[name][lt]'?: string;
+        /** @description Filter: `name` less than or equal to. */
+        'filter[name][lte]'?: string;
+        /** @description Filter: `name` one of a comma list (up to 100). */
+        'filter[name][in]'?: string;
+        /** @description Filter: `name` none of a comma list (up to 100; nulls included). */
+        'filter[name][nin]'?: string;
+        /** @description Filter: `name` case-insensitive pattern, `%` is the wildcard. */
+        'filter[name][ilike]'?: string;
+        /** @description Filter: `name` `true`: only nulls; `false`: only non-nulls. */
+        'filter[name][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_active` equal to. */
+        'filter[is_active][eq]'?: string;
+        /** @description Filter: `is_active` not equal to (nulls included). */
+        'filter[is_active][neq]'?: string;
+        /** @description Filter: `is_active` greater than. */
+        'filter[is_active][gt]'?: string;
+        /** @description Filter: `is_active` greater than or equal to. */
+        'filter[is_active][gte]'?: string;
+        /** @description Filter: `is_active` less than. */
+        'filter[is_active][lt]'?: string;
+        /** @description Filter: `is_active` less than or equal to. */
+        'filter[is_active][lte]'?: string;
+        /** @description Filter: `is_active` one of a comma list (up to 100). */
+        'filter[is_active][in]'?: string;
+        /** @description Filter: `is_active` none of a comma list (up to 100; nulls included). */
+        'filter[is_active][nin]'?: string;
+        /** @description Filter: `is_active` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_active][is_null]'?: 'true' | 'false';
+        /** @description Filter: `category_id` equal to. */
+        'filter[category_id][eq]'?: string;
+        /** @description Filter: `category_id` not equal to (nulls included). */
+        'filter[category_id][neq]'?: string;
+        /** @description Filter: `category_id` greater than. */
+        'filter[category_id][gt]'?: string;
+        /** @description Filter: `category_id` greater than or equal to. */
+        'filter[category_id][gte]'?: string;
+        /** @description Filter: `category_id` less than. */
+        'filter[category_id][lt]'?: string;
+        /** @description Filter: `category_id` less than or equal to. */
+        'filter[category_id][lte]'?: string;
+        /** @description Filter: `category_id` one of a comma list (up to 100). */
+        'filter[category_id][in]'?: string;
+        /** @description Filter: `category_id` none of a comma list (up to 100; nulls included). */
+        'filter[category_id][nin]'?: string;
+        /** @description Filter: `category_id` `true`: only nulls; `false`: only non-nulls. */
+        'filter[category_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "prefix": "3a7",
+           *           "count": 1,
+           *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "erp-sync-0042",
+           *         "prefix": "3a"
+           *       }
+           *     }
+           */
+          'application/json': {
+            /** @description One entry per child prefix holding at least one matching record, in ascending order of prefix. */
+            data: components['schemas']['DigestEntry'][];
+            meta: {
+              request_id: string;
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
+              prefix: string;
+            };
           };
         };
       };
@@ -9098,6 +10889,8 @@ export interface operations {
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'name' | '-name';
         /** @description Comma list of fields to return (`id` always is): id, name, description, unit, selling_price, cost_price, is_variable_price, min_price, max_price, ean_code, internal_code, category_id, subcategory_id, current_stock, min_stock_alert, manages_stock, is_in_catalog, allows_appointments, is_active, image_url, created_at, updated_at. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
         /** @description Filter: `name` equal to. */
         'filter[name][eq]'?: string;
         /** @description Filter: `name` not equal to (nulls included). */
@@ -9192,6 +10985,22 @@ export interface operations {
         'filter[is_in_catalog][nin]'?: string;
         /** @description Filter: `is_in_catalog` `true`: only nulls; `false`: only non-nulls. */
         'filter[is_in_catalog][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -9243,7 +11052,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -9254,6 +11065,181 @@ export interface operations {
             data: (components['schemas']['Product'] | components['schemas']['ProductProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'products.digest': {
+    parameters: {
+      query?: {
+        /** @description The level: 0 to 7 lowercase hex digits (default empty, the top). Anything else is a 422 `invalid_prefix`. */
+        prefix?: string;
+        /** @description Filter: `name` equal to. */
+        'filter[name][eq]'?: string;
+        /** @description Filter: `name` not equal to (nulls included). */
+        'filter[name][neq]'?: string;
+        /** @description Filter: `name` greater than. */
+        'filter[name][gt]'?: string;
+        /** @description Filter: `name` greater than or equal to. */
+        'filter[name][gte]'?: string;
+        /** @description Filter: `name` less than. */
+        'filter[name][lt]'?: string;
+        /** @description Filter: `name` less than or equal to. */
+        'filter[name][lte]'?: string;
+        /** @description Filter: `name` one of a comma list (up to 100). */
+        'filter[name][in]'?: string;
+        /** @description Filter: `name` none of a comma list (up to 100; nulls included). */
+        'filter[name][nin]'?: string;
+        /** @description Filter: `name` case-insensitive pattern, `%` is the wildcard. */
+        'filter[name][ilike]'?: string;
+        /** @description Filter: `name` `true`: only nulls; `false`: only non-nulls. */
+        'filter[name][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_active` equal to. */
+        'filter[is_active][eq]'?: string;
+        /** @description Filter: `is_active` not equal to (nulls included). */
+        'filter[is_active][neq]'?: string;
+        /** @description Filter: `is_active` greater than. */
+        'filter[is_active][gt]'?: string;
+        /** @description Filter: `is_active` greater than or equal to. */
+        'filter[is_active][gte]'?: string;
+        /** @description Filter: `is_active` less than. */
+        'filter[is_active][lt]'?: string;
+        /** @description Filter: `is_active` less than or equal to. */
+        'filter[is_active][lte]'?: string;
+        /** @description Filter: `is_active` one of a comma list (up to 100). */
+        'filter[is_active][in]'?: string;
+        /** @description Filter: `is_active` none of a comma list (up to 100; nulls included). */
+        'filter[is_active][nin]'?: string;
+        /** @description Filter: `is_active` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_active][is_null]'?: 'true' | 'false';
+        /** @description Filter: `category_id` equal to. */
+        'filter[category_id][eq]'?: string;
+        /** @description Filter: `category_id` not equal to (nulls included). */
+        'filter[category_id][neq]'?: string;
+        /** @description Filter: `category_id` greater than. */
+        'filter[category_id][gt]'?: string;
+        /** @description Filter: `category_id` greater than or equal to. */
+        'filter[category_id][gte]'?: string;
+        /** @description Filter: `category_id` less than. */
+        'filter[category_id][lt]'?: string;
+        /** @description Filter: `category_id` less than or equal to. */
+        'filter[category_id][lte]'?: string;
+        /** @description Filter: `category_id` one of a comma list (up to 100). */
+        'filter[category_id][in]'?: string;
+        /** @description Filter: `category_id` none of a comma list (up to 100; nulls included). */
+        'filter[category_id][nin]'?: string;
+        /** @description Filter: `category_id` `true`: only nulls; `false`: only non-nulls. */
+        'filter[category_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `ean_code` equal to. */
+        'filter[ean_code][eq]'?: string;
+        /** @description Filter: `ean_code` not equal to (nulls included). */
+        'filter[ean_code][neq]'?: string;
+        /** @description Filter: `ean_code` greater than. */
+        'filter[ean_code][gt]'?: string;
+        /** @description Filter: `ean_code` greater than or equal to. */
+        'filter[ean_code][gte]'?: string;
+        /** @description Filter: `ean_code` less than. */
+        'filter[ean_code][lt]'?: string;
+        /** @description Filter: `ean_code` less than or equal to. */
+        'filter[ean_code][lte]'?: string;
+        /** @description Filter: `ean_code` one of a comma list (up to 100). */
+        'filter[ean_code][in]'?: string;
+        /** @description Filter: `ean_code` none of a comma list (up to 100; nulls included). */
+        'filter[ean_code][nin]'?: string;
+        /** @description Filter: `ean_code` case-insensitive pattern, `%` is the wildcard. */
+        'filter[ean_code][ilike]'?: string;
+        /** @description Filter: `ean_code` `true`: only nulls; `false`: only non-nulls. */
+        'filter[ean_code][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_in_catalog` equal to. */
+        'filter[is_in_catalog][eq]'?: string;
+        /** @description Filter: `is_in_catalog` not equal to (nulls included). */
+        'filter[is_in_catalog][neq]'?: string;
+        /** @description Filter: `is_in_catalog` greater than. */
+        'filter[is_in_catalog][gt]'?: string;
+        /** @description Filter: `is_in_catalog` greater than or equal to. */
+        'filter[is_in_catalog][gte]'?: string;
+        /** @description Filter: `is_in_catalog` less than. */
+        'filter[is_in_catalog][lt]'?: string;
+        /** @description Filter: `is_in_catalog` less than or equal to. */
+        'filter[is_in_catalog][lte]'?: string;
+        /** @description Filter: `is_in_catalog` one of a comma list (up to 100). */
+        'filter[is_in_catalog][in]'?: string;
+        /** @description Filter: `is_in_catalog` none of a comma list (up to 100; nulls included). */
+        'filter[is_in_catalog][nin]'?: string;
+        /** @description Filter: `is_in_catalog` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_in_catalog][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "prefix": "3a7",
+           *           "count": 1,
+           *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "erp-sync-0042",
+           *         "prefix": "3a"
+           *       }
+           *     }
+           */
+          'application/json': {
+            /** @description One entry per child prefix holding at least one matching record, in ascending order of prefix. */
+            data: components['schemas']['DigestEntry'][];
+            meta: {
+              request_id: string;
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
+              prefix: string;
+            };
           };
         };
       };
@@ -9374,6 +11360,8 @@ export interface operations {
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'name' | '-name';
         /** @description Comma list of fields to return (`id` always is): id, name, description, unit, current_stock, min_stock_alert, ean_code, catalog_item_id, is_in_catalog, is_active, created_at, updated_at. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
         /** @description Filter: `name` equal to. */
         'filter[name][eq]'?: string;
         /** @description Filter: `name` not equal to (nulls included). */
@@ -9430,6 +11418,22 @@ export interface operations {
         'filter[catalog_item_id][nin]'?: string;
         /** @description Filter: `catalog_item_id` `true`: only nulls; `false`: only non-nulls. */
         'filter[catalog_item_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -9471,7 +11475,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -9482,6 +11488,143 @@ export interface operations {
             data: (components['schemas']['InventoryItem'] | components['schemas']['InventoryItemProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'inventory.digest': {
+    parameters: {
+      query?: {
+        /** @description The level: 0 to 7 lowercase hex digits (default empty, the top). Anything else is a 422 `invalid_prefix`. */
+        prefix?: string;
+        /** @description Filter: `name` equal to. */
+        'filter[name][eq]'?: string;
+        /** @description Filter: `name` not equal to (nulls included). */
+        'filter[name][neq]'?: string;
+        /** @description Filter: `name` greater than. */
+        'filter[name][gt]'?: string;
+        /** @description Filter: `name` greater than or equal to. */
+        'filter[name][gte]'?: string;
+        /** @description Filter: `name` less than. */
+        'filter[name][lt]'?: string;
+        /** @description Filter: `name` less than or equal to. */
+        'filter[name][lte]'?: string;
+        /** @description Filter: `name` one of a comma list (up to 100). */
+        'filter[name][in]'?: string;
+        /** @description Filter: `name` none of a comma list (up to 100; nulls included). */
+        'filter[name][nin]'?: string;
+        /** @description Filter: `name` case-insensitive pattern, `%` is the wildcard. */
+        'filter[name][ilike]'?: string;
+        /** @description Filter: `name` `true`: only nulls; `false`: only non-nulls. */
+        'filter[name][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_active` equal to. */
+        'filter[is_active][eq]'?: string;
+        /** @description Filter: `is_active` not equal to (nulls included). */
+        'filter[is_active][neq]'?: string;
+        /** @description Filter: `is_active` greater than. */
+        'filter[is_active][gt]'?: string;
+        /** @description Filter: `is_active` greater than or equal to. */
+        'filter[is_active][gte]'?: string;
+        /** @description Filter: `is_active` less than. */
+        'filter[is_active][lt]'?: string;
+        /** @description Filter: `is_active` less than or equal to. */
+        'filter[is_active][lte]'?: string;
+        /** @description Filter: `is_active` one of a comma list (up to 100). */
+        'filter[is_active][in]'?: string;
+        /** @description Filter: `is_active` none of a comma list (up to 100; nulls included). */
+        'filter[is_active][nin]'?: string;
+        /** @description Filter: `is_active` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_active][is_null]'?: 'true' | 'false';
+        /** @description Filter: `catalog_item_id` equal to. */
+        'filter[catalog_item_id][eq]'?: string;
+        /** @description Filter: `catalog_item_id` not equal to (nulls included). */
+        'filter[catalog_item_id][neq]'?: string;
+        /** @description Filter: `catalog_item_id` greater than. */
+        'filter[catalog_item_id][gt]'?: string;
+        /** @description Filter: `catalog_item_id` greater than or equal to. */
+        'filter[catalog_item_id][gte]'?: string;
+        /** @description Filter: `catalog_item_id` less than. */
+        'filter[catalog_item_id][lt]'?: string;
+        /** @description Filter: `catalog_item_id` less than or equal to. */
+        'filter[catalog_item_id][lte]'?: string;
+        /** @description Filter: `catalog_item_id` one of a comma list (up to 100). */
+        'filter[catalog_item_id][in]'?: string;
+        /** @description Filter: `catalog_item_id` none of a comma list (up to 100; nulls included). */
+        'filter[catalog_item_id][nin]'?: string;
+        /** @description Filter: `catalog_item_id` `true`: only nulls; `false`: only non-nulls. */
+        'filter[catalog_item_id][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "prefix": "3a7",
+           *           "count": 1,
+           *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "erp-sync-0042",
+           *         "prefix": "3a"
+           *       }
+           *     }
+           */
+          'application/json': {
+            /** @description One entry per child prefix holding at least one matching record, in ascending order of prefix. */
+            data: components['schemas']['DigestEntry'][];
+            meta: {
+              request_id: string;
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
+              prefix: string;
+            };
           };
         };
       };
@@ -9592,6 +11735,8 @@ export interface operations {
         sort?: 'created_at' | '-created_at' | 'updated_at' | '-updated_at' | 'account_name' | '-account_name';
         /** @description Comma list of fields to return (`id` always is): id, account_name, bank_name, agency_number, account_number, account_type, currency, initial_balance, current_balance, is_active, archived, notes, created_at, updated_at. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
         /** @description Filter: `account_name` equal to. */
         'filter[account_name][eq]'?: string;
         /** @description Filter: `account_name` not equal to (nulls included). */
@@ -9648,6 +11793,22 @@ export interface operations {
         'filter[archived][nin]'?: string;
         /** @description Filter: `archived` `true`: only nulls; `false`: only non-nulls. */
         'filter[archived][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -9691,7 +11852,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -9702,6 +11865,143 @@ export interface operations {
             data: (components['schemas']['BankAccount'] | components['schemas']['BankAccountProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'bank-accounts.digest': {
+    parameters: {
+      query?: {
+        /** @description The level: 0 to 7 lowercase hex digits (default empty, the top). Anything else is a 422 `invalid_prefix`. */
+        prefix?: string;
+        /** @description Filter: `account_name` equal to. */
+        'filter[account_name][eq]'?: string;
+        /** @description Filter: `account_name` not equal to (nulls included). */
+        'filter[account_name][neq]'?: string;
+        /** @description Filter: `account_name` greater than. */
+        'filter[account_name][gt]'?: string;
+        /** @description Filter: `account_name` greater than or equal to. */
+        'filter[account_name][gte]'?: string;
+        /** @description Filter: `account_name` less than. */
+        'filter[account_name][lt]'?: string;
+        /** @description Filter: `account_name` less than or equal to. */
+        'filter[account_name][lte]'?: string;
+        /** @description Filter: `account_name` one of a comma list (up to 100). */
+        'filter[account_name][in]'?: string;
+        /** @description Filter: `account_name` none of a comma list (up to 100; nulls included). */
+        'filter[account_name][nin]'?: string;
+        /** @description Filter: `account_name` case-insensitive pattern, `%` is the wildcard. */
+        'filter[account_name][ilike]'?: string;
+        /** @description Filter: `account_name` `true`: only nulls; `false`: only non-nulls. */
+        'filter[account_name][is_null]'?: 'true' | 'false';
+        /** @description Filter: `is_active` equal to. */
+        'filter[is_active][eq]'?: string;
+        /** @description Filter: `is_active` not equal to (nulls included). */
+        'filter[is_active][neq]'?: string;
+        /** @description Filter: `is_active` greater than. */
+        'filter[is_active][gt]'?: string;
+        /** @description Filter: `is_active` greater than or equal to. */
+        'filter[is_active][gte]'?: string;
+        /** @description Filter: `is_active` less than. */
+        'filter[is_active][lt]'?: string;
+        /** @description Filter: `is_active` less than or equal to. */
+        'filter[is_active][lte]'?: string;
+        /** @description Filter: `is_active` one of a comma list (up to 100). */
+        'filter[is_active][in]'?: string;
+        /** @description Filter: `is_active` none of a comma list (up to 100; nulls included). */
+        'filter[is_active][nin]'?: string;
+        /** @description Filter: `is_active` `true`: only nulls; `false`: only non-nulls. */
+        'filter[is_active][is_null]'?: 'true' | 'false';
+        /** @description Filter: `archived` equal to. */
+        'filter[archived][eq]'?: string;
+        /** @description Filter: `archived` not equal to (nulls included). */
+        'filter[archived][neq]'?: string;
+        /** @description Filter: `archived` greater than. */
+        'filter[archived][gt]'?: string;
+        /** @description Filter: `archived` greater than or equal to. */
+        'filter[archived][gte]'?: string;
+        /** @description Filter: `archived` less than. */
+        'filter[archived][lt]'?: string;
+        /** @description Filter: `archived` less than or equal to. */
+        'filter[archived][lte]'?: string;
+        /** @description Filter: `archived` one of a comma list (up to 100). */
+        'filter[archived][in]'?: string;
+        /** @description Filter: `archived` none of a comma list (up to 100; nulls included). */
+        'filter[archived][nin]'?: string;
+        /** @description Filter: `archived` `true`: only nulls; `false`: only non-nulls. */
+        'filter[archived][is_null]'?: 'true' | 'false';
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "prefix": "3a7",
+           *           "count": 1,
+           *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "erp-sync-0042",
+           *         "prefix": "3a"
+           *       }
+           *     }
+           */
+          'application/json': {
+            /** @description One entry per child prefix holding at least one matching record, in ascending order of prefix. */
+            data: components['schemas']['DigestEntry'][];
+            meta: {
+              request_id: string;
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
+              prefix: string;
+            };
           };
         };
       };
@@ -9822,6 +12122,8 @@ export interface operations {
           | '-closed_at';
         /** @description Comma list of fields to return (`id` always is): id, customer_id, stage_id, status, origin_channel, estimated_value, assigned_to_user_id, lost_reason, quote_transaction_id, won_transaction_id, entered_stage_at, closed_at, created_at, updated_at. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
         /** @description Filter: `status` equal to. */
         'filter[status][eq]'?: string;
         /** @description Filter: `status` one of a comma list (up to 100). */
@@ -9830,6 +12132,22 @@ export interface operations {
         'filter[stage_id][eq]'?: string;
         /** @description Filter: `customer_id` equal to. */
         'filter[customer_id][eq]'?: string;
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
       };
       header?: {
         /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
@@ -9873,7 +12191,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -9884,6 +12204,95 @@ export interface operations {
             data: (components['schemas']['Deal'] | components['schemas']['DealProjection'])[];
             pagination: components['schemas']['Pagination'];
             meta: components['schemas']['Meta'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
+      422: components['responses']['ValidationFailed'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['RequestHeaderFieldsTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  'deals.digest': {
+    parameters: {
+      query?: {
+        /** @description The level: 0 to 7 lowercase hex digits (default empty, the top). Anything else is a 422 `invalid_prefix`. */
+        prefix?: string;
+        /** @description Filter: `status` equal to. */
+        'filter[status][eq]'?: string;
+        /** @description Filter: `status` one of a comma list (up to 100). */
+        'filter[status][in]'?: string;
+        /** @description Filter: `stage_id` equal to. */
+        'filter[stage_id][eq]'?: string;
+        /** @description Filter: `customer_id` equal to. */
+        'filter[customer_id][eq]'?: string;
+        /** @description Filter: `id` greater than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gt]'?: string;
+        /** @description Filter: `id` greater than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][gte]'?: string;
+        /** @description Filter: `id` less than (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lt]'?: string;
+        /** @description Filter: `id` less than or equal to (UUID order: bytewise, the order of the lowercase text). */
+        'filter[id][lte]'?: string;
+        /** @description Filter: `updated_at` greater than. */
+        'filter[updated_at][gt]'?: string;
+        /** @description Filter: `updated_at` greater than or equal to. */
+        'filter[updated_at][gte]'?: string;
+        /** @description Filter: `updated_at` less than. */
+        'filter[updated_at][lt]'?: string;
+        /** @description Filter: `updated_at` less than or equal to. */
+        'filter[updated_at][lte]'?: string;
+      };
+      header?: {
+        /** @description Your own id for this request (up to 128 letters, digits, `_`, `-`); it is echoed in the response. Anything else is replaced. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "prefix": "3a7",
+           *           "count": 1,
+           *           "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "request_id": "erp-sync-0042",
+           *         "prefix": "3a"
+           *       }
+           *     }
+           */
+          'application/json': {
+            /** @description One entry per child prefix holding at least one matching record, in ascending order of prefix. */
+            data: components['schemas']['DigestEntry'][];
+            meta: {
+              request_id: string;
+              /**
+               * @description The level answered (the `prefix` sent, or empty).
+               * @example 3a
+               */
+              prefix: string;
+            };
           };
         };
       };
@@ -10208,7 +12617,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Sale'];
+            data: components['schemas']['Sale3'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -10273,7 +12682,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['SaleWithItems'];
+            data: components['schemas']['Sale2'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -10542,7 +12951,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Expense'];
+            data: components['schemas']['Expense2'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -10603,7 +13012,7 @@ export interface operations {
            *     }
            */
           'application/json': {
-            data: components['schemas']['Expense'];
+            data: components['schemas']['Expense2'];
             meta: components['schemas']['Meta'];
           };
         };
@@ -10635,6 +13044,8 @@ export interface operations {
         sort?: 'created_at' | '-created_at';
         /** @description Comma list of fields to return (`id` always is): id, request_id, created_at, method, path, status, idempotency_key, resource, resource_id. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
         /** @description Filter: `request_id` equal to. */
         'filter[request_id][eq]'?: string;
         /** @description Filter: `idempotency_key` equal to. */
@@ -10688,7 +13099,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -10790,6 +13203,8 @@ export interface operations {
         sort?: 'created_at' | '-created_at';
         /** @description Comma list of fields to return (`id` always is): id, type, created_at, data, request_id, origin. */
         fields?: string;
+        /** @description Adds `pagination.total_count` (records matching the filters, whatever the cursor) and `pagination.total_count_kind`. `exact` counts them; `estimated` counts up to 10,000 and takes PostgreSQL’s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 `service_unavailable` naming it. */
+        count?: 'exact' | 'estimated';
         /** @description Filter: `type` equal to. */
         'filter[type][eq]'?: string;
         /** @description Filter: `type` one of a comma list (up to 100). */
@@ -10850,7 +13265,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -10983,7 +13400,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
@@ -11384,7 +13803,9 @@ export interface operations {
            *       "pagination": {
            *         "next_cursor": "eyJzb3J0IjoiLWNyZWF0ZWRfYXQiLCJ2YWx1ZSI6IjIwMjYtMTEtMjFUMTA6MDA6MDAuMDAwMDAwWiIsImlkIjoiM2YyYjhjMWUtOWQ0YS00ZTdiLThhNjEtNWMwZDJlOWY3YjEzIn0",
            *         "has_more": true,
-           *         "limit": 1
+           *         "limit": 1,
+           *         "total_count": 0,
+           *         "total_count_kind": "exact"
            *       },
            *       "meta": {
            *         "request_id": "erp-sync-0042"
