@@ -17,7 +17,8 @@ const CUSTOMER = sqlId(CUSTOMER_PREFIX, ':rank', 'cast(:i as bigint)');
 const SALE = sqlId(SALE_PREFIX, ':rank', 'cast(:i as bigint)');
 const C_COLS = `"id", "full_name", "email", "phone", "document", "birth_date", "notes", "is_active", "gender", "address_country", "address_state", "address_city", "address_neighborhood", "address_street", "address_number", "address_complement", "address_zip_code", "accepts_communications", "valid_whatsapp", "profile_photo_url", "whatsapp_photo", "created_at", "updated_at"`;
 const S_COLS = `"id", "customer_id", "transaction_type", "transaction_number", "status", "sale_date", "delivery_date", "subtotal", "discount_amount", "discount_percentage", "tax_amount", "total_amount", "notes", "payment_method", "payment_status", "delivery_fee", "order_code", "is_active", "created_at", "updated_at"`;
-const CURSOR = `to_char("created_at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "__cursor_value"`;
+// pgbench takes every `:word` for a variable, even in a literal: the same to_char work with no colon in its format.
+const CURSOR = `to_char("created_at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24"h"MI"m"SS.US"Z"') as "__cursor_value"`;
 const VERSION = `to_char("updated_at" at time zone 'UTC', 'YYYYMMDDHH24MISSUS') as "__version"`;
 const NEWEST = `order by "created_at" desc, "id" desc limit 21`;
 const CUSTOMERS = `select ${C_COLS}, ${CURSOR} from "customers" where "team_id" = ${TEAM} and "mode" = 'live'`;
@@ -32,7 +33,7 @@ const ITEMS = CHILDREN(
 const HISTORY = CHILDREN('transaction_status_history', `"id", "old_status", "new_status", "change_reason", "created_at"`);
 
 /** The statements of each operation (one line each; pgbench runs them in order as one transaction). */
-const STATEMENTS: Record<OpName, string[]> = {
+export const STATEMENTS: Record<OpName, string[]> = {
   'list customers, first page': [`${CUSTOMERS} ${NEWEST};`],
   'list customers, cursor': [
     `${CUSTOMERS} and ("created_at", "id") < ((select timestamptz '2020-01-01 00:00:00+00' + cast(:i as integer) * interval '1 minute'), (select ${CUSTOMER})) ${NEWEST};`,
@@ -51,7 +52,7 @@ const STATEMENTS: Record<OpName, string[]> = {
   'get sale with items, history': [GET_SALE, ITEMS, HISTORY],
   'get sale, If-None-Match': [GET_SALE],
   'create customer': [
-    `insert into "customers" ("full_name", "email", "team_id", "mode") values ('Mix ' || :client_id, 'mix@example.com.br', ${TEAM}, 'live') returning ${C_COLS};`,
+    `insert into "customers" ("full_name", "email", "team_id", "mode") values ('Mix ' || cast(:client_id as text), 'mix@example.com.br', ${TEAM}, 'live') returning ${C_COLS};`,
   ],
   'create sale': [
     'BEGIN;',
@@ -61,13 +62,13 @@ const STATEMENTS: Record<OpName, string[]> = {
     'END;',
   ],
   'patch customer': [
-    `update "customers" set "notes" = 'n' || :client_id || '-' || :i, "updated_at" = now() where "team_id" = ${TEAM} and "mode" = 'live' and "id" = ${CUSTOMER} returning ${C_COLS};`,
+    `update "customers" set "notes" = 'n' || cast(:client_id as text) || '-' || cast(:i as text), "updated_at" = now() where "team_id" = ${TEAM} and "mode" = 'live' and "id" = ${CUSTOMER} returning ${C_COLS};`,
   ],
   'patch sale status': [
     'BEGIN;',
     `select "status" as old_status from "transactions" where "team_id" = ${TEAM} and "mode" = 'live' and "id" = ${SALE} for update \\gset`,
-    `update "transactions" set "status" = 's' || :client_id, "updated_at" = now() where "team_id" = ${TEAM} and "mode" = 'live' and "id" = ${SALE} returning *;`,
-    `insert into "transaction_status_history" ("team_id", "mode", "transaction_id", "old_status", "new_status") values (${TEAM}, 'live', ${SALE}, :old_status, 's' || :client_id);`,
+    `update "transactions" set "status" = 's' || cast(:client_id as text), "updated_at" = now() where "team_id" = ${TEAM} and "mode" = 'live' and "id" = ${SALE} returning *;`,
+    `insert into "transaction_status_history" ("team_id", "mode", "transaction_id", "old_status", "new_status") values (${TEAM}, 'live', ${SALE}, cast(:old_status as text), 's' || cast(:client_id as text));`,
     'END;',
   ],
   'feed read': [

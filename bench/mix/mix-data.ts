@@ -25,7 +25,7 @@ export const salesOf = (rank: number, scale: number) => 2 * customersOf(rank, sc
 
 const hex12 = (n: number) => n.toString(16).padStart(12, '0');
 /** Row ids: a version-4 UUID whose last group numbers the row (rank × 10⁹ + row), one prefix per table. */
-export const accountId = (rank: number) => `10000000-0000-4000-8000-${hex12(rank)}`;
+export const accountId = (rank: number) => `10000000-0000-4000-8000-${hex12(rank * 1e9)}`;
 export const customerId = (rank: number, i: number) => `00000000-0000-4000-8000-${hex12(rank * 1e9 + i)}`;
 export const saleId = (rank: number, i: number) => `00000000-0000-4000-9000-${hex12(rank * 1e9 + i)}`;
 /** The same ids spelled in SQL over columns/parameters `rank` and `i` (used by the load and by pgbench). */
