@@ -86,7 +86,17 @@ export interface CeilingResult {
 }
 
 /** Runs pgbench for `seconds` with `clients` connections; latencies from its per-transaction log. */
-export async function pgbenchMix(options: { port: number; database: string; clients: number; seconds: number; scale: number }) {
+export async function pgbenchMix(options: {
+  port: number;
+  database: string;
+  clients: number;
+  seconds: number;
+  scale: number;
+  /** Seconds run before the measured window, in the same pgbench run: the backends it measures are warm. */
+  warmupSeconds: number;
+  /** Called when the measured window opens (to read CPU counters). */
+  onWarm?: () => void;
+}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-pgbench-mix-'));
   fs.chmodSync(dir, 0o777);
   try {
@@ -120,29 +130,34 @@ export async function pgbenchMix(options: { port: number; database: string; clie
       '-j',
       '2',
       '-T',
-      String(options.seconds),
+      String(options.warmupSeconds + options.seconds),
       '-l',
       '--log-prefix',
       path.join(dir, 'log'),
       ...files,
       options.database,
     ];
+    const opened = Date.now() / 1000 + options.warmupSeconds;
+    const warm = setTimeout(() => options.onWarm?.(), options.warmupSeconds * 1000);
     const stdout = await new Promise<string>((resolve, reject) =>
       execFile(path.join(PG_BIN, 'pgbench'), args, { timeout: (options.seconds + 60) * 1000, cwd: dir }, (error, out, err) =>
         error ? reject(new Error(`pgbench failed: ${err || error.message}`)) : resolve(out + err),
       ),
     );
-    const processed = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1] ?? 0);
+    clearTimeout(warm);
     const failed = Number(/number of failed transactions: (\d+)/.exec(stdout)?.[1] ?? 0);
-    const tps = Number(/tps = ([\d.]+)/.exec(stdout)?.[1] ?? 0);
-    // Log lines: client_id transaction_no time(µs) script_no time_epoch time_us
+    // Log lines: client_id transaction_no time(µs) script_no time_epoch time_us, the time being the transaction's
+    // end: the transactions that ended in the measured window are the round's.
     const latencies: number[] = [];
     for (const f of fs.readdirSync(dir).filter((n) => n.startsWith('log'))) {
       for (const line of fs.readFileSync(path.join(dir, f), 'utf8').split('\n')) {
-        const us = Number(line.split(' ')[2]);
-        if (Number.isFinite(us) && line) latencies.push(us / 1000);
+        const fields = line.split(' ');
+        const us = Number(fields[2]);
+        if (line && Number.isFinite(us) && Number(fields[4]) >= opened) latencies.push(us / 1000);
       }
     }
+    const processed = latencies.length;
+    const tps = processed / options.seconds;
     latencies.sort((a, b) => a - b);
     const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0;
     return { requests: processed, rps: tps, p50Ms: at(0.5), p99Ms: at(0.99), errors: failed } satisfies CeilingResult;

@@ -318,11 +318,18 @@ try {
     const order = pair % 2 === 0 ? (['balcao', 'bare', 'pgbench'] as const) : (['pgbench', 'bare', 'balcao'] as const);
     for (const side of order) {
       if (side === 'pgbench') {
-        const run = (seconds: number) => pgbenchMix({ port: pg.port, database: dbName, clients: CONNECTIONS, seconds, scale: SCALE });
-        await run(WARMUP_SECONDS);
-        await quiet(sql);
-        const before = postgresCpu(postmaster);
-        const r = await run(SECONDS);
+        let before = postgresCpu(postmaster);
+        const r = await pgbenchMix({
+          port: pg.port,
+          database: dbName,
+          clients: CONNECTIONS,
+          seconds: SECONDS,
+          warmupSeconds: WARMUP_SECONDS,
+          scale: SCALE,
+          onWarm: () => {
+            before = postgresCpu(postmaster);
+          },
+        });
         await quiet(sql);
         const total = r.requests || 1;
         rounds.pgbench.push({
