@@ -82,6 +82,8 @@ export interface CeilingResult {
   rps: number;
   p50Ms: number;
   p99Ms: number;
+  meanMs: number;
+  maxMs: number;
   errors: number;
 }
 
@@ -160,7 +162,16 @@ export async function pgbenchMix(options: {
     const tps = processed / options.seconds;
     latencies.sort((a, b) => a - b);
     const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0;
-    return { requests: processed, rps: tps, p50Ms: at(0.5), p99Ms: at(0.99), errors: failed } satisfies CeilingResult;
+    const mean = latencies.reduce((sum, x) => sum + x, 0) / (processed || 1);
+    return {
+      requests: processed,
+      rps: tps,
+      p50Ms: at(0.5),
+      p99Ms: at(0.99),
+      meanMs: mean,
+      maxMs: latencies.at(-1) ?? 0,
+      errors: failed,
+    } satisfies CeilingResult;
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

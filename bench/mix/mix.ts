@@ -50,6 +50,8 @@ interface Round {
   rps: number;
   p50: number;
   p99: number;
+  mean: number;
+  max: number;
   errors: number;
   requests: number;
   rss: number;
@@ -214,6 +216,8 @@ async function measure(server: Server, requests: readonly HttpRequest[], seconds
       rps: r.rps,
       p50: r.p50Ms,
       p99: r.p99Ms,
+      mean: r.meanMs,
+      max: r.maxMs,
       errors: r.errors,
       requests: r.requests,
       rss,
@@ -263,6 +267,8 @@ function summary(label: string, rounds: Round[]): Round {
     rps: m((x) => x.rps),
     p50: m((x) => x.p50),
     p99: m((x) => x.p99),
+    mean: m((x) => x.mean),
+    max: Math.max(...rounds.map((x) => x.max)),
     errors: rounds.reduce((sum, x) => sum + x.errors, 0),
     requests: rounds.reduce((sum, x) => sum + x.requests, 0),
     rss: Math.max(...rounds.map((x) => x.rss)),
@@ -270,7 +276,7 @@ function summary(label: string, rounds: Round[]): Round {
     pgCpuMs: m((x) => x.pgCpuMs),
   };
   console.log(
-    `  ${label.padEnd(18)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(1).padStart(6)} ms  p99 ${r.p99.toFixed(1).padStart(7)} ms  errors ${r.errors}/${r.requests}  ${r.rss ? `RSS ${r.rss.toFixed(0)} MB  ` : ''}CPU/req node ${r.nodeCpuMs.toFixed(2)} ms, PostgreSQL ${r.pgCpuMs.toFixed(2)} ms`,
+    `  ${label.padEnd(18)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(1).padStart(6)} ms  p99 ${r.p99.toFixed(1).padStart(7)} ms  mean ${r.mean.toFixed(1)} ms  max ${r.max.toFixed(0)} ms  errors ${r.errors}/${r.requests}  ${r.rss ? `RSS ${r.rss.toFixed(0)} MB  ` : ''}CPU/req node ${r.nodeCpuMs.toFixed(2)} ms, PostgreSQL ${r.pgCpuMs.toFixed(2)} ms`,
   );
   return r;
 }
@@ -336,6 +342,8 @@ try {
           ...r,
           p50: r.p50Ms,
           p99: r.p99Ms,
+          mean: r.meanMs,
+          max: r.maxMs,
           rss: 0,
           nodeCpuMs: 0,
           pgCpuMs: ((postgresCpu(postmaster) - before) * 1000) / total,

@@ -21,6 +21,9 @@ export interface SequenceResult {
   rps: number;
   p50Ms: number;
   p99Ms: number;
+  /** The mean and the largest latency: with p50 and p99, whether a few very slow requests hold the connections. */
+  meanMs: number;
+  maxMs: number;
   /** Socket errors, timeouts and answers that are not 2xx/3xx. */
   errors: number;
 }
@@ -59,8 +62,8 @@ function script(load: SequenceLoad): string {
     'end',
     'done = function(summary, latency, requests)',
     '  local e = summary.errors',
-    '  io.write(string.format(\'\\n{"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"errors":%d}\\n\',',
-    '    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),',
+    '  io.write(string.format(\'\\n{"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"mean_us":%d,"max_us":%d,"errors":%d}\\n\',',
+    '    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), latency.mean, latency.max,',
     '    e.connect + e.read + e.write + e.status + e.timeout))',
     'end',
   ].join('\n')}\n`;
@@ -91,12 +94,22 @@ export async function wrkSequence(load: SequenceLoad): Promise<SequenceResult> {
     );
     const line = stdout.split('\n').find((l) => l.startsWith('{"requests"'));
     if (!line) throw new Error(`wrk printed no summary:\n${stdout}`);
-    const s = JSON.parse(line) as { requests: number; duration_us: number; p50_us: number; p99_us: number; errors: number };
+    const s = JSON.parse(line) as {
+      requests: number;
+      duration_us: number;
+      p50_us: number;
+      p99_us: number;
+      mean_us: number;
+      max_us: number;
+      errors: number;
+    };
     return {
       requests: s.requests,
       rps: s.requests / (s.duration_us / 1e6),
       p50Ms: s.p50_us / 1000,
       p99Ms: s.p99_us / 1000,
+      meanMs: s.mean_us / 1000,
+      maxMs: s.max_us / 1000,
       errors: s.errors,
     };
   } finally {
