@@ -161,6 +161,12 @@ export async function runDatabase(adminUrl: string, template: string): Promise<{
   return {
     url: url.toString(),
     drop: async () => {
+      // A stopped server's walsender may still hold its slot for a moment: at most 10 s.
+      for (let i = 0; i < 100; i++) {
+        const [held] = await admin`SELECT 1 FROM pg_replication_slots WHERE database = ${name} AND active`;
+        if (!held) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
       await admin`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = ${name} AND NOT active`;
       await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
