@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run bench: every part in turn, or the one BENCH_PART names (http, import, pgbouncer, replica).
+# npm run bench: every part in turn, or the one BENCH_PART names (http, import, pgbouncer, replica, mix).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part=${BENCH_PART:-all}
@@ -8,3 +8,4 @@ run http http-bench.ts
 run import import.ts
 run pgbouncer pgbouncer.ts
 run replica replica.ts
+run mix mix/mix.ts
