@@ -25,6 +25,7 @@ const RESOURCES: { path: string; table: string; full: Record<string, unknown>; s
     path: 'customers',
     table: 'customers',
     full: {
+      external_id: 'erp-0001',
       full_name: 'Maria Silva',
       email: 'maria@example.com',
       phone: '+5511999990000',
@@ -63,6 +64,7 @@ const RESOURCES: { path: string; table: string; full: Record<string, unknown>; s
       valid_whatsapp: 'boolean?',
       profile_photo_url: 'string?',
       whatsapp_photo: 'string?',
+      external_id: 'string?',
       created_at: 'timestamp',
       updated_at: 'timestamp?',
     },
@@ -71,6 +73,7 @@ const RESOURCES: { path: string; table: string; full: Record<string, unknown>; s
     path: 'sales',
     table: 'transactions',
     full: {
+      external_id: 'erp-0001',
       customer_id: randomUUID(),
       transaction_type: 'order',
       transaction_number: '7',
@@ -109,6 +112,7 @@ const RESOURCES: { path: string; table: string; full: Record<string, unknown>; s
       delivery_fee: 'number?',
       order_code: 'string?',
       is_active: 'boolean?',
+      external_id: 'string?',
       created_at: 'timestamp',
       updated_at: 'timestamp?',
     },
@@ -117,6 +121,7 @@ const RESOURCES: { path: string; table: string; full: Record<string, unknown>; s
     path: 'suppliers',
     table: 'suppliers',
     full: {
+      external_id: 'erp-0001',
       name: 'Fornecedor',
       legal_name: 'Fornecedor Ltda',
       trade_name: 'Forn',
@@ -159,6 +164,7 @@ const RESOURCES: { path: string; table: string; full: Record<string, unknown>; s
       address_country: 'string?',
       address_zip_code: 'string?',
       pix_keys: 'pix_keys?',
+      external_id: 'string?',
       created_at: 'timestamp',
       updated_at: 'timestamp?',
     },
@@ -167,6 +173,7 @@ const RESOURCES: { path: string; table: string; full: Record<string, unknown>; s
     path: 'expenses',
     table: 'expenses',
     full: {
+      external_id: 'erp-0001',
       expense_number: 'E-9',
       expense_type: 'variavel',
       description: 'luz',
@@ -223,6 +230,7 @@ const RESOURCES: { path: string; table: string; full: Record<string, unknown>; s
       recurring_expense_id: 'uuid?',
       installment_number: 'integer?',
       total_installments: 'integer?',
+      external_id: 'string?',
       created_at: 'timestamp',
       updated_at: 'timestamp?',
     },

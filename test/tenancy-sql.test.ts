@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { exportAccount } from '../src/export/export-account.ts';
+import { EXAMPLE_IDS } from '../src/openapi/field-examples.ts';
 import { type BulkSession, inBulkTransaction } from '../src/import/bulk-session.ts';
 import { importObjectInSession, loadImportSpecs } from '../src/import/stream-import.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
@@ -208,7 +209,7 @@ describe('tenancy of every statement the engines send', () => {
     const other = await s.createAccountWithKey(UNLIMITED);
     const { account } = await s.createAccountWithKey(UNLIMITED);
     // A test-mode key: a hard-coded 'live' anywhere would show.
-    const { key } = await s.createKey(account.id, { test: true });
+    const { key, id: keyId } = await s.createKey(account.id, { test: true });
     const tenant = { accountId: account.id, mode: 'test' as const };
     const doc = JSON.parse(s.app.openapiJson()) as Json;
     const ids = new Map<string, string>();
@@ -230,7 +231,8 @@ describe('tenancy of every statement the engines send', () => {
       const target = ref.$ref ? doc.components.requestBodies[ref.$ref.split('/').pop()] : ref;
       // The usual example where there is one: the complete one refers to records this test does not make.
       const { usual, complete } = target.content['application/json'].examples;
-      return (usual ?? complete).value;
+      // An example naming an API key (an endpoint's excluded_key_ids) names this test's own.
+      return JSON.parse(JSON.stringify((usual ?? complete).value), (_k, v) => (v === EXAMPLE_IDS.apiKey ? keyId : v));
     };
 
     recorder.on = true;
@@ -278,6 +280,16 @@ describe('tenancy of every statement the engines send', () => {
           if (subItem.post) await call('POST', sub, concrete, subItem.post.requestBody ? example(subItem.post.requestBody) : undefined);
         }
         if (byId.delete) await call('DELETE', `${path}/{id}`, `${path}/${id}`);
+      }
+      // Upserts by external id, with the resource's POST example: once to create, once more to find it.
+      for (const [template, item] of Object.entries<Json>(doc.paths)) {
+        if (!item.put) continue;
+        const post = (doc.paths[template.replace(/\/by-external-id\/\{external_id\}$/, '')] as Json | undefined)?.post;
+        assert.ok(post, `no POST beside ${template}`);
+        const { external_id: _ignored, ...body } = example(post.requestBody) as Json;
+        const concrete = template.replace('{external_id}', 'tenancy-upsert');
+        await call('PUT', template, concrete, body);
+        await call('PUT', template, concrete, body);
       }
     } finally {
       recorder.on = false;
