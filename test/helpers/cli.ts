@@ -91,15 +91,20 @@ const childEnv = (env: Record<string, string>) => {
  */
 export const COMMAND_NODE_FLAGS = ['--liftoff-only'];
 
+/** A bound against a command that hangs, not a speed check: `balcao migrate` on a new embedded folder (4 s of CPU)
+ *  took past 60 s with two suites at once on two cores. A command ended by it says so on stderr. */
+const COMMAND_TIMEOUT_MS = 240_000;
+
 export function balcao(args: string[], env: Record<string, string>, nodeArgs: string[] = []): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [...COMMAND_NODE_FLAGS, ...nodeArgs, BIN, ...args],
-      { env: childEnv(env), timeout: 60_000 },
+      { env: childEnv(env), timeout: COMMAND_TIMEOUT_MS },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
+        const ended = error?.killed ? `\n(ended after ${COMMAND_TIMEOUT_MS} ms: ${error.signal})` : '';
+        resolve({ code, stdout, stderr: stderr + ended });
       },
     );
   });
