@@ -176,6 +176,45 @@ if (process.env.TEST_DATABASE_URL) {
       }
     });
 
+    it('lets PostgreSQL stop fast while changes flow, and loses and repeats none of them', async () => {
+      // A fast stop waits for each logical replication session to confirm all it was sent: a capture that stops
+      // reading or confirming when its own database goes away would hold PostgreSQL in "shutting down".
+      const pg = await startOwnPostgres();
+      let server: ServeProcess | undefined;
+      try {
+        const { url, key, accountId } = await accountOn(pg.url);
+        server = await spawnServe({ DATABASE_URL: url });
+        const running = server;
+        const answered: string[] = [];
+        for (let round = 0; round < 3; round++) {
+          await until('the server captures', () => readyCapture(running), { done: (state) => state === 'capturing', withinMs: 60_000 });
+          const writes = insertUntilDown(url, accountId, 5_000);
+          const before = answered.length;
+          await until("this round's writes reach the feed", () => wholeFeed(running.url, key), {
+            done: (events) => events.length > before + 20,
+            withinMs: 60_000,
+          });
+          await stopsWithin(pg.stop(), 60_000);
+          answered.push(...(await writes));
+          await pg.start();
+        }
+        const customers = await allCustomers(running.url, key);
+        for (const id of answered) assert.ok(customers.includes(id), `${id} was committed`);
+        await until('every committed customer in the feed', () => wholeFeed(running.url, key), {
+          done: (events) => events.length >= customers.length,
+          withinMs: 60_000,
+        });
+        assertOneCreationEach(await wholeFeed(running.url, key), customers);
+      } finally {
+        // Killed first: a session it held open would otherwise keep the stop below waiting.
+        if (server) {
+          server.child.kill('SIGKILL');
+          await server.exited;
+        }
+        await pg.destroy();
+      }
+    });
+
     it('captures a 100 000-row UPDATE: one event per row, each once', async () => {
       const s = await startTestServer();
       try {
@@ -236,6 +275,44 @@ if (process.env.TEST_DATABASE_URL) {
       }
     });
   });
+}
+
+/** Outside inserts, a few milliseconds apart, until the database goes away (at most `max`); the ids whose commit
+ *  was answered. */
+async function insertUntilDown(url: string, accountId: string, max: number): Promise<string[]> {
+  const outside = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 2 });
+  const ids: string[] = [];
+  try {
+    for (let i = 0; i < max; i++) {
+      const id = randomUUID();
+      const ok =
+        await outside`INSERT INTO customers (team_id, mode, id, full_name) VALUES (${accountId}, 'live', ${id}, ${`Fluxo ${i}`})`.then(
+          () => true,
+          () => false,
+        );
+      if (!ok) break;
+      ids.push(id);
+      await new Promise((resolve) => setTimeout(resolve, 3));
+    }
+  } finally {
+    await outside.end({ timeout: 1 });
+  }
+  return ids;
+}
+
+/** The stop, or a failure naming the hang once `ms` have passed. */
+async function stopsWithin(stop: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      stop,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`PostgreSQL's fast stop did not end within ${ms / 1000} s`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A database on `adminUrl`'s server, migrated, with an account and a `*:write` key. */

@@ -5,20 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
-import { UNLIMITED, insertRow } from './helpers/read-data.ts';
-
-const TABLES: Record<string, string> = {
-  customers: 'customers',
-  sales: 'transactions',
-  suppliers: 'suppliers',
-  expenses: 'expenses',
-  appointments: 'appointments',
-  services: 'services',
-  products: 'catalog_items',
-  inventory: 'inventory_items',
-  'bank-accounts': 'bank_accounts',
-  deals: 'deals',
-};
+import { UNLIMITED, insertRow, TABLES } from './helpers/read-data.ts';
 
 let s: TestServer;
 before(async () => {

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
-import { UNLIMITED, insertRows, readAll } from './helpers/read-data.ts';
+import { TABLES, UNLIMITED, insertRows, readAll } from './helpers/read-data.ts';
 import { StatementRecorder } from './helpers/statement-recorder.ts';
 import { item } from './helpers/write-fixtures.ts';
 
@@ -143,18 +143,6 @@ describe('updated_at and id ranges on every list', () => {
     '80000000-0000-4000-8000-000000000000',
     'ffffffff-0000-4000-8000-000000000000',
   ];
-  const TABLES: Record<string, string> = {
-    customers: 'customers',
-    sales: 'transactions',
-    suppliers: 'suppliers',
-    expenses: 'expenses',
-    appointments: 'appointments',
-    services: 'services',
-    products: 'catalog_items',
-    inventory: 'inventory_items',
-    'bank-accounts': 'bank_accounts',
-    deals: 'deals',
-  };
 
   test('every list resource takes both ranges, and its digest matches a copy', async () => {
     assert.deepEqual(Object.keys(TABLES).sort(), RESOURCES.map((d) => d.name).sort());

@@ -113,3 +113,17 @@ export const UNLIMITED = {
     requests_per_day_total: 100_000_000,
   },
 };
+
+/** The table behind each list resource, written out here so that the tests check the descriptors against it. */
+export const TABLES: Record<string, string> = {
+  customers: 'customers',
+  sales: 'transactions',
+  suppliers: 'suppliers',
+  expenses: 'expenses',
+  appointments: 'appointments',
+  services: 'services',
+  products: 'catalog_items',
+  inventory: 'inventory_items',
+  'bank-accounts': 'bank_accounts',
+  deals: 'deals',
+};

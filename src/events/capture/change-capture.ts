@@ -9,6 +9,7 @@
 // the one read: a batch captured twice (an old capturer not yet aware that another took over) fails instead.
 import { sql } from 'kysely';
 import type { Database, Db } from '../../infra/db/database.ts';
+import { within } from '../../infra/deadline.ts';
 import type { CapturedTransaction } from './captured.ts';
 import { eventsOf } from './change-events.ts';
 import { EventClock, latestEventUs, type Recorded, recordEvents } from './record-events.ts';
@@ -51,6 +52,14 @@ export const CAUGHT_UP_WAIT_MS = 2_000;
 const CLOSE_WAIT_MS = 10_000;
 /** Changes per capture transaction (a larger transaction of the source is never split). */
 const BATCH_CHANGES = 2_000;
+/**
+ * How long a capture batch may take before its session is given up: 10 s, and 1 ms more per change (a 100 000-row
+ * UPDATE is one batch). A batch whose database went away can wait on its connection for ever, while PostgreSQL's
+ * fast stop waits for this session to confirm what it was sent: a deadlock only ending the session breaks. The
+ * slot keeps its place, and a batch that commits after all moves the position, which the next session reads.
+ * The bound doubles after each batch it ends (up to 8 times), so a batch that is only slow gets through.
+ */
+const batchDeadlineMs = (changes: number, givenUp: number): number => (10_000 + changes) * 2 ** Math.min(givenUp, 3);
 
 /** A capture batch: its events, with the new position compared and set. */
 async function captureBatch(
@@ -142,6 +151,8 @@ export class LogicalCapture implements ChangeCapture {
   private capturedThrough = 0;
   private lastCommitUs = 0;
   private behind = false;
+  /** Batches ended by their deadline since the last that committed (batchDeadlineMs). */
+  private batchesGivenUp = 0;
   private readonly noted = new Map<string, number>();
   private readonly waiters = new PositionWaiters();
   recorded = 0;
@@ -298,7 +309,17 @@ export class LogicalCapture implements ChangeCapture {
             const batch = pending.splice(0, take);
             pendingChanges -= changes;
             if (batch.length > 0) {
-              const done = await captureBatch(this.db, this.slot, position, batch, clock);
+              const done = await within(
+                captureBatch(this.db, this.slot, position, batch, clock),
+                batchDeadlineMs(changes, this.batchesGivenUp),
+                {
+                  error: () => {
+                    this.batchesGivenUp += 1;
+                    return new Error(`a capture batch of ${changes} changes did not end in time; its session starts again`);
+                  },
+                },
+              );
+              this.batchesGivenUp = 0;
               position = done.position;
               this.recorded += done.events;
               this.lastCommitUs = batch[batch.length - 1]?.committedAtUs ?? this.lastCommitUs;
@@ -309,6 +330,9 @@ export class LogicalCapture implements ChangeCapture {
           }
         } catch (err) {
           failure = err;
+          // The session ends now, not at the next message: PostgreSQL's fast stop waits for this session to
+          // confirm what it was sent, which a capture that cannot record will never do. The slot keeps its place.
+          void stream.close();
         } finally {
           draining = undefined;
         }

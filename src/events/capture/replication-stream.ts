@@ -2,7 +2,9 @@
 // changes (START_REPLICATION … pgoutput) from a position, acknowledging what the capture has committed. A slot
 // streams to one session at a time, which is what makes one instance the capturer: the others are refused
 // ("replication slot … is active") and try again later. Messages: "Streaming Replication Protocol".
+import type net from 'node:net';
 import type postgres from 'postgres';
+import { noDelaySocket } from '../../infra/db/no-delay-socket.ts';
 import type { CapturedTransaction } from './captured.ts';
 import { PG_EPOCH_US, PgOutputReader, positionText, readPosition } from './pgoutput.ts';
 
@@ -31,11 +33,17 @@ export class ReplicationStream {
   /** Once closed, nothing starts on it again (the driver would open a new connection for a new statement). */
   private closed = false;
 
-  private constructor(private readonly sql: postgres.Sql) {}
+  private constructor(
+    private readonly sql: postgres.Sql,
+    private readonly sockets: Set<net.Socket>,
+  ) {}
 
   /** Connects in replication mode (the slot made when missing, at its consistent point: answered as `created`). */
   static async connect(options: ReplicationOptions): Promise<ReplicationStream> {
     const { default: postgres } = await import('postgres');
+    // Held so that close() can end the session for certain: the driver's end() leaves a socket in copy mode open
+    // and unread, and the server's walsender then waits for a confirmation that never comes (a fast stop hangs).
+    const sockets = new Set<net.Socket>();
     const sql = postgres(options.url, {
       max: 1,
       fetch_types: false,
@@ -44,8 +52,17 @@ export class ReplicationStream {
       connect_timeout: options.connectTimeoutSeconds,
       onnotice: () => {},
       connection: { replication: 'database', application_name: 'balcao capture', TimeZone: 'UTC', DateStyle: 'ISO' },
+      // Not in the driver's type declarations, though it reads it (src/connection.js).
+      ...({
+        socket: (target: Parameters<typeof noDelaySocket>[0]) => {
+          const socket = noDelaySocket(target);
+          sockets.add(socket);
+          socket.once('close', () => sockets.delete(socket));
+          return socket;
+        },
+      } as object),
     });
-    return new ReplicationStream(sql);
+    return new ReplicationStream(sql, sockets);
   }
 
   /** Makes the slot; answers its consistent point, or null when it exists already. */
@@ -135,6 +152,7 @@ export class ReplicationStream {
     (this.stream as unknown as { destroy?(): void } | undefined)?.destroy?.();
     this.stream = undefined;
     await this.sql.end({ timeout: 0 }).catch(() => {});
+    for (const socket of this.sockets) socket.destroy();
   }
 }
 
