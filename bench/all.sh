@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run bench: every part in turn, or the one BENCH_PART names (http, import, pgbouncer, replica, mix).
+# npm run bench: every part in turn, or the one BENCH_PART names (http, import, pgbouncer, replica, mix, first-page).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part=${BENCH_PART:-all}
@@ -9,3 +9,4 @@ run import import.ts
 run pgbouncer pgbouncer.ts
 run replica replica.ts
 run mix mix/mix.ts
+run first-page first-page.ts

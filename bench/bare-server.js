@@ -122,6 +122,17 @@ const LIST = {
   ilike: `select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE} from "customers" where "team_id" = $1 and "mode" = $2 and "full_name" ilike $3 order by "created_at" desc, "id" desc limit 21`,
   sort: `select ${CUSTOMER_COLUMNS} from "customers" where "team_id" = $1 and "mode" = $2 order by "full_name" asc, "id" asc limit 21`,
 };
+// The lever's measure (bench/first-page.ts): PostgreSQL writes the page's JSON, Node passes the text on. The same
+// 21 rows; the envelope's pagination from the 21st row and the 20th's cursor, read in the same statement.
+const ISO = (column) => `to_char("${column}" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const FIRST_AS_JSON = `with page as (select ${CUSTOMER_COLUMNS}, ${CURSOR_VALUE}, row_number() over () as n from (select * from "customers" where "team_id" = $1 and "mode" = $2 order by "created_at" desc, "id" desc limit 21) c)
+select coalesce((select json_agg(json_build_object(${CUSTOMER_COLUMNS.split(', ')
+  .map((c) => {
+    const name = c.replaceAll('"', '');
+    return `'${name}', ${name.endsWith('_at') ? ISO(name) : c}`;
+  })
+  .join(', ')}) order by n) from page where n <= 20), '[]')::text as data,
+  (select count(*) from page) > 20 as has_more, (select "__cursor_value" from page where n = 20) as value, (select "id" from page where n = 20) as id`;
 const CUSTOMER = `select ${CUSTOMER_COLUMNS} from "customers" where "team_id" = $1 and "mode" = $2 and "id" = $3`;
 const SALE = `select "id", "customer_id", "transaction_type", "transaction_number", "status", "sale_date", "delivery_date", "subtotal", "discount_amount", "discount_percentage", "tax_amount", "total_amount", "notes", "payment_method", "payment_status", "delivery_fee", "order_code", "is_active", "created_at", "updated_at" from "transactions" where "team_id" = $1 and "mode" = $2 and "transaction_type" in ('sale', 'order') and "id" = $3`;
 const ITEMS = `select "id", "catalog_type", "catalog_item_id", "quantity", "unit_price", "discount_amount", "discount_percentage", "subtotal", "total_amount", "notes", "created_at" from "transaction_items" where "team_id" = $1 and "mode" = $2 and "transaction_id" = $3 order by "created_at" asc, "id" asc`;
@@ -146,9 +157,16 @@ async function list(name, params) {
   return listJson({ data: page, pagination: { next_cursor: hasMore ? cursorOf(page[19]) : null, has_more: hasMore, limit: 20 } });
 }
 
+async function firstAsJson() {
+  const [page] = await sql.unsafe(FIRST_AS_JSON, [team, 'live'], PREPARED);
+  const next = page.has_more ? JSON.stringify(cursorOf({ __cursor_value: page.value, id: page.id })) : 'null';
+  return `{"data":${page.data},"pagination":{"next_cursor":${next},"has_more":${page.has_more},"limit":20}}`;
+}
+
 let account;
 const routes = {
   '/first': () => list('first', []),
+  '/first-json': () => firstAsJson(),
   '/deep': (q) => list('deep', [q.get('value'), q.get('id')]),
   '/ilike': () => list('ilike', ['Ana%']),
   '/sort': () => list('sort', []),

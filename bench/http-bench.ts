@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { encodeCursor } from '../src/query/cursor.ts';
+import { buildCheckout } from './checkout.ts';
 import { ensureDataset } from './dataset.ts';
 import { childrenOf, cpuSeconds, rssMb, startPostgres, startRedis } from './throwaway-servers.ts';
 import { wrk, wrkInstalled } from './wrk.ts';
@@ -430,17 +431,6 @@ async function startTraceSink(): Promise<{ url: string; received: () => Promise<
     received: async () => ((await (await fetch(`${url}/stats`)).json()) as { exports: number }).exports,
     stop: () => stopChild(child),
   };
-}
-
-/** A build of `ref` in a temporary folder, over this checkout's node_modules: the baseline of the traces-off scenario. */
-async function buildCheckout(ref: string): Promise<{ dir: string; remove(): void }> {
-  const { execFileSync } = await import('node:child_process');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-bench-baseline-'));
-  const archive = execFileSync('git', ['archive', '--format=tar', ref], { cwd: root, maxBuffer: 1 << 30 });
-  execFileSync('tar', ['-x', '-C', dir], { input: archive });
-  fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
-  execFileSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { cwd: dir, stdio: 'inherit' });
-  return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
 /**

@@ -1,6 +1,8 @@
 // `npm run bench:profile`: a CPU profile of `balcao serve` under load (node --cpu-prof) on the
-// benchmark's throwaway PostgreSQL, summarized as the functions and packages with the most
-// self time. Env: BENCH_CUSTOMERS (default 50000), BENCH_SECONDS (10), BENCH_PATH (first page);
+// benchmark's throwaway PostgreSQL, summarized as where the busy time goes by part of the path
+// (bench/profile-parts.ts) and the functions and packages with the most self time.
+// Env: BENCH_DATABASE_URL (a running server instead: bench/bench-postgres.ts), BENCH_CUSTOMERS (default 50000),
+// BENCH_SECONDS (10), BENCH_PATH (first page);
 // BENCH_PATH=/v1/sales profiles `POST /v1/sales` (10 items, a fresh Idempotency-Key each) instead, and
 // BENCH_PATH=/v1/customers/{id} a `PATCH` of new notes, spread over 1 000 customers.
 import { spawn } from 'node:child_process';
@@ -11,20 +13,15 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { ensureDataset } from './dataset.ts';
-import { startPostgres } from './throwaway-servers.ts';
+import { benchPostgres } from './bench-postgres.ts';
+import { type CpuProfile, timeByPart } from './profile-parts.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CUSTOMERS = Number(process.env.BENCH_CUSTOMERS ?? 50_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const dir = process.env.BENCH_DIR ?? path.join(os.tmpdir(), `balcao-bench-pg-${CUSTOMERS}`);
 const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-profile-'));
 
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-}
-
-const pg = await startPostgres(dir);
+const { pg, dir } = await benchPostgres(CUSTOMERS);
 try {
   const data = await ensureDataset(pg.url, dir, CUSTOMERS);
   const target = process.env.BENCH_PATH ?? '/v1/customers?limit=20';
@@ -73,7 +70,7 @@ try {
           ],
         }
       : {};
-  await autocannon({ url: url + target.replace('{id}', ids[0] ?? ''), connections: 50, duration: 2, headers, ...load }); // warm-up
+  const warmUp = await autocannon({ url: url + target.replace('{id}', ids[0] ?? ''), connections: 50, duration: 2, headers, ...load });
   const result = await autocannon({
     url: url + target.replace('{id}', ids[0] ?? ''),
     connections: 50,
@@ -90,11 +87,7 @@ try {
   );
 
   const file = fs.readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'))!;
-  const profile = JSON.parse(fs.readFileSync(path.join(profileDir, file), 'utf8')) as {
-    nodes: ProfileNode[];
-    samples: number[];
-    timeDeltas: number[];
-  };
+  const profile = JSON.parse(fs.readFileSync(path.join(profileDir, file), 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
   for (const [i, id] of profile.samples.entries()) selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
@@ -118,6 +111,14 @@ try {
       .slice(0, n)
       .map(([k, us]) => `  ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`)
       .join('\n');
+  const parts = timeByPart(profile);
+  const busy = 1 - (parts.find((p) => p.part === 'idle')?.share ?? 0);
+  // The profile holds the warm-up's requests too.
+  const perRequestMs = (cpuMs: number) => (cpuMs / (warmUp.requests.total + result.requests.total)).toFixed(3);
+  const busyMs = (total / 1000) * busy;
+  console.log(`where the busy time goes (${perRequestMs(busyMs)} ms per request, start-up and warm-up included):`);
+  for (const { part, share } of parts.filter((p) => p.part !== 'idle'))
+    console.log(`  ${((100 * share) / busy).toFixed(1).padStart(5)}%  ${perRequestMs((total / 1000) * share).padStart(6)} ms  ${part}`);
   console.log(`self time by package or source:\n${top(pkgTime, 15)}`);
   console.log(`self time by function:\n${top(fnTime, 25)}`);
   console.log(`(profile kept in ${path.join(profileDir, file)}; open it in Chrome DevTools)`);
