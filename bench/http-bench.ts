@@ -10,7 +10,7 @@
 // BENCH_LOADGEN (wrk or autocannon; wrk when it is installed), BENCH_WRK_THREADS (1),
 // BENCH_TRACES_BASELINE (a git ref, e.g. the commit before traces: the "traces off" scenario is paired with a
 // build of it, made in a temporary folder; unset: with OTEL_TRACES_EXPORTER=none, the other way to say off).
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,7 +20,7 @@ import postgres from 'postgres';
 import { encodeCursor } from '../src/query/cursor.ts';
 import { buildCheckout } from './checkout.ts';
 import { ensureDataset } from './dataset.ts';
-import { childrenOf, cpuSeconds, rssMb, startPostgres, startRedis } from './throwaway-servers.ts';
+import { childrenOf, cpuSeconds, rssMb, startPostgres, startRedis, stopChild, waitForLine } from './throwaway-servers.ts';
 import { wrk, wrkInstalled } from './wrk.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -68,32 +68,6 @@ interface Target {
   /** `{id}` in the path takes the next of these per request, `{n}` in the body a value of its own. */
   ids?: readonly string[];
 }
-
-function waitForLine(child: ChildProcess, what: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`${what} did not start: ${err}`)), 120_000);
-    child.stderr?.on('data', (d) => {
-      err = (err + d).slice(-4000);
-    });
-    child.stdout?.on('data', (d) => {
-      out += d;
-      if (out.includes('\n')) {
-        clearTimeout(timer);
-        resolve(out.split('\n')[0]!);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}: ${err}`)));
-  });
-}
-
-const stopChild = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
 
 interface BalcaoOptions {
   redisUrl?: string;

@@ -202,3 +202,31 @@ export async function freshDatabase(adminUrl: string, label: string): Promise<{ 
     },
   };
 }
+
+/** The first line a child prints on stdout (its port, its URL), within 2 minutes. */
+export function waitForLine(child: ChildProcess, what: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`${what} did not start: ${err}`)), 120_000);
+    child.stderr?.on('data', (d) => {
+      err = (err + d).slice(-4000);
+    });
+    child.stdout?.on('data', (d) => {
+      out += d;
+      if (out.includes('\n')) {
+        clearTimeout(timer);
+        resolve(out.split('\n')[0]!);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}: ${err}`)));
+  });
+}
+
+/** SIGTERM, resolved once the child is gone. */
+export const stopChild = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });

@@ -9,14 +9,14 @@
 // 100 000 customers and 200 000 sales), BENCH_MIX_SEED (51), BENCH_SECONDS per round (quick 5, full 10),
 // BENCH_PAIRS (quick 2, full 3), BENCH_WARMUP (quick 3, full 8), BENCH_CONNECTIONS (50), BENCH_WRK_THREADS (1),
 // BENCH_DIR (the cluster, kept: a second run of the same scale reuses its loaded template).
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { childrenOf, rssMb, startPostgres, startRedis } from '../throwaway-servers.ts';
+import { childrenOf, rssMb, startPostgres, startRedis, stopChild, waitForLine } from '../throwaway-servers.ts';
 import { wrkInstalled } from '../wrk.ts';
 import { pgbenchMix } from './ceiling.ts';
 import { ACCOUNTS, customersOf, ensureMixTemplate, hasWebhook, runDatabase, salesOf } from './mix-data.ts';
@@ -58,32 +58,6 @@ interface Round {
   nodeCpuMs: number;
   pgCpuMs: number;
 }
-
-function waitForLine(child: ChildProcess, what: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`${what} did not start: ${err}`)), 120_000);
-    child.stderr?.on('data', (d) => {
-      err = (err + d).slice(-4000);
-    });
-    child.stdout?.on('data', (d) => {
-      out += d;
-      if (out.includes('\n')) {
-        clearTimeout(timer);
-        resolve(out.split('\n')[0]!);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}: ${err}`)));
-  });
-}
-
-const stopChild = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
 
 /** `balcao serve` as served: default log level, JSON logs drained as a shipper would; a session of its own. */
 async function startBalcao(databaseUrl: string, redisUrl: string): Promise<Server> {
