@@ -13,7 +13,7 @@ import { within } from '../../infra/deadline.ts';
 import type { CapturedTransaction } from './captured.ts';
 import { eventsOf } from './change-events.ts';
 import { EventClock, latestEventUs, type Recorded, recordEvents } from './record-events.ts';
-import { ReplicationStream, slotNameFor } from './replication-stream.ts';
+import { type ReplicationOptions, ReplicationStream, slotNameFor } from './replication-stream.ts';
 import { IMPORT_ORIGIN, ORIGIN_PREFIX, PUBLICATION } from './setup.ts';
 
 export type CaptureState = 'starting' | 'capturing' | 'standby' | 'lost' | 'misconfigured' | 'failing' | 'stopped';
@@ -244,14 +244,7 @@ export class LogicalCapture implements ChangeCapture {
       WHERE slot_name = ${this.slot} AND database = current_database()`.execute(this.db);
     let position = await readPosition(this.db, this.slot);
     if (this.closed) return;
-    this.stream = await ReplicationStream.connect({
-      url: this.options.url,
-      slot: this.slot,
-      publication: PUBLICATION,
-      originPrefix: ORIGIN_PREFIX,
-      skippedOrigin: IMPORT_ORIGIN,
-      connectTimeoutSeconds: 5,
-    });
+    this.stream = await ReplicationStream.connect(this.replication());
     if (slots.length === 0) {
       if (position !== undefined) {
         this.setState(
@@ -339,15 +332,7 @@ export class LogicalCapture implements ChangeCapture {
       })();
       return draining;
     };
-    const options = {
-      url: this.options.url,
-      slot: this.slot,
-      publication: PUBLICATION,
-      originPrefix: ORIGIN_PREFIX,
-      skippedOrigin: IMPORT_ORIGIN,
-      connectTimeoutSeconds: 5,
-    };
-    for await (const item of stream.changes(options, from)) {
+    for await (const item of stream.changes(this.replication(), from)) {
       if (this.closed) break;
       if (failure) throw failure;
       if (this.state !== 'capturing') this.setState('capturing');
@@ -368,6 +353,17 @@ export class LogicalCapture implements ChangeCapture {
     }
     await draining;
     if (failure) throw failure;
+  }
+
+  private replication(): ReplicationOptions {
+    return {
+      url: this.options.url,
+      slot: this.slot,
+      publication: PUBLICATION,
+      originPrefix: ORIGIN_PREFIX,
+      skippedOrigin: IMPORT_ORIGIN,
+      connectTimeoutSeconds: 5,
+    };
   }
 
   private advance(position: number): void {
