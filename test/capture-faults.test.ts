@@ -7,17 +7,11 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { after, describe, it } from 'node:test';
 import postgres from 'postgres';
-import { createAccount } from '../src/accounts/account-repository.ts';
-import { createKey } from '../src/accounts/key-repository.ts';
-import { MODULES } from '../src/domain/modules.ts';
-import { prepareDatabase } from '../src/events/capture/setup.ts';
-import { openDatabase } from '../src/infra/db/database.ts';
 import { captured } from './helpers/captured.ts';
 import { startTestServer } from './helpers/harness.ts';
 import { until } from './helpers/poll.ts';
 import { startOwnPostgres } from './helpers/postgres-server.ts';
-import { type Scratch, scratchWithKey, send, type ServeProcess, spawnServe } from './helpers/serve-process.ts';
-import { UNLIMITED } from './helpers/write-fixtures.ts';
+import { type Scratch, scratchWithKey, seedAccount, send, type ServeProcess, spawnServe } from './helpers/serve-process.ts';
 
 interface FeedEvent {
   id: string;
@@ -322,28 +316,6 @@ async function accountOn(adminUrl: string): Promise<{ url: string; key: string; 
   await admin.unsafe(`CREATE DATABASE ${name}`);
   await admin.end();
   const url = adminUrl.replace(/\/[^/]*$/, `/${name}`);
-  const database = await openDatabase({ databaseUrl: url, dataDir: '' });
-  try {
-    await prepareDatabase(database);
-    const account = await createAccount(database.db, {
-      name: 'Loja',
-      plan_code: 'enterprise',
-      modules: [...MODULES],
-      read_only: false,
-      api_enabled: true,
-      rate_limit_overrides: UNLIMITED,
-    });
-    const { key } = await createKey(database.db, {
-      accountId: account.id,
-      name: 'k',
-      mode: 'live',
-      scopes: ['*:write'],
-      allowedIps: [],
-      expiresAt: null,
-      brand: 'balcao',
-    });
-    return { url, key, accountId: account.id };
-  } finally {
-    await database.close();
-  }
+  const { key, accountId } = await seedAccount(url);
+  return { url, key, accountId };
 }

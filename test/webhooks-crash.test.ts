@@ -3,36 +3,11 @@
 // Ends with the operator's `balcao webhooks list`.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createAccount } from '../src/accounts/account-repository.ts';
-import { createKey } from '../src/accounts/key-repository.ts';
-import { MODULES } from '../src/domain/modules.ts';
-import { openDatabase } from '../src/infra/db/database.ts';
-import { prepareDatabase } from '../src/events/capture/setup.ts';
 import { balcaoJson, type ScratchEnv, scratchEnv, startServe } from './helpers/cli.ts';
 
-/** The account and key, written straight into the scratch database (two CLI runs fewer on a busy machine). */
-async function seed(env: Record<string, string>): Promise<{ accountId: string; key: string }> {
-  const database = await openDatabase({ databaseUrl: env.DATABASE_URL, dataDir: env.BALCAO_DATA_DIR as string });
-  try {
-    await prepareDatabase(database);
-    const account = await createAccount(database.db, { name: 'Crash', plan_code: 'enterprise', modules: [...MODULES] });
-    const { key } = await createKey(database.db, {
-      accountId: account.id,
-      name: 'k',
-      mode: 'live',
-      scopes: ['*:write'],
-      allowedIps: [],
-      expiresAt: null,
-      brand: 'balcao',
-    });
-    return { accountId: account.id, key };
-  } finally {
-    await database.close();
-  }
-}
 import { startReceiver } from './helpers/webhook-receiver.ts';
 import { until } from './helpers/poll.ts';
-import { received } from './helpers/serve-process.ts';
+import { received, seedAccount } from './helpers/serve-process.ts';
 
 describe('webhooks survive kill -9', () => {
   let scratch: ScratchEnv;
@@ -51,7 +26,7 @@ describe('webhooks survive kill -9', () => {
       BALCAO_WEBHOOK_TIMEOUT_SECONDS: '1',
     };
     try {
-      const { accountId, key } = await seed(env);
+      const { accountId, key } = await seedAccount(scratch.env.DATABASE_URL, scratch.env.BALCAO_DATA_DIR);
       const call = (url: string, method: string, path: string, body?: unknown) =>
         fetch(url + path, {
           method,

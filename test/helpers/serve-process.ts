@@ -31,7 +31,16 @@ export interface Scratch extends ScratchEnv {
 /** A scratch database with an account (every module, no practical limits) and a `*:write` key. */
 export async function scratchWithKey(): Promise<Scratch> {
   const scratch = await scratchEnv();
-  const database = await openDatabase({ databaseUrl: scratch.env.DATABASE_URL, dataDir: scratch.env.BALCAO_DATA_DIR as string }, 'test');
+  return { ...scratch, ...(await seedAccount(scratch.env.DATABASE_URL, scratch.env.BALCAO_DATA_DIR)) };
+}
+
+/** Into a database (migrated here if need be): an account with every module and no practical limits, and a
+ *  `*:write` key of its live mode. */
+export async function seedAccount(
+  databaseUrl: string | undefined,
+  dataDir?: string,
+): Promise<{ key: string; keyId: string; accountId: string }> {
+  const database = await openDatabase({ databaseUrl, dataDir: dataDir ?? '' }, 'test');
   try {
     await prepareDatabase(database);
     const account = await createAccount(database.db, {
@@ -51,7 +60,7 @@ export async function scratchWithKey(): Promise<Scratch> {
       expiresAt: null,
       brand: 'balcao',
     });
-    return { ...scratch, key, keyId: row.id, accountId: account.id };
+    return { key, keyId: row.id, accountId: account.id };
   } finally {
     await database.close();
   }
