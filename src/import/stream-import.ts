@@ -7,7 +7,8 @@
 // checked to be in the account; nested in their sale, they are copied right after it.
 import type { Tenant } from '../domain/tenant.ts';
 import type { KeyMode } from '../domain/api-keys.ts';
-import { TRANSACTION_COUNTER } from '../domain/numbering.ts';
+import { largerCountedNumber, TRANSACTION_COUNTER } from '../domain/numbering.ts';
+import { SQLSTATE } from '../errors/sqlstate.ts';
 import type { Database } from '../infra/db/database.ts';
 import {
   accountConditionText,
@@ -24,7 +25,7 @@ import { quoteIdentifier } from '../infra/db/identifiers.ts';
 import { type ColumnSpec, loadTableSpecs, type TableSpec } from './column-spec.ts';
 import { copyValue } from './copy-text.ts';
 import { DataTransferError } from './import-error.ts';
-import { Issues, isoWithMicros, largerTransactionNumber, planRecord, type Row, type TableContext } from './plan-import.ts';
+import { Issues, isoWithMicros, planRecord, type Row, type TableContext } from './plan-import.ts';
 import { readRecords, type SourceRecord } from './read-records.ts';
 import { type ImportRegistry, type ImportResource, type ImportResourceName, SERVED } from './resources.ts';
 import { CHILD_RESOURCE_NAMES, type ImportSource } from './sources.ts';
@@ -327,7 +328,7 @@ class ImportRun {
     if (!row) return;
     batch.at.push(where);
     if (definition.table === 'transactions')
-      this.maxTransactionNumber = largerTransactionNumber(this.maxTransactionNumber, row.transaction_number);
+      this.maxTransactionNumber = largerCountedNumber(this.maxTransactionNumber, row.transaction_number);
     for (const [childName, childTable] of children) {
       const list = (record as Record<string, unknown>)[childName];
       if (list === undefined || list === null) continue;
@@ -485,7 +486,7 @@ class ImportRun {
     const line = Number(/COPY [^,]+, line (\d+)/.exec(where ?? '')?.[1]);
     const row = Number.isInteger(line) && line >= 1 && line <= at.length ? (at[line - 1] as string) : `${at[0]} … ${at.at(-1)}`;
     // The primary key ends with id (the tenant's columns first, migrations/005_citus_ready.sql): its last value.
-    const taken = code === '23505' ? /^Key \((?:\w+, )*id\)=\((?:[^,)]+, )*([^,)]+)\)/.exec(detail ?? '')?.[1] : undefined;
+    const taken = code === SQLSTATE.uniqueViolation ? /^Key \((?:\w+, )*id\)=\((?:[^,)]+, )*([^,)]+)\)/.exec(detail ?? '')?.[1] : undefined;
     if (taken) {
       this.duplicates.push({ table, id: taken, at: row });
       this.issues.add(`${row}.id`, 'duplicate id');
