@@ -10,15 +10,7 @@ import type { KeyMode } from '../domain/api-keys.ts';
 import { largerCountedNumber, TRANSACTION_COUNTER } from '../domain/numbering.ts';
 import { SQLSTATE } from '../errors/sqlstate.ts';
 import type { Database } from '../infra/db/database.ts';
-import {
-  accountConditionText,
-  columnsScopedText,
-  conditionScoped,
-  copyScoped,
-  insertScopedText,
-  selectAccountOwned,
-  TENANT_COLUMNS,
-} from '../infra/db/tenancy.ts';
+import { conditionScoped, copyScoped, insertScopedText, selectAccountOwned, TENANT_COLUMNS } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { type BulkSession, inBulkTransaction, type OpenCopy } from './bulk-session.ts';
 import { quoteIdentifier } from '../infra/db/identifiers.ts';
@@ -273,7 +265,7 @@ class ImportRun {
         'tenant_counters',
         this.tenant,
         { name: { value: TRANSACTION_COUNTER }, value: { value: this.maxTransactionNumber.toString(), cast: 'bigint' } },
-        `ON CONFLICT (${columnsScopedText(['name'])}) DO UPDATE SET value = GREATEST(tenant_counters.value, EXCLUDED.value)`,
+        { columns: ['name'], action: 'DO UPDATE SET value = GREATEST(tenant_counters.value, EXCLUDED.value)' },
       );
       await session.query(counter.text, counter.params);
     }
@@ -518,12 +510,13 @@ class ImportRun {
       // Only a child given on its own can miss its sale: a nested one is written with it.
       for (const { import_at } of orphans) this.issues.add(`${import_at}.sale_id`, 'no sale of the account has this id');
       if (orphans.length > 0) continue;
+      const sameAccount = conditionScoped({ accountId: this.accountId }, 't', 1);
       const repeated = await session.query<{ import_at: string; first: string }>(
         `SELECT s.import_at, (SELECT min(d.import_at) FROM ${staging(table)} d WHERE d.id = s.id AND d.import_at <> s.import_at) AS first
-         FROM ${staging(table)} s LEFT JOIN ${quoteIdentifier(table)} t ON ${accountConditionText('t', 1)} AND t.id = s.id
+         FROM ${staging(table)} s LEFT JOIN ${quoteIdentifier(table)} t ON ${sameAccount.text} AND t.id = s.id
          WHERE s.id IN (SELECT id FROM ${staging(table)} GROUP BY id HAVING count(*) > 1) OR t.id IS NOT NULL
          LIMIT ${this.maxErrors}`,
-        [this.accountId],
+        sameAccount.params,
       );
       for (const { import_at, first } of repeated) {
         this.issues.add(`${import_at}.id`, first ? `duplicate id (also used by ${first})` : 'a record with this id already exists');

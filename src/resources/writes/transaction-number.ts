@@ -11,7 +11,7 @@ import {
   insertScoped,
   insertScopedFromJson,
   rowsAsJson,
-  sameAccountSql,
+  sameScopeSql,
   selectScoped,
   TENANT_COLUMNS,
   tenantValuesAs,
@@ -253,7 +253,7 @@ function withNextNumber(trx: Db, tenant: Tenant) {
   // CASE branch is taken. An uncorrelated one is an InitPlan, and PostgreSQL computes every InitPlan of
   // an UPDATE when it re-checks a row a concurrent transaction changed (EvalPlanQual): with sales
   // arriving together that was every sale, and a scan of all the tenant's sales each (docs/performance.md).
-  const afterLargestStoredForCounter = sql<number>`(${largestStored.where(sameAccountSql('transactions', 'tenant_counters'))})`;
+  const afterLargestStoredForCounter = sql<number>`(${largestStored.where(sameScopeSql('transactions', 'tenant_counters', 'account'))})`;
   const nextTaken = nextNumberTaken(trx, tenant);
   return trx
     .with('bumped', (db) =>
