@@ -1,7 +1,7 @@
 // The statements of the per-tenant `transaction_number` of a new sale: the rule and the format of a number are
 // domain/numbering.ts'; here they are SQL, kept in tenant_counters and read and written through the tenancy helper
 // like every other account-owned statement, and taken in the sale's own INSERT.
-import { type Compilable, type CompiledQuery, type RawBuilder, sql } from 'kysely';
+import { type Compilable, type CompiledQuery, type QueryCreator, type RawBuilder, sql } from 'kysely';
 import { COUNTED_NUMBER_PATTERN, TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import { boundTenant, type Tenant, tenantKey, tenantValues } from '../../domain/tenant.ts';
 import { unlessNoneProve } from '../../infra/db/belief-check.ts';
@@ -18,7 +18,7 @@ import {
   updateScoped,
 } from '../../infra/db/tenancy.ts';
 import type { Row } from '../../infra/db/row.ts';
-import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
+import { ShapeKeys, sharedStatementCache } from '../../infra/db/statement-cache.ts';
 import type { Shaped, SqlShape } from '../../infra/db/sql-shape.ts';
 import type { StatementTail } from '../descriptor.ts';
 import { AccountBeliefs } from '../account-beliefs.ts';
@@ -107,29 +107,6 @@ const definedColumns = (row: Row): string[] => {
   for (const column in row) if (row[column] !== undefined) columns.push(column);
   return columns;
 };
-
-/**
- * The statement cache's key of a shape named by a few column lists: the text of the last one is kept while the lists
- * stay the same (every sale's are), so a sale compares a few dozen names instead of joining and hashing anew a text
- * of 400 characters.
- */
-class ShapeKeys {
-  private lastPrefix = '';
-  private lastLists: readonly (readonly string[])[] = [];
-  private lastKey = '';
-
-  of(prefix: string, ...lists: readonly (readonly string[])[]): string {
-    if (prefix !== this.lastPrefix || !sameLists(lists, this.lastLists)) {
-      this.lastPrefix = prefix;
-      this.lastLists = lists;
-      this.lastKey = `${prefix}|${lists.map((list) => list.join(',')).join('|')}`;
-    }
-    return this.lastKey;
-  }
-}
-
-const sameLists = (a: readonly (readonly string[])[], b: readonly (readonly string[])[]): boolean =>
-  a.length === b.length && a.every((list, i) => list.length === b[i]!.length && list.every((name, j) => name === b[i]![j]));
 
 const shapeKeys = new ShapeKeys();
 
@@ -257,13 +234,12 @@ function withNextNumber(trx: Db, tenant: Tenant) {
   const nextTaken = nextNumberTaken(trx, tenant);
   return trx
     .with('bumped', (db) =>
-      updateScoped(db, 'tenant_counters', tenant)
-        .set({
-          value: sql`case when exists (${nextTaken})
+      bumpedCounter(
+        db,
+        tenant,
+        sql`case when exists (${nextTaken})
             then greatest(tenant_counters.value + 1, ${afterLargestStoredForCounter}) else tenant_counters.value + 1 end`,
-        })
-        .where('name', '=', TRANSACTION_COUNTER)
-        .returning('value'),
+      ),
     )
     .with('created', (db) =>
       db
@@ -294,16 +270,15 @@ function withNextNumber(trx: Db, tenant: Tenant) {
 function withNextNumberOfKnownCounter(trx: Db, tenant: Tenant) {
   const nextTaken = nextNumberTaken(trx, tenant);
   return trx
-    .with('bumped', (db) =>
-      updateScoped(db, 'tenant_counters', tenant)
-        .set({ value: sql`tenant_counters.value + 1` })
-        .where('name', '=', TRANSACTION_COUNTER)
-        .where(sql<boolean>`not exists (${nextTaken})`)
-        .returning('value'),
-    )
+    .with('bumped', (db) => bumpedCounter(db, tenant, sql`tenant_counters.value + 1`).where(sql<boolean>`not exists (${nextTaken})`))
     .with('next', (db) =>
       db.selectFrom('bumped').select(sql<number>`coalesce(max("value"), ${unlessNoneProve(sql`count(*)`)})`.as('value')),
     );
+}
+
+/** The CTE `bumped` of both ways to the next number: the tenant's sale counter set to `value`, which it answers. */
+function bumpedCounter(db: QueryCreator<any>, tenant: Tenant, value: RawBuilder<unknown>) {
+  return updateScoped(db, 'tenant_counters', tenant).set({ value }).where('name', '=', TRANSACTION_COUNTER).returning('value');
 }
 
 /** The sale already stored under the counter's next number (an import's), if any: read in the counter's UPDATE. */
