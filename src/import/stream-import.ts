@@ -5,12 +5,13 @@
 // Sale items and status history given on their own (`sale_items` records) go through a temporary
 // staging table first, so they may come before their sale (a mixed NDJSON file) and their sale is
 // checked to be in the account; nested in their sale, they are copied right after it.
+import { sql } from 'kysely';
 import type { Tenant } from '../domain/tenant.ts';
 import type { KeyMode } from '../domain/api-keys.ts';
 import { largerCountedNumber, TRANSACTION_COUNTER } from '../domain/numbering.ts';
 import { SQLSTATE } from '../errors/sqlstate.ts';
 import type { Database } from '../infra/db/database.ts';
-import { conditionScoped, copyScoped, insertScopedText, selectAccountOwned, TENANT_COLUMNS } from '../infra/db/tenancy.ts';
+import { conditionScoped, conditionScopedSql, copyScoped, insertScopedText, TENANT_COLUMNS } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { type BulkSession, inBulkTransaction, type OpenCopy } from './bulk-session.ts';
 import { quoteIdentifier } from '../infra/db/identifiers.ts';
@@ -534,7 +535,12 @@ class ImportRun {
     if (this.duplicates.length === 0) return err;
     const messages = new Map<string, string>();
     for (const { table, id, at } of this.duplicates) {
-      const stored = await selectAccountOwned(database.db, table, this.accountId, id).select('id').executeTakeFirst();
+      // The account's row by id, whatever its mode: ids are unique within an account.
+      const { rows } =
+        await sql`SELECT id FROM ${sql.table(table)} WHERE ${conditionScopedSql({ accountId: this.accountId })} AND id = ${id}`.execute(
+          database.db,
+        );
+      const stored = rows.length > 0;
       messages.set(`${at}.id`, stored ? 'a record with this id already exists' : 'duplicate id (an earlier record of the import has it)');
     }
     return new DataTransferError(

@@ -108,11 +108,6 @@ export const keysScopedSql = (keys: readonly AccountKey[], alias?: string): RawB
   return sql<SqlBool>`${sql.raw(key)} IN (${sql.join(keys.map((k) => sql`(${k.account_id}::uuid, ${k.id}::uuid)`))})`;
 };
 
-/** One row of the account by id, whatever its mode (ids are unique within an account). */
-export function selectAccountOwned(db: Db, table: string, accountId: string, id: string): ScopedSelect {
-  return untyped(db).selectFrom(table).where(ACCOUNT_COLUMN, '=', accountId).where('id', '=', id);
-}
-
 /** Conditions besides the tenant that bound what a resource may see (column → allowed values, or null for IS NULL). */
 export type FixedConditions = Readonly<Record<string, readonly string[] | null>>;
 
