@@ -109,9 +109,9 @@ export const keysScopedSql = (keys: readonly AccountKey[], alias?: string): RawB
 };
 
 /** Conditions besides the tenant that bound what a resource may see (column → allowed values, or null for IS NULL). */
-export type FixedConditions = Readonly<Record<string, readonly string[] | null>>;
+type FixedConditions = Readonly<Record<string, readonly string[] | null>>;
 
-export type ScopedSelect = SelectQueryBuilder<any, any, any>;
+type ScopedSelect = SelectQueryBuilder<any, any, any>;
 type Values = Record<string, unknown>;
 
 /** The descriptor engine names its tables at run time (`descriptor.table`), which the typed tables cannot
