@@ -2,6 +2,7 @@
 // a lost or refused connection is 503, anything else unexpected is 500.
 import { AppError, errors } from './app-error.ts';
 import { inSqlStateClass, isSqlState, type SqlStateCode, UNAVAILABLE_SQLSTATE_CLASSES } from './sqlstate.ts';
+
 const UNAVAILABLE_NODE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
