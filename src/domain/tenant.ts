@@ -31,3 +31,21 @@ export interface Tenant {
   accountId: string;
   mode: KeyMode;
 }
+
+/** The one spelling of a tenant as a text key (`<account>:<mode>`): in-memory maps, the events channels' payload, and
+ *  what read-your-writes notes; a waiter and its waker must spell it alike. */
+export const tenantKey = (tenant: Tenant): string => `${tenant.accountId}:${tenant.mode}`;
+
+/** The tenant a stored row names (its team_id and mode), or null when they are not an account id and a key mode. */
+export function tenantOfRow(accountId: unknown, mode: unknown): Tenant | null {
+  if (typeof accountId !== 'string' || (mode !== 'live' && mode !== 'test')) return null;
+  return { accountId, mode };
+}
+
+/** A tenant's values in the order a statement shape binds them (account, then mode), and the tenant read back from
+ *  the values a shape is built with (statement-cache.ts: the real ones or its placeholders, so typed, not checked). */
+export const tenantValues = (tenant: Tenant): [string, KeyMode] => [tenant.accountId, tenant.mode];
+export const boundTenant = (values: readonly unknown[], at = 0): Tenant => ({
+  accountId: values[at] as string,
+  mode: values[at + 1] as KeyMode,
+});

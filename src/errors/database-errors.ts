@@ -1,9 +1,8 @@
 // Database failures mapped in one table. Nothing of the driver's text reaches a response:
 // a lost or refused connection is 503, anything else unexpected is 500.
 import { AppError, errors } from './app-error.ts';
+import { inSqlStateClass, isSqlState, type SqlStateCode, UNAVAILABLE_SQLSTATE_CLASSES } from './sqlstate.ts';
 
-// connection, invalid authorization, database missing, resources, operator intervention (57014: statement timeout)
-const UNAVAILABLE_SQLSTATE_CLASSES = ['08', '28', '3D', '53', '57'];
 const UNAVAILABLE_NODE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -24,7 +23,7 @@ export function toAppError(err: unknown): AppError {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string') {
     if (UNAVAILABLE_NODE_CODES.has(code)) return errors.serviceUnavailable(err);
-    if (/^[0-9A-Z]{5}$/.test(code) && UNAVAILABLE_SQLSTATE_CLASSES.includes(code.slice(0, 2))) return errors.serviceUnavailable(err);
+    if (inSqlStateClass(code, UNAVAILABLE_SQLSTATE_CLASSES)) return errors.serviceUnavailable(err);
   }
   return errors.internal(err);
 }
@@ -32,8 +31,11 @@ export function toAppError(err: unknown): AppError {
 /** SQLSTATE of a driver error, when it has one (both postgres.js and PGlite expose `code`). */
 export function sqlState(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+  return typeof code === 'string' && isSqlState(code) ? code : undefined;
 }
+
+/** Whether a driver error carries the SQLSTATE `code` (a name of sqlstate.ts' table). */
+export const hasSqlState = (err: unknown, code: SqlStateCode): boolean => sqlState(err) === code;
 
 /** The constraint a driver error names (postgres.js calls it `constraint_name`, PGlite `constraint`), or ''. On Citus
  *  a shard's constraint carries the shard's number after the name. */

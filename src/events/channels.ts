@@ -2,6 +2,4 @@
 
 export const EVENTS_CHANNEL = 'balcao_events';
 export const DELIVERIES_CHANNEL = 'balcao_webhook_deliveries';
-
-/** The payload of an events NOTIFY: the tenant, so only its waiters wake. */
-export const tenantChannelKey = (accountId: string, mode: string): string => `${accountId}:${mode}`;
+// The payload of an events NOTIFY is the tenant's key (domain/tenant.ts tenantKey), so only its waiters wake.

@@ -5,14 +5,14 @@
 import { sql } from 'kysely';
 import { EVENTS_COUNTER } from '../domain/numbering.ts';
 import type { Db } from '../infra/db/database.ts';
-import { sameTenantSql } from '../infra/db/tenancy.ts';
+import { sameScopeSql } from '../infra/db/tenancy.ts';
 import { RETENTION_DAYS } from './list-events.ts';
 
 /** Deletes the events of every tenant older than RETENTION_DAYS; returns how many. */
 export async function purgeExpiredEvents(db: Db): Promise<number> {
   const result = await sql`
     DELETE FROM events e USING tenant_counters c
-    WHERE c.name = ${EVENTS_COUNTER} AND ${sameTenantSql('e', 'c')}
+    WHERE c.name = ${EVENTS_COUNTER} AND ${sameScopeSql('e', 'c', 'tenant')}
       AND e.created_at < now() - interval '${sql.raw(String(RETENTION_DAYS))} days'`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }

@@ -1,6 +1,7 @@
 // GET /v1/events (with the long poll) and GET /v1/events/{id}. Scope `events:read`; the key then
 // sees only the events of resources it may read, in its own account and mode.
 import { requireTenant } from '../infra/db/tenancy.ts';
+import { tenantKey } from '../domain/tenant.ts';
 import { type TObject, type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { typedRoutes } from '../http/typed-routes.ts';
@@ -23,7 +24,6 @@ import {
   readableEventResources,
 } from './list-events.ts';
 import { MAX_LIST_VALUES } from '../query/plan.ts';
-import { tenantChannelKey } from './channels.ts';
 
 export const MAX_WAIT_SECONDS = 30;
 
@@ -127,7 +127,7 @@ export function registerEventRoutes(app: FastifyInstance, read: ReadRunner, bus:
     },
     async (request) => {
       const { tenant, resources } = callerOf(request);
-      await capture.caughtUp(tenantChannelKey(tenant.accountId, tenant.mode));
+      await capture.caughtUp(tenantKey(tenant));
       return itemEnvelope(request, await read(request.auth?.keyId, (db) => getEvent(db, tenant, resources, request.params.id)));
     },
   );
@@ -143,7 +143,7 @@ async function eventPage(
 ): Promise<EventPage> {
   const { auth, tenant, resources } = callerOf(request);
   const wait = parseWait(request.query);
-  const channel = tenantChannelKey(tenant.accountId, tenant.mode);
+  const channel = tenantKey(tenant);
   // A write answered before this read is in the feed: its events are made once capture has passed its commit.
   await capture.caughtUp(channel);
   const look = (keyId: string | null) => read(keyId, (db) => listEvents(db, tenant, resources, request.query));

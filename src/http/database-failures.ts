@@ -3,6 +3,7 @@
 // connection itself (refused, lost). The pool's exhaustion alert (deploy/prometheus/alerts.yml) reads it.
 import type { FastifyRequest } from 'fastify';
 import type { AppError } from '../errors/app-error.ts';
+import { SQLSTATE } from '../errors/sqlstate.ts';
 
 export type DatabaseFailureCause = 'acquire_timeout' | 'lookup_timeout' | 'statement_timeout' | 'connection';
 
@@ -23,7 +24,7 @@ function causeOf(err: unknown): DatabaseFailureCause {
   for (let e = err as { code?: unknown; cause?: unknown } | null | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
     if (e.code === 'ACQUIRE_TIMEOUT') return 'acquire_timeout';
     if (e.code === 'LOOKUP_TIMEOUT') return 'lookup_timeout';
-    if (e.code === '57014') return 'statement_timeout';
+    if (e.code === SQLSTATE.queryCanceled) return 'statement_timeout';
   }
   return 'connection';
 }

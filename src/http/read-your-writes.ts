@@ -3,6 +3,7 @@
 // events (events/capture); with read replicas, so the key's next read, on any instance, waits for no replica and
 // sees no older state (read-router.ts).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { tenantKey } from '../domain/tenant.ts';
 import { type CommitLsnScope, runInCommitScope } from '../infra/db/commit-lsn.ts';
 import type { ReadRouter } from '../infra/db/read-router.ts';
 
@@ -28,7 +29,7 @@ export function registerReadYourWrites(app: FastifyInstance, notes: CommitPositi
     const scope = scopes.get(request);
     if (!scope || scope.lsn === 0) return done(null, payload);
     const tenant = request.tenant;
-    if (tenant) notes.written?.(`${tenant.accountId}:${tenant.mode}`, scope.lsn);
+    if (tenant) notes.written?.(tenantKey(tenant), scope.lsn);
     const keyId = request.auth?.keyId;
     if (!notes.reads || !keyId) return done(null, payload);
     notes.reads.noteWrite(keyId, scope.lsn).then(

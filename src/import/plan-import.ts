@@ -143,13 +143,6 @@ function settleId(issues: Issues, ctx: TableContext, row: Row, path: string): bo
 }
 
 /** The larger of `current` and `value` when `value` is a number the counter continues after. */
-export function largerTransactionNumber(current: bigint | null, value: unknown): bigint | null {
-  // Numbers of up to 18 digits, as the counter (src/domain/numbering.ts) reads stored ones.
-  if (typeof value !== 'string' || !/^\d{1,18}$/.test(value)) return current;
-  const n = BigInt(value);
-  return current === null || n > current ? n : current;
-}
-
 export function isoWithMicros(baseMs: number, micros: number): string {
   const at = new Date(baseMs + Math.floor(micros / 1000)).toISOString();
   return `${at.slice(0, 23)}${String(micros % 1000).padStart(3, '0')}Z`;

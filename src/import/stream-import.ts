@@ -5,26 +5,20 @@
 // Sale items and status history given on their own (`sale_items` records) go through a temporary
 // staging table first, so they may come before their sale (a mixed NDJSON file) and their sale is
 // checked to be in the account; nested in their sale, they are copied right after it.
+import { sql } from 'kysely';
 import type { Tenant } from '../domain/tenant.ts';
 import type { KeyMode } from '../domain/api-keys.ts';
-import { TRANSACTION_COUNTER } from '../domain/numbering.ts';
+import { largerCountedNumber, TRANSACTION_COUNTER } from '../domain/numbering.ts';
+import { SQLSTATE } from '../errors/sqlstate.ts';
 import type { Database } from '../infra/db/database.ts';
-import {
-  accountConditionText,
-  columnsScopedText,
-  conditionScoped,
-  copyScoped,
-  insertScopedText,
-  selectAccountOwned,
-  TENANT_COLUMNS,
-} from '../infra/db/tenancy.ts';
+import { conditionScoped, conditionScopedSql, copyScoped, insertScopedText, TENANT_COLUMNS } from '../infra/db/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { type BulkSession, inBulkTransaction, type OpenCopy } from './bulk-session.ts';
 import { quoteIdentifier } from '../infra/db/identifiers.ts';
 import { type ColumnSpec, loadTableSpecs, type TableSpec } from './column-spec.ts';
 import { copyValue } from './copy-text.ts';
 import { DataTransferError } from './import-error.ts';
-import { Issues, isoWithMicros, largerTransactionNumber, planRecord, type Row, type TableContext } from './plan-import.ts';
+import { Issues, isoWithMicros, planRecord, type Row, type TableContext } from './plan-import.ts';
 import { readRecords, type SourceRecord } from './read-records.ts';
 import { type ImportRegistry, type ImportResource, type ImportResourceName, SERVED } from './resources.ts';
 import { CHILD_RESOURCE_NAMES, type ImportSource } from './sources.ts';
@@ -272,7 +266,7 @@ class ImportRun {
         'tenant_counters',
         this.tenant,
         { name: { value: TRANSACTION_COUNTER }, value: { value: this.maxTransactionNumber.toString(), cast: 'bigint' } },
-        `ON CONFLICT (${columnsScopedText(['name'])}) DO UPDATE SET value = GREATEST(tenant_counters.value, EXCLUDED.value)`,
+        { columns: ['name'], action: 'DO UPDATE SET value = GREATEST(tenant_counters.value, EXCLUDED.value)' },
       );
       await session.query(counter.text, counter.params);
     }
@@ -327,7 +321,7 @@ class ImportRun {
     if (!row) return;
     batch.at.push(where);
     if (definition.table === 'transactions')
-      this.maxTransactionNumber = largerTransactionNumber(this.maxTransactionNumber, row.transaction_number);
+      this.maxTransactionNumber = largerCountedNumber(this.maxTransactionNumber, row.transaction_number);
     for (const [childName, childTable] of children) {
       const list = (record as Record<string, unknown>)[childName];
       if (list === undefined || list === null) continue;
@@ -485,7 +479,7 @@ class ImportRun {
     const line = Number(/COPY [^,]+, line (\d+)/.exec(where ?? '')?.[1]);
     const row = Number.isInteger(line) && line >= 1 && line <= at.length ? (at[line - 1] as string) : `${at[0]} … ${at.at(-1)}`;
     // The primary key ends with id (the tenant's columns first, migrations/005_citus_ready.sql): its last value.
-    const taken = code === '23505' ? /^Key \((?:\w+, )*id\)=\((?:[^,)]+, )*([^,)]+)\)/.exec(detail ?? '')?.[1] : undefined;
+    const taken = code === SQLSTATE.uniqueViolation ? /^Key \((?:\w+, )*id\)=\((?:[^,)]+, )*([^,)]+)\)/.exec(detail ?? '')?.[1] : undefined;
     if (taken) {
       this.duplicates.push({ table, id: taken, at: row });
       this.issues.add(`${row}.id`, 'duplicate id');
@@ -517,12 +511,13 @@ class ImportRun {
       // Only a child given on its own can miss its sale: a nested one is written with it.
       for (const { import_at } of orphans) this.issues.add(`${import_at}.sale_id`, 'no sale of the account has this id');
       if (orphans.length > 0) continue;
+      const sameAccount = conditionScoped({ accountId: this.accountId }, 't', 1);
       const repeated = await session.query<{ import_at: string; first: string }>(
         `SELECT s.import_at, (SELECT min(d.import_at) FROM ${staging(table)} d WHERE d.id = s.id AND d.import_at <> s.import_at) AS first
-         FROM ${staging(table)} s LEFT JOIN ${quoteIdentifier(table)} t ON ${accountConditionText('t', 1)} AND t.id = s.id
+         FROM ${staging(table)} s LEFT JOIN ${quoteIdentifier(table)} t ON ${sameAccount.text} AND t.id = s.id
          WHERE s.id IN (SELECT id FROM ${staging(table)} GROUP BY id HAVING count(*) > 1) OR t.id IS NOT NULL
          LIMIT ${this.maxErrors}`,
-        [this.accountId],
+        sameAccount.params,
       );
       for (const { import_at, first } of repeated) {
         this.issues.add(`${import_at}.id`, first ? `duplicate id (also used by ${first})` : 'a record with this id already exists');
@@ -540,7 +535,12 @@ class ImportRun {
     if (this.duplicates.length === 0) return err;
     const messages = new Map<string, string>();
     for (const { table, id, at } of this.duplicates) {
-      const stored = await selectAccountOwned(database.db, table, this.accountId, id).select('id').executeTakeFirst();
+      // The account's row by id, whatever its mode: ids are unique within an account.
+      const { rows } =
+        await sql`SELECT id FROM ${sql.table(table)} WHERE ${conditionScopedSql({ accountId: this.accountId })} AND id = ${id}`.execute(
+          database.db,
+        );
+      const stored = rows.length > 0;
       messages.set(`${at}.id`, stored ? 'a record with this id already exists' : 'duplicate id (an earlier record of the import has it)');
     }
     return new DataTransferError(

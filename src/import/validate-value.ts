@@ -2,13 +2,14 @@
 // refused. Strict as the API is: no coercion ("3" is not a number), real calendar dates. The
 // formats are the API's own (schemas/formats.ts); a timestamp may also use a space for the `T`,
 // as database dumps write them.
-import { isCalendarDate, isClockTime, isUuid } from '../schemas/formats.ts';
+import { isCalendarDate, isClockTime, isUuid, readTimestamp, type TimestampDialect, timestampEpochMs } from '../schemas/formats.ts';
 import type { ColumnSpec } from './column-spec.ts';
 
 export type Checked = { ok: true; value: unknown } | { ok: false; reason: string };
 
 const TIME = /^(\d{2}):(\d{2}):(\d{2})$/;
-const TIMESTAMP = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+// The timestamp grammar of schemas/formats.ts, with a space for the `T` and offsets of hours alone, as dumps write them.
+const IMPORT_TIMESTAMP: TimestampDialect = { spaceForT: true, hoursOnlyOffset: true, maxOffsetHours: 14 };
 
 const ok = (value: unknown): Checked => ({ ok: true, value });
 const no = (reason: string): Checked => ({ ok: false, reason });
@@ -103,20 +104,6 @@ function isCanonicalTimestamp(value: string): boolean {
 
 /** Epoch milliseconds of an ISO 8601 timestamp, or undefined when it is not one. No zone means UTC, as the database session. */
 export function timestampMs(value: string): number | undefined {
-  const m = TIMESTAMP.exec(value);
-  if (!m) return undefined;
-  const [, day, h, mi, s = '00', frac = '0', zone = 'Z'] = m as unknown as string[];
-  if (!isCalendarDate(day as string) || !isClockTime(Number(h), Number(mi), Number(s))) return undefined;
-  const [y, mo, d] = (day as string).split('-');
-  let offsetMinutes = 0;
-  if (zone.toUpperCase() !== 'Z') {
-    const digits = zone.slice(1).replace(':', '');
-    const hours = Number(digits.slice(0, 2));
-    const minutes = Number(digits.slice(2) || '0');
-    if (hours > 14 || minutes > 59) return undefined;
-    offsetMinutes = (zone[0] === '-' ? -1 : 1) * (hours * 60 + minutes);
-  }
-  const ms = Number(frac.padEnd(3, '0').slice(0, 3));
-  const utc = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), ms);
-  return utc - offsetMinutes * 60_000;
+  const parts = readTimestamp(value, IMPORT_TIMESTAMP);
+  return parts ? timestampEpochMs(parts) : undefined;
 }

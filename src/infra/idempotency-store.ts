@@ -9,17 +9,17 @@
 // (the process died), a retry takes the key over after `staleSeconds` (5 s).
 import { randomUUID } from 'node:crypto';
 import { type RawBuilder, sql } from 'kysely';
-import { sqlState, violatedConstraint } from '../errors/database-errors.ts';
+import { hasSqlState, violatedConstraint } from '../errors/database-errors.ts';
+import { SQLSTATE } from '../errors/sqlstate.ts';
+import { beliefFailed, unlessNoneProve } from './db/belief-check.ts';
 import type { Db } from './db/database.ts';
 import { sendAhead, type Placeholder, settledText, settledTextShape } from './db/send-ahead.ts';
 import { builtShape, composedShape, plainValues, type SqlShape } from './db/sql-shape.ts';
 
-/** SQLSTATE 22012, which only the claim's check (`completeInTransaction`) raises in its statement. */
-const isDivisionByZero = (err: unknown): boolean => sqlState(err) === '22012';
-
 /** A unique violation (23505) of the key's primary key: the key is recorded, or was by a transaction that committed
  *  while this insert waited for it. */
-const isKeyRecorded = (err: unknown): boolean => sqlState(err) === '23505' && violatedConstraint(err).startsWith('idempotency_keys_pkey');
+const isKeyRecorded = (err: unknown): boolean =>
+  hasSqlState(err, SQLSTATE.uniqueViolation) && violatedConstraint(err).startsWith('idempotency_keys_pkey');
 
 /** The key is already recorded (or was, by a transaction that committed while this claim waited for it). */
 export class KeyRecordedError extends Error {
@@ -226,8 +226,8 @@ export class IdempotencyStore {
   ): Promise<void> {
     const query = sql`
       WITH stored AS (${storeInClaimedRow(claim, { ...response, body: settledText(response.body, placeholders) })})
-      SELECT 1 / (SELECT count(*) FROM stored WHERE signature <> '') AS held`.compile(trx);
-    await sendAhead(trx, query, (err) => (isDivisionByZero(err) ? takenOver() : err));
+      SELECT ${unlessNoneProve(sql<number>`(SELECT count(*) FROM stored WHERE signature <> '')`)} AS held`.compile(trx);
+    await sendAhead(trx, query, (err) => (beliefFailed(err) ? takenOver() : err));
   }
 
   /** Stores the response of the claiming request for replays. */

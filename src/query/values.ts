@@ -3,7 +3,7 @@
 // Dates, times and UUIDs are the formats of schemas/formats.ts; a query string may also write a
 // timestamp with a space for `T` (and for a `+` the query string decoded).
 import type { FieldKind } from '../schemas/common.ts';
-import { isCalendarDate, isClockTime, isUuid } from '../schemas/formats.ts';
+import { isCalendarDate, isClockTime, isUuid, readTimestamp, type TimestampDialect, timestampEpochMs } from '../schemas/formats.ts';
 
 /** The PostgreSQL type a parameter of each kind is cast to; integers go through numeric so no
  *  out-of-range value can make the cast fail. */
@@ -23,8 +23,8 @@ export const SQL_TYPE: Readonly<Record<FieldKind, string>> = {
 const DECIMAL = /^[-+]?(?:\d+(?:\.\d*)?|\.\d+)$/;
 const INTEGER = /^[-+]?\d+$/;
 const TIME = /^(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?$/;
-// Date-time with optional seconds, fraction and zone; `+` may have become a space in the query string.
-const TIMESTAMP = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+\- ]\d{2}(?::?\d{2})?)?$/i;
+// The timestamp grammar of schemas/formats.ts; `+` may have become a space in the query string.
+const QUERY_TIMESTAMP: TimestampDialect = { spaceForT: true, spaceForPlus: true, hoursOnlyOffset: true, maxOffsetHours: 23 };
 // What a cursor stores for a timestamp: PostgreSQL's full microsecond precision, UTC.
 const CURSOR_TIMESTAMP = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})\.\d{6}Z$/;
 const MAX_DIGITS = 40;
@@ -32,21 +32,8 @@ const MAX_DIGITS = 40;
 /** A timestamp filter value as epoch milliseconds (a bare date is midnight UTC), or null. */
 export function parseTimestampMs(value: string): number | null {
   if (isCalendarDate(value)) return Date.parse(`${value}T00:00:00Z`);
-  const m = TIMESTAMP.exec(value);
-  if (!m || !isCalendarDate(m[1] as string)) return null;
-  if (!isClockTime(Number(m[2]), Number(m[3]), Number(m[4] ?? 0))) return null;
-  const zone = (m[6] ?? 'Z').replace(/^ /, '+');
-  const offset =
-    zone.toUpperCase() === 'Z'
-      ? 'Z'
-      : zone.length === 3
-        ? `${zone}:00`
-        : zone.includes(':')
-          ? zone
-          : `${zone.slice(0, 3)}:${zone.slice(3)}`;
-  const fraction = (m[5] ?? '').slice(0, 4);
-  const ms = Date.parse(`${m[1]}T${m[2]}:${m[3]}:${m[4] ?? '00'}${fraction}${offset}`);
-  return Number.isNaN(ms) ? null : ms;
+  const parts = readTimestamp(value, QUERY_TIMESTAMP);
+  return parts && timestampEpochMs(parts);
 }
 
 /** A scalar filter value parsed by kind into the text sent as a cast parameter; null = refused.

@@ -1,15 +1,12 @@
 // What a process believes of accounts to spare a write some work (a sale counter seen: no rare paths), checked
-// by the write's own statement. A statement that relied on a belief
-// divides by zero when its check finds it wrong (SQLSTATE 22012): nothing of the write commits, the belief is
-// dropped, and the engine runs the write again taking nothing for granted (`WriteMustRunAgain`).
-import { sqlState } from '../errors/database-errors.ts';
+// by the write's own statement. A statement that relied on a belief fails when its check finds it wrong
+// (infra/db/belief-check.ts): nothing of the write commits, the belief is dropped, and the engine runs the write
+// again taking nothing for granted (`WriteMustRunAgain`).
+import { beliefFailed } from '../infra/db/belief-check.ts';
 import { WriteMustRunAgain } from './write-engine.ts';
 
 /** Accounts remembered at most; past it the memory starts over (a forgotten account only costs a full write). */
 const MAX_REMEMBERED = 100_000;
-
-/** SQLSTATE 22012: a statement's check found what it relied on no longer true. */
-const isBeliefWrong = (err: unknown): boolean => sqlState(err) === '22012';
 
 /** The accounts (by tenant key) a belief holds for in this process. */
 export class AccountBeliefs {
@@ -34,7 +31,7 @@ export class AccountBeliefs {
   /** What a failure of a statement that relied on the belief for `key` means: its check failed, the write runs again. */
   meaning(key: string): (err: unknown) => unknown {
     return (err) => {
-      if (!isBeliefWrong(err)) return err;
+      if (!beliefFailed(err)) return err;
       this.drop(key);
       return new WriteMustRunAgain(this.why);
     };

@@ -8,7 +8,8 @@
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { AppError } from '../errors/app-error.ts';
-import { sqlState, violatedConstraint } from '../errors/database-errors.ts';
+import { hasSqlState, violatedConstraint } from '../errors/database-errors.ts';
+import { SQLSTATE } from '../errors/sqlstate.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import type { Db } from '../infra/db/database.ts';
 import { selectScoped } from '../infra/db/tenancy.ts';
@@ -82,5 +83,5 @@ export async function claimExternalId(
 
 /** Whether a database failure is the external-id unique index of `d`'s table refusing a second record. */
 export function isExternalIdViolation(d: ResourceDescriptor, err: unknown): boolean {
-  return sqlState(err) === '23505' && violatedConstraint(err).startsWith(`${d.table}_external_id_key`);
+  return hasSqlState(err, SQLSTATE.uniqueViolation) && violatedConstraint(err).startsWith(`${d.table}_external_id_key`);
 }

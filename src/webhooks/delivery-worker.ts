@@ -17,11 +17,10 @@ import type { Database } from '../infra/db/database.ts';
 import {
   type AccountKey,
   accountColumnSql,
-  accountKeySql,
   columnsScopedSql,
-  keyScopedSql,
+  conditionScopedSql,
   keysScopedSql,
-  sameAccountSql,
+  sameScopeSql,
   valuesScopedSql,
 } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
@@ -139,7 +138,7 @@ export class DeliveryWorker {
     try {
       const { rows } = await sql<{ ms: number | null }>`
         SELECT cast(extract(epoch from (min(greatest(d.next_attempt_at, coalesce(d.lease_until, d.next_attempt_at))) - now())) * 1000 as float8) AS ms
-        FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameAccountSql('e', 'd')} AND e.id = d.endpoint_id
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameScopeSql('e', 'd', 'account')} AND e.id = d.endpoint_id
         WHERE d.status = 'pending' AND e.enabled`.execute(this.database.db);
       const ms = rows[0]?.ms;
       if (ms !== null && ms !== undefined) wait = Math.min(IDLE_MS, Math.max(0, Math.ceil(Number(ms)) + 5));
@@ -169,7 +168,7 @@ export class DeliveryWorker {
   private async claim(): Promise<{ claimed: Claimed[]; due: number }> {
     const db = this.database.db;
     const { rows: due } = await sql<AccountKey>`
-      SELECT ${accountKeySql('d')} FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameAccountSql('e', 'd')} AND e.id = d.endpoint_id
+      SELECT ${accountColumnSql('d')} AS account_id, d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameScopeSql('e', 'd', 'account')} AND e.id = d.endpoint_id
       WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) AND e.enabled
       ORDER BY d.next_attempt_at
       LIMIT ${BATCH}`.execute(db);
@@ -178,7 +177,7 @@ export class DeliveryWorker {
       UPDATE webhook_deliveries SET lease_until = now() + cast(${`${this.leaseMs} milliseconds`} as interval), lease_owner = ${this.owner}
       WHERE ${keysScopedSql(due)}
         AND status = 'pending' AND (lease_until IS NULL OR lease_until < now())
-      RETURNING ${accountKeySql()}`.execute(db);
+      RETURNING ${accountColumnSql()} AS account_id, id`.execute(db);
     if (rows.length === 0) return { claimed: [], due: due.length };
     // The queue serves every tenant: deliveries are addressed by the ids just claimed, and each
     // carries the tenant of its event into its attempt.
@@ -187,8 +186,8 @@ export class DeliveryWorker {
         SELECT d.id AS delivery_id, d.attempt_count, d.endpoint_id, e.url, e.secret,
                CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS previous_secret,
                ${accountColumnSql('ev')} AS account_id, ev.mode, ev.id, ev.type, ev.created_at, ev.data, ev.request_id, ev.origin
-        FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameAccountSql('e', 'd')} AND e.id = d.endpoint_id
-          JOIN events ev ON ${sameAccountSql('ev', 'd')} AND ev.id = d.event_id
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameScopeSql('e', 'd', 'account')} AND e.id = d.endpoint_id
+          JOIN events ev ON ${sameScopeSql('ev', 'd', 'account')} AND ev.id = d.event_id
         WHERE ${keysScopedSql(rows, 'd')}`.execute(db)
     ).rows;
     const meta = rowMeta(eventRow);
@@ -248,7 +247,7 @@ export class DeliveryWorker {
   }
 
   private async release(c: Claimed): Promise<void> {
-    await sql`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE ${keyScopedSql(c.accountId, c.id)} AND lease_owner = ${this.owner}`.execute(
+    await sql`UPDATE webhook_deliveries SET lease_until = NULL, lease_owner = NULL WHERE ${conditionScopedSql({ accountId: c.accountId })} AND id = ${c.id} AND lease_owner = ${this.owner}`.execute(
       this.database.db,
     );
   }
@@ -263,7 +262,7 @@ export class DeliveryWorker {
       const updated = await sql`
         UPDATE webhook_deliveries
         SET status = ${status}, attempt_count = ${attempt}, next_attempt_at = ${nextAt?.toISOString() ?? null}, lease_until = NULL, lease_owner = NULL
-        WHERE ${keyScopedSql(c.accountId, c.id)}`.execute(trx);
+        WHERE ${conditionScopedSql({ accountId: c.accountId })} AND id = ${c.id}`.execute(trx);
       // Deleted while it was posted (its endpoint deleted, or its event past retention): nothing left to record.
       if (Number(updated.numAffectedRows ?? 0) === 0) return;
       await sql`
@@ -273,7 +272,7 @@ export class DeliveryWorker {
         trx,
       );
       if (outcome.ok) {
-        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE ${keyScopedSql(c.accountId, c.endpoint_id)} AND failing_since IS NOT NULL`.execute(
+        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE ${conditionScopedSql({ accountId: c.accountId })} AND id = ${c.endpoint_id} AND failing_since IS NOT NULL`.execute(
           trx,
         );
         return;
@@ -283,10 +282,10 @@ export class DeliveryWorker {
       await sql`
         UPDATE webhook_endpoints SET enabled = false,
           disabled_reason = ${`Disabled: every delivery failed for ${DISABLE_AFTER_DAYS} days (last: ${outcome.error ?? `HTTP ${outcome.status}`}).`}
-        WHERE ${keyScopedSql(c.accountId, c.endpoint_id)} AND failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days'`.execute(
+        WHERE ${conditionScopedSql({ accountId: c.accountId })} AND id = ${c.endpoint_id} AND failing_since < now() - interval '${sql.raw(String(DISABLE_AFTER_DAYS))} days'`.execute(
         trx,
       );
-      await sql`UPDATE webhook_endpoints SET failing_since = now() WHERE ${keyScopedSql(c.accountId, c.endpoint_id)} AND failing_since IS NULL`.execute(
+      await sql`UPDATE webhook_endpoints SET failing_since = now() WHERE ${conditionScopedSql({ accountId: c.accountId })} AND id = ${c.endpoint_id} AND failing_since IS NULL`.execute(
         trx,
       );
     });

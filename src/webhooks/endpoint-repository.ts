@@ -6,7 +6,7 @@ import { AppError, errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import type { Db } from '../infra/db/database.ts';
 import { EVENTS_COUNTER } from '../domain/numbering.ts';
-import { accountColumnSql, deleteScoped, insertScoped, selectScoped, TENANT_COLUMNS, updateScoped } from '../infra/db/tenancy.ts';
+import { conditionScopedSql, deleteScoped, insertScoped, selectScoped, TENANT_COLUMNS, updateScoped } from '../infra/db/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { isUuid } from '../schemas/formats.ts';
@@ -143,7 +143,9 @@ export async function deleteEndpoint(db: Db, tenant: Tenant, id: string): Promis
   if (!isUuid(id)) throw errors.notFound();
   await changeEndpoints(db, tenant, async (trx) => {
     // Its deliveries before itself (see changeEndpoints); their attempts go with them (ON DELETE CASCADE).
-    await sql`DELETE FROM webhook_deliveries WHERE ${accountColumnSql()} = ${tenant.accountId} AND endpoint_id = ${id}`.execute(trx);
+    await sql`DELETE FROM webhook_deliveries WHERE ${conditionScopedSql({ accountId: tenant.accountId })} AND endpoint_id = ${id}`.execute(
+      trx,
+    );
     const result = await deleteScoped(trx, 'webhook_endpoints', tenant).where('id', '=', id).executeTakeFirst();
     if (Number(result.numDeletedRows) === 0) throw errors.notFound();
   });

@@ -20,7 +20,7 @@ const FORWARD_SORT = 'created_at';
 async function deliveryOf(db: Db, tenant: Tenant, endpointId: string, id: string): Promise<string> {
   const { rows } = await sql<{ id: string }>`
     SELECT d.id FROM webhook_deliveries d
-    WHERE ${accountColumnSql('d')} = ${tenant.accountId} AND d.endpoint_id = ${endpointId} AND d.id = ${id}
+    WHERE ${conditionScopedSql({ accountId: tenant.accountId }, 'd')} AND d.endpoint_id = ${endpointId} AND d.id = ${id}
     UNION ALL
     SELECT a.delivery_id FROM webhook_attempts a
     WHERE ${conditionScopedSql(tenant, 'a')} AND a.endpoint_id = ${endpointId} AND a.id = ${id}
@@ -41,7 +41,7 @@ export async function retryDelivery(db: Db, tenant: Tenant, endpointId: string, 
   const delivery = await deliveryOf(db, tenant, endpointId, id);
   await sql`
     UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now()
-    WHERE ${accountColumnSql()} = ${tenant.accountId} AND endpoint_id = ${endpointId} AND id = ${delivery}`.execute(db);
+    WHERE ${conditionScopedSql({ accountId: tenant.accountId })} AND endpoint_id = ${endpointId} AND id = ${delivery}`.execute(db);
   return delivery;
 }
 

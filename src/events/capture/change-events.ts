@@ -7,7 +7,8 @@
 // record exactly as GET returns it, made by the read engine's projection over the row image (one statement per
 // table and batch), so events and reads can never disagree on a field.
 import { sql } from 'kysely';
-import type { Tenant } from '../../domain/tenant.ts';
+import type { KeyMode } from '../../domain/api-keys.ts';
+import { type Tenant, tenantKey, tenantOfRow } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/database.ts';
 import type { Row } from '../../infra/db/row.ts';
 import { quoteIdentifier } from '../../infra/db/identifiers.ts';
@@ -16,7 +17,6 @@ import { outputRow } from '../../query/output.ts';
 import { descriptorMeta } from '../../query/row-meta.ts';
 import { eventObjectOf, type ResourceDescriptor } from '../../resources/descriptor.ts';
 import { isSqlFragment } from '../../resources/insert-statement.ts';
-import { tenantChannelKey } from '../channels.ts';
 import type { EventAction } from '../event-types.ts';
 import type { CapturedTransaction, ImageKind, RowImage } from './captured.ts';
 import { ERASURE_ORIGIN, IMPORT_ORIGIN } from './setup.ts';
@@ -31,7 +31,7 @@ export interface EventOrigin {
 /** An event as capture writes it (the events table's columns). */
 export interface CapturedEvent {
   team_id: string;
-  mode: string;
+  mode: KeyMode;
   type: string;
   resource: string;
   data: { object: Row; previous_attributes: Row | null };
@@ -110,8 +110,7 @@ function changedAttributes(before: Row, after: Row): Row {
   return previous;
 }
 
-const recordKey = (c: Pick<RecordChange, 'descriptor' | 'tenant' | 'id'>): string =>
-  `${c.descriptor.table}/${c.tenant.accountId}/${c.tenant.mode}/${c.id}`;
+const recordKey = (c: Pick<RecordChange, 'descriptor' | 'tenant' | 'id'>): string => `${c.descriptor.table}/${tenantKey(c.tenant)}/${c.id}`;
 
 /** The records each transaction changed, in the order of their first change. */
 function recordChanges(transaction: CapturedTransaction): RecordChange[] {
@@ -121,13 +120,14 @@ function recordChanges(transaction: CapturedTransaction): RecordChange[] {
     const image = change.new ?? change.old;
     if (!table || !image) continue;
     const id = table.parentKey ? image[table.parentKey] : image.id;
-    if (typeof id !== 'string' || typeof image.team_id !== 'string' || typeof image.mode !== 'string') continue;
-    const key = recordKey({ descriptor: table.descriptor, tenant: { accountId: image.team_id, mode: image.mode } as Tenant, id });
+    const tenant = tenantOfRow(image.team_id, image.mode);
+    if (typeof id !== 'string' || !tenant) continue;
+    const key = recordKey({ descriptor: table.descriptor, tenant, id });
     let record = byKey.get(key);
     if (!record) {
       record = {
         descriptor: table.descriptor,
-        tenant: { accountId: image.team_id, mode: image.mode } as Tenant,
+        tenant,
         id,
         before: undefined,
         after: undefined,
@@ -189,7 +189,7 @@ async function recordsAsOfTheirChange(
   }
   const groups = new Map<string, RecordChange[]>();
   for (const change of unresolved) {
-    const key = `${change.descriptor.table}/${change.tenant.accountId}/${change.tenant.mode}`;
+    const key = `${change.descriptor.table}/${tenantKey(change.tenant)}`;
     groups.set(key, [...(groups.get(key) ?? []), change]);
   }
   for (const group of groups.values()) {
@@ -313,4 +313,4 @@ export async function eventsOf(db: Db, transactions: readonly CapturedTransactio
 }
 
 /** The channel key of an event's tenant. */
-export const eventChannel = (event: CapturedEvent): string => tenantChannelKey(event.team_id, event.mode);
+export const eventChannel = (event: CapturedEvent): string => tenantKey({ accountId: event.team_id, mode: event.mode });

@@ -7,6 +7,8 @@ import type postgres from 'postgres';
 import { noDelaySocket } from '../../infra/db/no-delay-socket.ts';
 import type { CapturedTransaction } from './captured.ts';
 import { PG_EPOCH_US, PgOutputReader, positionText, readPosition } from './pgoutput.ts';
+import { hasSqlState } from '../../errors/database-errors.ts';
+import { SQLSTATE } from '../../errors/sqlstate.ts';
 
 export type StreamItem = { kind: 'transaction'; transaction: CapturedTransaction } | { kind: 'caught-up'; position: number };
 
@@ -72,7 +74,7 @@ export class ReplicationStream {
       const [made] = await this.sql.unsafe(`CREATE_REPLICATION_SLOT ${slot} LOGICAL pgoutput NOEXPORT_SNAPSHOT`);
       return lsnNumber(String(made?.consistent_point));
     } catch (err) {
-      if ((err as { code?: string }).code === '42710') return null; // duplicate_object
+      if (hasSqlState(err, SQLSTATE.duplicateObject)) return null;
       throw err;
     }
   }

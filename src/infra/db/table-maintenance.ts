@@ -20,6 +20,8 @@
 import { CompiledQuery } from 'kysely';
 import type { Database } from './database.ts';
 import { quoteIdentifier } from './identifiers.ts';
+import { hasSqlState } from '../../errors/database-errors.ts';
+import { SQLSTATE } from '../../errors/sqlstate.ts';
 
 /** How often the sizes are compared. */
 export const CHECK_EVERY_MS = 10_000;
@@ -79,13 +81,11 @@ export async function maintainTables(database: Pick<Database, 'db' | 'engine'>):
       });
       done.analyzed.push(name);
     } catch (err) {
-      if ((err as { code?: unknown }).code !== UNDEFINED_TABLE) throw err;
+      if (!hasSqlState(err, SQLSTATE.undefinedTable)) throw err;
     }
   }
   return done;
 }
-
-const UNDEFINED_TABLE = '42P01';
 
 export interface TableMaintenanceLog {
   info(details: object, message: string): void;

@@ -24,11 +24,15 @@ export const ACCOUNT_COLUMN = 'team_id';
 /** The tenant's columns on every account-owned table. */
 export const TENANT_COLUMNS = [ACCOUNT_COLUMN, 'mode'] as const;
 
-/** Raw SQL: the tenant's columns then `columns`, for a column list or an ON CONFLICT target. */
-export const columnsScopedText = (columns: readonly string[] = []): string => [...TENANT_COLUMNS, ...columns].join(', ');
+/**
+ * Whom a statement's rows belong to: a tenant, or an account whatever its mode (ids are unique within an account,
+ * and a queue that serves every tenant, webhook deliveries, has no mode of its own). The condition helpers take
+ * either; the statements that write or list a tenant's rows take a `Tenant`.
+ */
+export type Scope = Tenant | { accountId: string; mode?: undefined };
 
-/** Raw SQL: rows of `alias` of the account bound at `$param` (ids are unique within an account, whatever the mode). */
-export const accountConditionText = (alias: string, param: number): string => `${alias}.${ACCOUNT_COLUMN} = $${param}::uuid`;
+/** Raw SQL: the tenant's columns then `columns`, for a column list or an ON CONFLICT target. */
+const columnsScopedText = (columns: readonly string[] = []): string => [...TENANT_COLUMNS, ...columns].join(', ');
 
 /** A COPY into an account-owned table: the tenant's columns first, then `columns`; each line starts with `linePrefix`. */
 export function copyScoped(scope: Tenant, columns: readonly string[]): { columns: string[]; linePrefix: string } {
@@ -36,22 +40,26 @@ export function copyScoped(scope: Tenant, columns: readonly string[]): { columns
   return { columns: [...TENANT_COLUMNS, ...columns], linePrefix: `${scope.accountId}\t${scope.mode}` };
 }
 
-/** Raw SQL (the bulk import's session): the tenant condition on `alias`, its values bound from `$first`. */
-export function conditionScoped(scope: Tenant, alias: string, first: number): { text: string; params: [string, string] } {
-  return { text: `${accountConditionText(alias, first)} AND ${alias}.mode = $${first + 1}`, params: [scope.accountId, scope.mode] };
+/** Raw SQL (the bulk import's session): the scope's condition on `alias`, its values bound from `$first`. */
+export function conditionScoped(scope: Scope, alias: string, first: number): { text: string; params: string[] } {
+  const account = `${alias}.${ACCOUNT_COLUMN} = $${first}::uuid`;
+  if (scope.mode === undefined) return { text: account, params: [scope.accountId] };
+  return { text: `${account} AND ${alias}.mode = $${first + 1}`, params: [scope.accountId, scope.mode] };
 }
 
-/** Raw SQL: an INSERT of one row of the tenant, `values` bound after the tenant's, and its ON CONFLICT clause. */
+/** Raw SQL: an INSERT of one row of the tenant, `values` bound after the tenant's; on a conflict on the tenant's
+ *  columns and `onConflict.columns`, its `action` (`DO UPDATE SET …`). */
 export function insertScopedText(
   table: string,
   scope: Tenant,
   values: Readonly<Record<string, { value: unknown; cast?: string }>>,
-  onConflict = '',
+  onConflict?: { columns: readonly string[]; action: string },
 ): { text: string; params: unknown[] } {
   const names = Object.keys(values);
   const placeholders = names.map((name, i) => `$${i + 3}${values[name]?.cast ? `::${values[name]?.cast}` : ''}`);
+  const conflict = onConflict ? ` ON CONFLICT (${columnsScopedText(onConflict.columns)}) ${onConflict.action}` : '';
   return {
-    text: `INSERT INTO ${table} (${columnsScopedText(names)}) VALUES ($1::uuid, $2, ${placeholders.join(', ')}) ${onConflict}`.trim(),
+    text: `INSERT INTO ${table} (${columnsScopedText(names)}) VALUES ($1::uuid, $2, ${placeholders.join(', ')})${conflict}`,
     params: [scope.accountId, scope.mode, ...names.map((name) => values[name]?.value)],
   };
 }
@@ -65,18 +73,19 @@ export const accountColumnSql = (alias?: string): RawBuilder<unknown> => sql.raw
 /** A `sql`-tagged statement: the tenant's values, bound in the order of `columnsScopedSql`. */
 export const valuesScopedSql = (scope: Tenant): RawBuilder<unknown> => sql`${scope.accountId}, ${scope.mode}`;
 
-/** A `sql`-tagged statement: the tenant condition on `alias`, its values bound. */
-export const conditionScopedSql = (scope: Tenant, alias: string): RawBuilder<SqlBool> =>
-  sql<SqlBool>`${accountColumnSql(alias)} = ${scope.accountId} AND ${sql.raw(`${alias}.mode`)} = ${scope.mode}`;
+/** A `sql`-tagged statement: the scope's condition on `alias` (or on unqualified columns), its values bound. */
+export function conditionScopedSql(scope: Scope, alias?: string): RawBuilder<SqlBool> {
+  const account = sql<SqlBool>`${accountColumnSql(alias)} = ${scope.accountId}`;
+  if (scope.mode === undefined) return account;
+  return sql<SqlBool>`${account} AND ${sql.raw(alias ? `${alias}.mode` : 'mode')} = ${scope.mode}`;
+}
 
-/** A `sql`-tagged condition: rows of `left` and `right` belong to the same account (a join or a correlation,
- *  on the distribution column, so the two rows sit on one Citus node). */
-export const sameAccountSql = (left: string, right: string): RawBuilder<SqlBool> =>
-  sql<SqlBool>`${accountColumnSql(left)} = ${accountColumnSql(right)}`;
-
-/** A `sql`-tagged condition: rows of `left` and `right` belong to the same tenant (account and mode). */
-export const sameTenantSql = (left: string, right: string): RawBuilder<SqlBool> =>
-  sql<SqlBool>`${sameAccountSql(left, right)} AND ${sql.raw(`${left}.mode = ${right}.mode`)}`;
+/** A `sql`-tagged condition: rows of `left` and `right` belong to the same account, or the same tenant (account and
+ *  mode). A join or a correlation on the distribution column, so the two rows sit on one Citus node. */
+export function sameScopeSql(left: string, right: string, scope: 'account' | 'tenant'): RawBuilder<SqlBool> {
+  const account = sql<SqlBool>`${accountColumnSql(left)} = ${accountColumnSql(right)}`;
+  return scope === 'account' ? account : sql<SqlBool>`${account} AND ${sql.raw(`${left}.mode = ${right}.mode`)}`;
+}
 
 /** A `sql`-tagged condition: rows of `alias` belong to the tenant of the API key `keyAlias` (an `api_keys` row,
  *  whose account column is `account_id`). */
@@ -93,29 +102,16 @@ export interface AccountKey {
   id: string;
 }
 
-/** A `sql`-tagged select list: the key of `alias`'s rows, named as `AccountKey`. */
-export const accountKeySql = (alias?: string): RawBuilder<unknown> =>
-  sql.raw(alias ? `${alias}.${ACCOUNT_COLUMN} AS account_id, ${alias}.id` : `${ACCOUNT_COLUMN} AS account_id, id`);
-
-/** A row of such a queue by its key. */
-export const keyScopedSql = (accountId: string, id: string): RawBuilder<SqlBool> =>
-  sql<SqlBool>`${accountColumnSql()} = ${accountId} AND id = ${id}`;
-
 /** Rows of such a queue by their keys: `(team_id, id) IN (…)`, one shard-routable pair each (docs/scale-out.md). */
 export const keysScopedSql = (keys: readonly AccountKey[], alias?: string): RawBuilder<SqlBool> => {
   const key = alias ? `(${alias}.${ACCOUNT_COLUMN}, ${alias}.id)` : `(${ACCOUNT_COLUMN}, id)`;
   return sql<SqlBool>`${sql.raw(key)} IN (${sql.join(keys.map((k) => sql`(${k.account_id}::uuid, ${k.id}::uuid)`))})`;
 };
 
-/** One row of the account by id, whatever its mode (ids are unique within an account). */
-export function selectAccountOwned(db: Db, table: string, accountId: string, id: string): ScopedSelect {
-  return untyped(db).selectFrom(table).where(ACCOUNT_COLUMN, '=', accountId).where('id', '=', id);
-}
-
 /** Conditions besides the tenant that bound what a resource may see (column → allowed values, or null for IS NULL). */
-export type FixedConditions = Readonly<Record<string, readonly string[] | null>>;
+type FixedConditions = Readonly<Record<string, readonly string[] | null>>;
 
-export type ScopedSelect = SelectQueryBuilder<any, any, any>;
+type ScopedSelect = SelectQueryBuilder<any, any, any>;
 type Values = Record<string, unknown>;
 
 /** The descriptor engine names its tables at run time (`descriptor.table`), which the typed tables cannot

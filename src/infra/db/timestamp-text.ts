@@ -3,6 +3,7 @@
 // back into that string. A list page carries two timestamps per row; building and printing those
 // Dates was the largest cost of ours in a list request's profile (docs/performance.md).
 import type { ColumnType } from 'kysely';
+import { RFC3339, readTimestamp, timestampEpochMs } from '../../schemas/formats.ts';
 
 /** A timestamptz column as Kysely sees it (tables.ts): read as that string, written as a Date or a string. */
 export type TimestampText = ColumnType<string, Date | string, Date | string>;
@@ -26,8 +27,6 @@ export function isoTimestamp(text: string): string {
   return Number.isNaN(date.getTime()) ? text : date.toISOString();
 }
 
-const TIMESTAMP_INPUT = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?(?:[Zz]|([+-])(\d{2}):?(\d{2}))?$/;
-
 /**
  * A timestamp a client sent (RFC 3339, validated), as the API prints it once stored: what `isoTimestamp`
  * makes of the column PostgreSQL fills from it, without asking PostgreSQL. Undefined where the two could
@@ -35,15 +34,9 @@ const TIMESTAMP_INPUT = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(
  * 1000–9998 (printed through Date, or outside its 4-digit form).
  */
 export function printedTimestamp(input: string): string | undefined {
-  const m = TIMESTAMP_INPUT.exec(input);
-  if (!m) return undefined;
-  const year = Number(m[1]);
-  if (year < 1000 || year > 9998) return undefined;
-  // Microseconds are stored exactly and printed cut to the millisecond.
-  const ms = Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
-  let at = Date.UTC(year, Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0), ms);
-  // Without an offset the session's zone (UTC) applies.
-  if (m[8]) at -= (m[8] === '-' ? -1 : 1) * (Number(m[9]) * 60 + Number(m[10])) * 60_000;
-  const printed = new Date(at).toISOString();
+  const parts = readTimestamp(input, RFC3339);
+  if (!parts || parts.fraction.length > 6 || parts.year < 1000 || parts.year > 9998) return undefined;
+  // Microseconds are stored exactly and printed cut to the millisecond; without an offset the session's zone (UTC) applies.
+  const printed = new Date(timestampEpochMs(parts)).toISOString();
   return printed.length === 24 ? printed : undefined;
 }

@@ -1,23 +1,24 @@
-// The per-tenant `transaction_number` of a new sale (DECISIONS B.6), kept in tenant_counters and
-// read and written through the tenancy helper like every other account-owned statement; taken in the
-// sale's own INSERT.
-import { type Compilable, type CompiledQuery, type RawBuilder, sql } from 'kysely';
-import { TRANSACTION_COUNTER } from '../../domain/numbering.ts';
-import type { Tenant } from '../../domain/tenant.ts';
+// The statements of the per-tenant `transaction_number` of a new sale: the rule and the format of a number are
+// domain/numbering.ts'; here they are SQL, kept in tenant_counters and read and written through the tenancy helper
+// like every other account-owned statement, and taken in the sale's own INSERT.
+import { type Compilable, type CompiledQuery, type QueryCreator, type RawBuilder, sql } from 'kysely';
+import { COUNTED_NUMBER_PATTERN, TRANSACTION_COUNTER } from '../../domain/numbering.ts';
+import { boundTenant, type Tenant, tenantKey, tenantValues } from '../../domain/tenant.ts';
+import { unlessNoneProve } from '../../infra/db/belief-check.ts';
 import type { Db } from '../../infra/db/database.ts';
 import {
   conditionScopedSql,
   insertScoped,
   insertScopedFromJson,
   rowsAsJson,
-  sameAccountSql,
+  sameScopeSql,
   selectScoped,
   TENANT_COLUMNS,
   tenantValuesAs,
   updateScoped,
 } from '../../infra/db/tenancy.ts';
 import type { Row } from '../../infra/db/row.ts';
-import { sharedStatementCache } from '../../infra/db/statement-cache.ts';
+import { ShapeKeys, sharedStatementCache } from '../../infra/db/statement-cache.ts';
 import type { Shaped, SqlShape } from '../../infra/db/sql-shape.ts';
 import type { StatementTail } from '../descriptor.ts';
 import { AccountBeliefs } from '../account-beliefs.ts';
@@ -28,12 +29,10 @@ import { AccountBeliefs } from '../account-beliefs.ts';
  * of `transactions` a second time). The counter row stays locked until the transaction ends, so concurrent
  * creations get consecutive numbers and a rolled-back sale gives its number back; a creation sends all its
  * statements and its COMMIT in one round trip, so the lock is held while the server runs them, not across a
- * wait for Node. Two rare cases are settled in the same statement:
- * - a number an import stored after the counter was created is skipped: the counter jumps past the
- *   largest stored number;
- * - the tenant's first sale (no counter: `bumped` updated nothing) creates the counter just past the
- *   largest number already stored (imports); a concurrent first sale conflicts on the key, waits for
- *   this one, then takes the next value.
+ * wait for Node. The rule's two rare cases (domain/numbering.ts) are settled in the same statement:
+ * - a taken next number: the counter jumps past the largest stored number;
+ * - the tenant's first sale (no counter: `bumped` updated nothing) creates the counter; a concurrent first
+ *   sale conflicts on the key, waits for this one, then takes the next value.
  * The largest stored number is a scan of the tenant's sales, so it sits where only those cases reach it
  * (a CASE branch, and a row that exists only when no counter did: PostgreSQL runs such a sub-select only
  * then). The counter is bumped by an UPDATE and created by an INSERT … SELECT, and the sale is inserted by an
@@ -65,7 +64,7 @@ export function numberedSaleInsert(
   );
   const key = tail ? `${shapeKey}|${tail.key}` : shapeKey;
   // Plain loops: this runs for every sale, with about 150 values.
-  const bound: unknown[] = [tenant.accountId, tenant.mode];
+  const bound: unknown[] = tenantValues(tenant);
   for (const c of columns) bound.push(values[c]);
   for (const c of historyColumns) bound.push(followUps.history[c]);
   if (itemsAsValues) for (const row of rows) for (const c of itemColumns) bound.push(row[c]);
@@ -74,7 +73,7 @@ export function numberedSaleInsert(
   if (tail) for (const value of tail.values) bound.push(value);
   // One shape per column lists (and count of items sent as values): built once, then only bound (src/infra/db/statement-cache.ts).
   return sharedStatementCache(trx).statement(NUMBERED_INSERT, key, 0, bound, (b) => {
-    const scope = { accountId: b[0], mode: b[1] } as Tenant;
+    const scope = boundTenant(b);
     const sale = b.slice(2, 2 + columns.length);
     const history = Object.fromEntries(historyColumns.map((c, i) => [c, b[2 + columns.length + i]]));
     const boundItems = b.slice(2 + columns.length + historyColumns.length, tailAt);
@@ -109,29 +108,6 @@ const definedColumns = (row: Row): string[] => {
   return columns;
 };
 
-/**
- * The statement cache's key of a shape named by a few column lists: the text of the last one is kept while the lists
- * stay the same (every sale's are), so a sale compares a few dozen names instead of joining and hashing anew a text
- * of 400 characters.
- */
-class ShapeKeys {
-  private lastPrefix = '';
-  private lastLists: readonly (readonly string[])[] = [];
-  private lastKey = '';
-
-  of(prefix: string, ...lists: readonly (readonly string[])[]): string {
-    if (prefix !== this.lastPrefix || !sameLists(lists, this.lastLists)) {
-      this.lastPrefix = prefix;
-      this.lastLists = lists;
-      this.lastKey = `${prefix}|${lists.map((list) => list.join(',')).join('|')}`;
-    }
-    return this.lastKey;
-  }
-}
-
-const sameLists = (a: readonly (readonly string[])[], b: readonly (readonly string[])[]): boolean =>
-  a.length === b.length && a.every((list, i) => list.length === b[i]!.length && list.every((name, j) => name === b[i]![j]));
-
 const shapeKeys = new ShapeKeys();
 
 /**
@@ -143,8 +119,8 @@ const shapeKeys = new ShapeKeys();
  * and the INSERT creates the counter as before.
  */
 export function lockedCounter(trx: Db, tenant: Tenant): CompiledQuery {
-  return sharedStatementCache(trx).statement(COUNTER_LOCK, '', 0, [tenant.accountId, tenant.mode], (b) => [
-    selectScoped(trx, 'tenant_counters', { accountId: b[0], mode: b[1] } as Tenant)
+  return sharedStatementCache(trx).statement(COUNTER_LOCK, '', 0, tenantValues(tenant), (b) => [
+    selectScoped(trx, 'tenant_counters', boundTenant(b))
       .select(sql<number>`1`.as('locked'))
       .where('name', '=', TRANSACTION_COUNTER)
       .forUpdate(),
@@ -248,23 +224,22 @@ interface CteChain {
 function withNextNumber(trx: Db, tenant: Tenant) {
   const largestStored = selectScoped(trx, 'transactions', tenant)
     .select(sql`coalesce(max(transaction_number::numeric), 0) + 1`.as('next'))
-    .where(sql<boolean>`transaction_number ~ '^[0-9]{1,18}$'`);
+    .where(sql<boolean>`transaction_number ~ ${sql.lit(COUNTED_NUMBER_PATTERN)}`);
   const afterLargestStored = () => sql<number>`(${largestStored})`;
   // In the UPDATE the scan is tied to the counter row, which makes it a SubPlan that runs only when its
   // CASE branch is taken. An uncorrelated one is an InitPlan, and PostgreSQL computes every InitPlan of
   // an UPDATE when it re-checks a row a concurrent transaction changed (EvalPlanQual): with sales
   // arriving together that was every sale, and a scan of all the tenant's sales each (docs/performance.md).
-  const afterLargestStoredForCounter = sql<number>`(${largestStored.where(sameAccountSql('transactions', 'tenant_counters'))})`;
+  const afterLargestStoredForCounter = sql<number>`(${largestStored.where(sameScopeSql('transactions', 'tenant_counters', 'account'))})`;
   const nextTaken = nextNumberTaken(trx, tenant);
   return trx
     .with('bumped', (db) =>
-      updateScoped(db, 'tenant_counters', tenant)
-        .set({
-          value: sql`case when exists (${nextTaken})
+      bumpedCounter(
+        db,
+        tenant,
+        sql`case when exists (${nextTaken})
             then greatest(tenant_counters.value + 1, ${afterLargestStoredForCounter}) else tenant_counters.value + 1 end`,
-        })
-        .where('name', '=', TRANSACTION_COUNTER)
-        .returning('value'),
+      ),
     )
     .with('created', (db) =>
       db
@@ -295,14 +270,15 @@ function withNextNumber(trx: Db, tenant: Tenant) {
 function withNextNumberOfKnownCounter(trx: Db, tenant: Tenant) {
   const nextTaken = nextNumberTaken(trx, tenant);
   return trx
-    .with('bumped', (db) =>
-      updateScoped(db, 'tenant_counters', tenant)
-        .set({ value: sql`tenant_counters.value + 1` })
-        .where('name', '=', TRANSACTION_COUNTER)
-        .where(sql<boolean>`not exists (${nextTaken})`)
-        .returning('value'),
-    )
-    .with('next', (db) => db.selectFrom('bumped').select(sql<number>`coalesce(max("value"), 1 / count(*))`.as('value')));
+    .with('bumped', (db) => bumpedCounter(db, tenant, sql`tenant_counters.value + 1`).where(sql<boolean>`not exists (${nextTaken})`))
+    .with('next', (db) =>
+      db.selectFrom('bumped').select(sql<number>`coalesce(max("value"), ${unlessNoneProve(sql`count(*)`)})`.as('value')),
+    );
+}
+
+/** The CTE `bumped` of both ways to the next number: the tenant's sale counter set to `value`, which it answers. */
+function bumpedCounter(db: QueryCreator<any>, tenant: Tenant, value: RawBuilder<unknown>) {
+  return updateScoped(db, 'tenant_counters', tenant).set({ value }).where('name', '=', TRANSACTION_COUNTER).returning('value');
 }
 
 /** The sale already stored under the counter's next number (an import's), if any: read in the counter's UPDATE. */
@@ -337,13 +313,11 @@ export class SaleNumbering {
   }
 }
 
-const tenantKey = (tenant: Tenant) => `${tenant.accountId}:${tenant.mode}`;
-
 /** The sale's number as a later statement of the numbering transaction reads it: a shape (sql-shape.ts), built
  *  once into the statements of every sale that store a copy of it (its event and its stored response). */
 export function numberOf(tenant: Tenant, saleId: string): SqlShape<string> {
-  return { key: 'sale number', values: [tenant.accountId, tenant.mode, saleId], build: numberOfSql };
+  return { key: 'sale number', values: [...tenantValues(tenant), saleId], build: numberOfSql };
 }
 
-const numberOfSql = ([accountId, mode, saleId]: readonly unknown[]) =>
-  sql<string>`(SELECT t.transaction_number FROM transactions AS t WHERE ${conditionScopedSql({ accountId, mode } as Tenant, 't')} AND t.id = cast(${saleId} as uuid))`;
+const numberOfSql = (values: readonly unknown[]) =>
+  sql<string>`(SELECT t.transaction_number FROM transactions AS t WHERE ${conditionScopedSql(boundTenant(values), 't')} AND t.id = cast(${values[2]} as uuid))`;
