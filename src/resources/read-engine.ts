@@ -4,7 +4,8 @@ import type { Pagination } from '../http/envelope.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import type { CompiledQuery } from 'kysely';
 import { AppError, errors } from '../errors/app-error.ts';
-import { sqlState } from '../errors/database-errors.ts';
+import { hasSqlState } from '../errors/database-errors.ts';
+import { SQLSTATE } from '../errors/sqlstate.ts';
 import type { Row } from '../infra/db/row.ts';
 import type { Db } from '../infra/db/database.ts';
 import { requireTenant } from '../infra/db/tenancy.ts';
@@ -149,7 +150,7 @@ export async function countRecords(
 
 /** A statement past the statement timeout, answered as what it is: a 503 whose detail names the slow part. */
 export function tooSlow(err: unknown, what: string, remedy: string): unknown {
-  if (sqlState(err) !== '57014') return err;
+  if (!hasSqlState(err, SQLSTATE.queryCanceled)) return err;
   const e = errors.serviceUnavailable(err);
   return new AppError('service_unavailable', {
     detail: `The ${what} took longer than the statement timeout allows. ${remedy}`,
