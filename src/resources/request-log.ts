@@ -9,8 +9,7 @@ import { sql } from 'kysely';
 import type { AuthContext, Tenant } from '../domain/tenant.ts';
 import { listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
-import { sendAhead } from '../infra/db/send-ahead.ts';
-import { builtShape, type SqlShape } from '../infra/db/sql-shape.ts';
+import type { SqlShape } from '../infra/db/sql-shape.ts';
 import { columnsScopedSql, keyTenantSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import type { QueryableResource } from '../query/contract.ts';
 import type { FilterPlan } from '../query/plan.ts';
@@ -68,7 +67,7 @@ export interface WriteRequest {
   idempotencyKey: string | null;
 }
 
-/** The INSERT of a write's entry: a statement of its own (logWrite), or a CTE of the write's event statement. */
+/** The INSERT of a write's entry, a CTE of the write's tail (write-engine.ts). */
 export function logEntryShape(written: WrittenRecord, request: WriteRequest): SqlShape {
   return {
     key: 'request log entry',
@@ -92,11 +91,6 @@ const logEntrySql = ([accountId, mode, apiKeyId, requestId, method, path, status
     INSERT INTO request_log (${columnsScopedSql(['id', 'api_key_id', 'request_id', 'method', 'path', 'status', 'idempotency_key', 'resource', 'resource_id'])})
     VALUES (${valuesScopedSql({ accountId, mode } as Tenant)}, gen_random_uuid(), ${apiKeyId}, ${requestId}, ${method},
       ${path}, ${status}, ${idempotencyKey}, ${resource}, ${id})`;
-
-/** Records the entry of a write in its transaction; sent ahead, with the write's last statements. */
-export async function logWrite(trx: Db, written: WrittenRecord, request: WriteRequest): Promise<void> {
-  await sendAhead(trx, builtShape(logEntryShape(written, request)).compile(trx));
-}
 
 let nextPurge = 0;
 

@@ -34,6 +34,9 @@ class TracedConnection implements DatabaseConnection {
 const own = (connection: DatabaseConnection): DatabaseConnection =>
   connection instanceof TracedConnection ? connection.inner : connection;
 
+/** The engine's own connection under a traced one (a write transaction asks it for its driver abilities). */
+export const engineConnection = own;
+
 type Compile = QueryCompiler['compileQuery'];
 
 class TraceableDriver implements Driver {
