@@ -37,6 +37,10 @@ const own = (connection: DatabaseConnection): DatabaseConnection =>
 /** The engine's own connection under a traced one (a write transaction asks it for its driver abilities). */
 export const engineConnection = own;
 
+/** The tracer of a traced connection (a write transaction traces what it sends past Kysely: statements sent ahead, COMMIT). */
+export const connectionTracer = (connection: DatabaseConnection): StatementTracer | undefined =>
+  connection instanceof TracedConnection ? connection.tracer : undefined;
+
 type Compile = QueryCompiler['compileQuery'];
 
 class TraceableDriver implements Driver {

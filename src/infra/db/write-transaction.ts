@@ -4,11 +4,19 @@
 // nothing rides on async context or on the identity of a compiled query. PostgreSQL's connection implements
 // the abilities (postgres-dialect.ts); any other connection (PGlite, which has no round trip to save) gets the
 // trivial ones: statements run at once, no lane, no commit position.
-import { CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type Kysely, SingleConnectionProvider, Transaction } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type Kysely,
+  SingleConnectionProvider,
+  Transaction,
+} from 'kysely';
 import type { CommitPosition } from './commit-lsn.ts';
 import { asItIs, type DeferredStatement, deferredStatement, type FailureMeaning, type SentAhead } from './send-ahead.ts';
 import type { DB } from './tables.ts';
-import { engineConnection } from './traced-driver.ts';
+import { connectionTracer, engineConnection } from './traced-driver.ts';
 
 /** A handle of the database (database.ts `Db`, not imported: the driver imports this module). */
 type Db = Kysely<DB>;
@@ -74,7 +82,17 @@ export async function writeTransaction<T>(db: Db, options: WriteTransactionOptio
   const executor = db.getExecutor();
   return executor.provideConnection(async (given) => {
     const own = engineConnection(given);
-    const connection = isWriteConnection(own) ? own : immediate(given);
+    const abilities = isWriteConnection(own) ? own : immediate(given);
+    const tracer = connectionTracer(given);
+    // Traced like the statements Kysely sends (traced-driver.ts): what goes past Kysely gets its span here.
+    const connection: WriteConnection = tracer
+      ? {
+          beginWrite: (options) => abilities.beginWrite(options),
+          sendAhead: (query, statement) => tracer.statement(query.sql, () => abilities.sendAhead(query, statement)),
+          commitWrite: () => tracer.statement('COMMIT', () => abilities.commitWrite()),
+          rollbackWrite: () => tracer.statement('ROLLBACK', () => abilities.rollbackWrite()),
+        }
+      : abilities;
     const handle: Db = new Transaction<DB>({
       config: { dialect: NOTHING_OF_ITS_OWN },
       dialect: NOTHING_OF_ITS_OWN,
