@@ -16,7 +16,8 @@ import { sales } from '../src/resources/sales.ts';
 import { sharedStatementCache, statementCache } from '../src/infra/db/statement-cache.ts';
 import { constantSql, insertStatement, insertsStatement } from '../src/resources/insert-statement.ts';
 import { numberedSaleInsert, numberOf } from '../src/resources/writes/transaction-number.ts';
-import { ORIGIN_STATEMENT, originShape, originStatementShape } from '../src/events/write-origin.ts';
+import { originShape } from '../src/events/write-origin.ts';
+import { TAIL_STATEMENT, tailStatementShape } from '../src/resources/write-engine.ts';
 import { IdempotencyStore } from '../src/infra/idempotency-store.ts';
 import { placeholder } from '../src/infra/db/send-ahead.ts';
 import { builtShape, compiledShape } from '../src/infra/db/sql-shape.ts';
@@ -87,16 +88,16 @@ describe('statement cache', () => {
           ),
         },
       ];
-      return originStatementShape(`{"key_id":"${ID_A}","request_id":"req-${i}"}`, besides);
+      return tailStatementShape(originShape(`{"key_id":"${ID_A}","request_id":"req-${i}"}`, besides));
     };
     for (const i of [0, 1]) {
       const shape = shapeFor(i);
       const built = plain(builtShape(shape).compile(fresh));
-      assert.deepEqual(plain(compiledShape(db, ORIGIN_STATEMENT, shape)), built);
+      assert.deepEqual(plain(compiledShape(db, TAIL_STATEMENT, shape)), built);
       assert.ok(built.parameters.includes(tenants[i]!.accountId) && built.parameters.includes(`req-${i}`));
     }
     // Every value is a parameter, so the shape has one template: nothing is built again per write.
-    assert.equal(sharedStatementCache(db).cachedShapes(ORIGIN_STATEMENT), 1);
+    assert.equal(sharedStatementCache(db).cachedShapes(TAIL_STATEMENT), 1);
   });
 
   test('the row limit is written into the text (one text per limit), never sent as a parameter', () => {

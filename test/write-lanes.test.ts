@@ -6,11 +6,16 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/database.ts';
 import { prepareDatabase } from '../src/events/capture/setup.ts';
-import { onWriteLane } from '../src/infra/db/write-lanes.ts';
+import { writeTransaction } from '../src/infra/db/write-transaction.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { type OwnPostgres, startOwnPostgres } from './helpers/postgres-server.ts';
 import { item, writer } from './helpers/write-fixtures.ts';
 import { until } from './helpers/poll.ts';
+
+/** A write transaction on the lane of `key`, handing `fn` its Kysely handle. */
+const onLane = <T>(key: string, fn: (trx: Database['db']) => Promise<T>): Promise<T> =>
+  writeTransaction(lanesDb(), { lane: key }, (tx) => fn(tx.db));
+let lanesDb: () => Database['db'];
 
 const backendPid = async (db: Database['db']): Promise<number> =>
   Number((await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db)).rows[0]!.pid);
@@ -27,6 +32,7 @@ describe('write lanes', () => {
       dbTimeouts: { ...DEFAULT_DB_TIMEOUTS, acquireMs: 400, statementMs: 10_000 },
     });
     await prepareDatabase(database);
+    lanesDb = () => database.db;
     await sql`create table lane_probe (tx text, step int, seen int, at timestamptz default clock_timestamp())`.execute(database.db);
   });
   after(async () => {
@@ -37,22 +43,18 @@ describe('write lanes', () => {
   it("runs a lane's transactions on one connection, each after the one before has ended, even one awaiting answers", async () => {
     const { db } = database;
     const pids: number[] = [];
-    const slow = onWriteLane('tenant-a', () =>
-      db.transaction().execute(async (trx) => {
-        pids.push(await backendPid(trx));
-        await sql`insert into lane_probe (tx, step) values ('slow', 1)`.execute(trx);
-        await sql`select pg_sleep(0.2)`.execute(trx);
-        await sql`insert into lane_probe (tx, step) values ('slow', 2)`.execute(trx);
-      }),
-    );
+    const slow = onLane('tenant-a', async (trx) => {
+      pids.push(await backendPid(trx));
+      await sql`insert into lane_probe (tx, step) values ('slow', 1)`.execute(trx);
+      await sql`select pg_sleep(0.2)`.execute(trx);
+      await sql`insert into lane_probe (tx, step) values ('slow', 2)`.execute(trx);
+    });
     // Begun while the first waits for its answers: it enters the lane once the first has sent its COMMIT, and so
     // sees both of its rows.
-    const next = onWriteLane('tenant-a', () =>
-      db.transaction().execute(async (trx) => {
-        pids.push(await backendPid(trx));
-        await sql`insert into lane_probe (tx, step, seen) select 'next', 1, count(*) from lane_probe where tx = 'slow'`.execute(trx);
-      }),
-    );
+    const next = onLane('tenant-a', async (trx) => {
+      pids.push(await backendPid(trx));
+      await sql`insert into lane_probe (tx, step, seen) select 'next', 1, count(*) from lane_probe where tx = 'slow'`.execute(trx);
+    });
     await Promise.all([slow, next]);
     assert.equal(pids.length, 2);
     assert.equal(pids[0], pids[1], 'both on the lane connection');
@@ -65,31 +67,25 @@ describe('write lanes', () => {
 
   it('sends a transaction opened inside a lane transaction to the pool, where it does not wait for its parent', async () => {
     const { db } = database;
-    const [outer, inner] = await onWriteLane('tenant-b', () =>
-      db.transaction().execute(async (trx) => {
-        const own = await backendPid(trx);
-        const nested = await db.transaction().execute((t) => backendPid(t));
-        return [own, nested];
-      }),
-    );
+    const [outer, inner] = await onLane('tenant-b', async (trx) => {
+      const own = await backendPid(trx);
+      const nested = await db.transaction().execute((t) => backendPid(t));
+      return [own, nested];
+    });
     assert.notEqual(outer, inner);
     // The lane still serves its tenant afterwards.
-    assert.ok((await onWriteLane('tenant-b', () => db.transaction().execute((t) => backendPid(t)))) > 0);
+    assert.ok((await onLane('tenant-b', (t) => backendPid(t))) > 0);
   });
 
   it("keeps a failed transaction's failure and rows to itself: the lane's next transaction commits", async () => {
     const { db } = database;
-    const failing = onWriteLane('tenant-c', () =>
-      db.transaction().execute(async (trx) => {
-        await sql`insert into lane_probe (tx, step) values ('failed', 1)`.execute(trx);
-        await sql`select 1 / 0`.execute(trx);
-      }),
-    );
-    const following = onWriteLane('tenant-c', () =>
-      db.transaction().execute(async (trx) => {
-        await sql`insert into lane_probe (tx, step) values ('after failure', 1)`.execute(trx);
-      }),
-    );
+    const failing = onLane('tenant-c', async (trx) => {
+      await sql`insert into lane_probe (tx, step) values ('failed', 1)`.execute(trx);
+      await sql`select 1 / 0`.execute(trx);
+    });
+    const following = onLane('tenant-c', async (trx) => {
+      await sql`insert into lane_probe (tx, step) values ('after failure', 1)`.execute(trx);
+    });
     await assert.rejects(failing, /division by zero/);
     await following;
     const { rows } = await sql<{ tx: string }>`select tx from lane_probe where tx in ('failed', 'after failure')`.execute(db);
@@ -100,37 +96,32 @@ describe('write lanes', () => {
   });
 
   it('bounds the wait for a lane: past acquireMs a transaction fails with a timeout, and the lane serves the next', async () => {
-    const { db } = database;
     let holderEnded = false;
-    const holding = onWriteLane('tenant-d', () =>
-      db.transaction().execute(async (trx) => {
-        await sql`select pg_sleep(2)`.execute(trx);
-      }),
-    ).finally(() => {
+    const holding = onLane('tenant-d', async (trx) => {
+      await sql`select pg_sleep(2)`.execute(trx);
+    }).finally(() => {
       holderEnded = true;
     });
-    const waiting = onWriteLane('tenant-d', () => db.transaction().execute((t) => backendPid(t)));
+    const waiting = onLane('tenant-d', (t) => backendPid(t));
     await assert.rejects(waiting, (err: Error & { code?: string }) => err.code === 'ACQUIRE_TIMEOUT');
     assert.equal(holderEnded, false, 'gave up while the holder still ran');
     await holding;
-    assert.ok((await onWriteLane('tenant-d', () => db.transaction().execute((t) => backendPid(t)))) > 0);
+    assert.ok((await onLane('tenant-d', (t) => backendPid(t))) > 0);
   });
 
   it('gives its connection back to the pool once it has no transaction: a pool of two serves three tenants in turn', async () => {
     const { db } = database;
     for (const tenant of ['tenant-e', 'tenant-f', 'tenant-g']) {
-      assert.ok((await onWriteLane(tenant, () => db.transaction().execute((t) => backendPid(t)))) > 0);
+      assert.ok((await onLane(tenant, (t) => backendPid(t))) > 0);
       await db.transaction().execute((t) => backendPid(t));
     }
     // Two tenants at once hold both connections; a third waits for one of them, within the acquire bound.
     const pids = await Promise.all(
       ['tenant-e', 'tenant-f', 'tenant-g'].map((tenant) =>
-        onWriteLane(tenant, () =>
-          db.transaction().execute(async (t) => {
-            await sql`select pg_sleep(0.05)`.execute(t);
-            return backendPid(t);
-          }),
-        ),
+        onLane(tenant, async (t) => {
+          await sql`select pg_sleep(0.05)`.execute(t);
+          return backendPid(t);
+        }),
       ),
     );
     assert.equal(pids.length, 3);
@@ -138,21 +129,19 @@ describe('write lanes', () => {
 
   it('reserves another connection once its own has ended with the server, and fails the transaction it ended', async () => {
     const { db } = database;
-    const first = await onWriteLane('tenant-h', () => db.transaction().execute((t) => backendPid(t)));
+    const first = await onLane('tenant-h', (t) => backendPid(t));
     // Ended inside a transaction (the server stopped and started again): its later statements fail, nothing of it
     // commits, and the lane's next transaction runs on a new connection.
-    const inside = onWriteLane('tenant-h', () =>
-      db.transaction().execute(async (trx) => {
-        await sql`insert into lane_probe (tx, step) values ('ended inside', 1)`.execute(trx);
-        await pg.stop();
-        await pg.start();
-        await sql`insert into lane_probe (tx, step) values ('ended inside', 2)`.execute(trx);
-      }),
-    );
+    const inside = onLane('tenant-h', async (trx) => {
+      await sql`insert into lane_probe (tx, step) values ('ended inside', 1)`.execute(trx);
+      await pg.stop();
+      await pg.start();
+      await sql`insert into lane_probe (tx, step) values ('ended inside', 2)`.execute(trx);
+    });
     await assert.rejects(inside, (err: Error & { code?: string }) => ['57P01', 'CONNECTION_CLOSED'].includes(String(err.code)));
     const { rows } = await sql<{ n: number }>`select count(*) as n from lane_probe where tx = 'ended inside'`.execute(db);
     assert.equal(Number(rows[0]!.n), 0);
-    const next = await onWriteLane('tenant-h', () => db.transaction().execute((t) => backendPid(t)));
+    const next = await onLane('tenant-h', (t) => backendPid(t));
     assert.ok(next > 0 && next !== first, `another backend (${first} then ${next})`);
   });
 });

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../domain/tenant.ts';
-import type { Db } from '../infra/db/database.ts';
+import type { WriteTransaction } from '../infra/db/write-transaction.ts';
 
 export const BATCH_OPERATION_HEADER = 'x-balcao-batch-operation';
 
@@ -14,8 +14,8 @@ export interface BatchOperationContext {
   /** The batch's key, authenticated (and charged) once for the whole batch. */
   auth: AuthContext;
   /** An atomic batch's transaction: the operation writes in it and the batch commits or rolls back. */
-  trx?: Db;
-  /** With `trx`: takes an operation's work for after the batch commits (the NOTIFY of its event). */
+  tx?: WriteTransaction;
+  /** With `tx`: takes an operation's work for after the batch commits (the NOTIFY of its event). */
   afterCommit?: (work: () => void) => void;
   /** The batch's Idempotency-Key, for the write log. */
   idempotencyKey: string | null;

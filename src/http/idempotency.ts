@@ -1,8 +1,8 @@
 // The Idempotency-Key stage of POST routes (SPEC part 8, DECISIONS B.12). A creation of the write engine
-// records its key with its response in its own transaction (`readKey`, then `createOnce`): one commit per write. Other POSTs
-// claim it in preValidation (`claim`: or replay / refuse). A write stores its response inside its own
-// transaction (`finisher`); onSend stores any other response (a 422) or releases the key. Other methods
-// never declare these hooks.
+// records its key with its response in its own transaction (`readKey`, then `createOnce`): one commit per write.
+// It does so one way: a part of the write's tail (`KeyInWrite.beside`), which records a new key, or stores the
+// response under a claim taken before. Other POSTs claim it in preValidation (`claim`: or replay / refuse); onSend
+// stores any other response (a 422) or releases the key. Other methods never declare these hooks.
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, errors } from '../errors/app-error.ts';
@@ -12,6 +12,7 @@ import {
   type KeyClaim,
   KeyRecordedError,
   keyRecordedMeaning,
+  takenOverMeaning,
 } from '../infra/idempotency-store.ts';
 import type { Row } from '../infra/db/row.ts';
 import type { Db } from '../infra/db/database.ts';
@@ -33,18 +34,17 @@ interface KeyRead {
 /** A key read from the request, to be recorded by the write's own transaction. */
 type PendingClaim = KeyRead & KeyClaim;
 
-/** What a creation runs last in its transaction for its key: the key recorded with the response, or the response
- *  stored under a claim taken before. A new key can instead be recorded by `beside`, a CTE of another statement
- *  of the write (its event's): one statement fewer. */
+/** What a creation writes in its transaction for its key, as a part of its tail: the key recorded with the response,
+ *  or the response stored under a claim taken before; nothing without a key. */
 export interface KeyInWrite {
-  finisher?: StoreResponse;
   beside?: RecordBeside;
 }
 
-/** A new key's record as a CTE of another statement of the write (structurally the write engine's `WrittenBeside`). */
+/** The key's part of the write's tail (structurally the write engine's `WrittenBeside`). */
 type RecordBeside = (written: { record?: Row; object: Row; placeholders?: readonly Placeholder[] }) => {
   shape: SqlShape;
   meaning: FailureMeaning;
+  checked?: boolean;
 };
 
 /** Hash of method, path (without query) and canonical body. */
@@ -84,18 +84,10 @@ export interface IdempotencyHooks {
     create: (key: KeyInWrite) => Promise<T>,
   ): Promise<T | undefined>;
   record(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown>;
-  /**
-   * For the write engine: stores the response `respond` builds for the written record, inside the write's
-   * transaction, when this request holds a claim.
-   */
-  finisher(request: FastifyRequest, status: number, respond: (record: Row) => string): StoreResponse | undefined;
   /** For writes whose response is built after their transaction (webhook endpoints): marks the claim committed
    *  inside the transaction, so it is never taken over; the response is stored when sent. */
   beforeCommit(request: FastifyRequest): ((trx: Db) => Promise<void>) | undefined;
 }
-
-/** An in-transaction finisher of the write engine (structurally: this layer does not import resources). */
-type StoreResponse = (trx: Db, written: { record: Row; placeholders?: readonly Placeholder[] }) => Promise<void>;
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -138,14 +130,13 @@ export function createIdempotencyHooks(store: IdempotencyStore, replayHeaders?: 
         if (!(await store.markCommitted(trx, claim.apiKeyId, claim.key, claim.token))) throw inProgress();
       };
     },
-    finisher: (request, status, respond) => heldKeyFinisher(state, request, status, respond),
   };
 }
 
-/** Stores the response of a request holding a claim of its own; undefined without one. */
-function heldKeyFinisher(state: HookState, request: FastifyRequest, status: number, respond: (record: Row) => string) {
+/** Stores the response of a request holding a claim of its own; nothing without one. */
+function heldKey(state: HookState, request: FastifyRequest, status: number, respond: (record: Row) => string): KeyInWrite {
   const claim = state.claims.get(request);
-  return claim ? storeResponse(state, request, claim, status, respond) : undefined;
+  return claim ? { beside: storeResponse(state, request, claim, status, respond) } : {};
 }
 
 /** See `IdempotencyHooks.createOnce`. */
@@ -158,7 +149,7 @@ async function createOnce<T>(
   create: (key: KeyInWrite) => Promise<T>,
 ): Promise<T | undefined> {
   const claim = state.pending.get(request);
-  if (!claim) return create({ finisher: heldKeyFinisher(state, request, status, respond) });
+  if (!claim) return create(heldKey(state, request, status, respond));
   state.pending.delete(request);
   try {
     return await create(recordWithResponse(state, request, claim, status, respond));
@@ -167,7 +158,7 @@ async function createOnce<T>(
     if (!recorded && !(err instanceof AppError && !releases(err.status))) throw err;
     if (await settle(state, request, reply, claim)) return undefined;
     if (!recorded) throw err;
-    return create({ finisher: heldKeyFinisher(state, request, status, respond) });
+    return create(heldKey(state, request, status, respond));
   }
 }
 
@@ -189,26 +180,18 @@ async function record(state: HookState, request: FastifyRequest, reply: FastifyR
   return payload;
 }
 
-/**
- * Records a new key with the write's response, last in the write's transaction: as a statement of its own
- * (`finisher`), or as a CTE of another statement of the write (`beside`). A key already recorded fails that statement.
- */
+/** Records a new key with the write's response, in the write's tail. A key already recorded fails the statement. */
 function recordWithResponse(
   state: HookState,
   request: FastifyRequest,
   claim: PendingClaim,
   status: number,
   respond: (record: Row) => string,
-): Required<KeyInWrite> {
-  const responseOf = (record: Row) => ({ status, body: respond(record), contentType: JSON_CONTENT_TYPE });
+): KeyInWrite {
   return {
-    async finisher(trx, written) {
-      await state.store.recordInTransaction(trx, claim, claim.signature, responseOf(written.record), written.placeholders);
-      state.storedWithWrite.add(request);
-    },
     beside(written) {
       state.storedWithWrite.add(request);
-      const response = responseOf(written.record ?? written.object);
+      const response = { status, body: respond(written.record ?? written.object), contentType: JSON_CONTENT_TYPE };
       return {
         shape: state.store.recordShape(claim, claim.signature, response, written.placeholders),
         meaning: keyRecordedMeaning,
@@ -217,18 +200,23 @@ function recordWithResponse(
   };
 }
 
+/** Stores the response under the request's claim, in the write's tail: a claim taken over meanwhile (the other
+ *  attempt owns the key) fails the write. */
 function storeResponse(
   state: HookState,
   request: FastifyRequest,
   claim: KeyClaim,
   status: number,
   respond: (record: Row) => string,
-): StoreResponse {
-  return async (trx, written) => {
-    const body = respond(written.record);
-    // Taken over while this request stalled: the other attempt owns the key, this one must not write.
-    await state.store.completeInTransaction(trx, claim, { status, body, contentType: JSON_CONTENT_TYPE }, written.placeholders, inProgress);
+): RecordBeside {
+  return (written) => {
     state.storedWithWrite.add(request);
+    const response = { status, body: respond(written.record ?? written.object), contentType: JSON_CONTENT_TYPE };
+    return {
+      shape: state.store.completeShape(claim, response, written.placeholders),
+      meaning: takenOverMeaning(inProgress),
+      checked: true,
+    };
   };
 }
 

@@ -4,7 +4,7 @@
 // sees no older state (read-router.ts).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { tenantKey } from '../domain/tenant.ts';
-import { type CommitLsnScope, runInCommitScope } from '../infra/db/commit-lsn.ts';
+import type { CommitPosition } from '../infra/db/commit-lsn.ts';
 import type { ReadRouter } from '../infra/db/read-router.ts';
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -15,15 +15,19 @@ export interface CommitPositionNotes {
   written?: (tenantKey: string, position: number) => void;
 }
 
+/** Where a write request's transactions note their commit positions (write-transaction.ts `commitPosition`). */
+const positions = new WeakMap<FastifyRequest, CommitPosition>();
+
+/** The request's commit position, when it is a write request whose commits are tracked. */
+export const commitPositionOf = (request: FastifyRequest): CommitPosition | undefined => positions.get(request);
+
 export function registerReadYourWrites(app: FastifyInstance, notes: CommitPositionNotes): void {
-  const scopes = new WeakMap<FastifyRequest, CommitLsnScope>();
+  const scopes = positions;
   // Callback style, and nothing at all for reads: the hot path stays as it was.
   app.addHook('onRequest', (request, _reply, done) => {
     if (READS.has(request.method)) return done();
-    const scope: CommitLsnScope = { lsn: 0 };
-    scopes.set(request, scope);
-    // The rest of the request (its hooks, its handler) runs in the scope, so the driver finds it at COMMIT.
-    runInCommitScope(scope, () => done());
+    scopes.set(request, { lsn: 0 });
+    done();
   });
   app.addHook('onSend', (request, _reply, payload, done) => {
     const scope = scopes.get(request);

@@ -1,20 +1,20 @@
 // Durable Idempotency-Key records (SPEC part 8, DECISIONS B.12) in the `idempotency_keys` table,
 // so every instance sees them. A key is claimed atomically (one INSERT … ON CONFLICT), completed
 // with the response, or released when the request failed; expired records count as absent.
-// A creation of the write engine records its key with its response as the last statement of its own
-// transaction (`recordInTransaction`): the write and its key commit together, one commit and one row per
+// A creation of the write engine records its key with its response in its own transaction, as a part of
+// the write's tail (`recordShape`): the write and its key commit together, one commit and one row per
 // write. Other POSTs claim first (`claim`).
-// Crash safety: a write's response is stored in the write's own transaction (`completeInTransaction`),
+// Crash safety: a write's response is stored in the write's own transaction (`recordShape`, `completeShape`),
 // so a committed write always replays. A claim made on its own is a lease: if its request never commits
 // (the process died), a retry takes the key over after `staleSeconds` (5 s).
 import { randomUUID } from 'node:crypto';
 import { type RawBuilder, sql } from 'kysely';
 import { hasSqlState, violatedConstraint } from '../errors/database-errors.ts';
 import { SQLSTATE } from '../errors/sqlstate.ts';
-import { beliefFailed, unlessNoneProve } from './db/belief-check.ts';
+import { beliefFailed } from './db/belief-check.ts';
 import type { Db } from './db/database.ts';
-import { sendAhead, type Placeholder, settledText, settledTextShape } from './db/send-ahead.ts';
-import { builtShape, composedShape, plainValues, type SqlShape } from './db/sql-shape.ts';
+import { type Placeholder, settledTextShape } from './db/send-ahead.ts';
+import { composedShape, plainValues, type SqlShape } from './db/sql-shape.ts';
 
 /** A unique violation (23505) of the key's primary key: the key is recorded, or was by a transaction that committed
  *  while this insert waited for it. */
@@ -95,6 +95,28 @@ function storeInClaimedRow(
 
 // INSERT … SELECT, not VALUES: the body's placeholders are settled by a sub-select of the account's tables,
 // which Citus refuses in an INSERT's VALUES.
+/** `storeInClaimedRow` as a checked part of a tail: each row answers whether it is the claim's (`held`). */
+const completeSql = ([, body]: RawBuilder<unknown>[], [scalars]: (readonly unknown[])[]) => {
+  const [apiKeyId, key, token, status, contentType] = scalars ?? [];
+  return sql`
+    INSERT INTO idempotency_keys AS k
+      (api_key_id, idempotency_key, signature, state, claim_token, committed, created_at, expires_at,
+       response_status, response_body, response_content_type)
+    SELECT cast(${apiKeyId} as uuid), cast(${key} as text), '', 'done', cast(${token} as uuid), false, now(), now(),
+      cast(${status} as integer), cast(${body} as text), cast(${contentType} as text)
+    ON CONFLICT (api_key_id, idempotency_key) DO UPDATE
+    SET committed = true, state = 'done', response_status = excluded.response_status,
+        response_body = excluded.response_body, response_content_type = excluded.response_content_type
+    WHERE k.claim_token = excluded.claim_token
+    RETURNING k.signature <> '' AS held`;
+};
+
+/** What a failure of a tail carrying `completeShape` means: the claim was taken over (`takenOver`), or itself. */
+export const takenOverMeaning =
+  (takenOver: () => Error) =>
+  (err: unknown): unknown =>
+    beliefFailed(err) ? takenOver() : err;
+
 const recordSql = ([, body]: RawBuilder<unknown>[], [scalars]: (readonly unknown[])[]) => {
   const [apiKeyId, key, signature, token, ttlSeconds, status, contentType] = scalars ?? [];
   return sql`
@@ -165,27 +187,12 @@ export class IdempotencyStore {
   }
 
   /**
-   * Records a new key with the write's response, as the last statement of the write's own transaction, sent
-   * without waiting (it travels with the commit): one row written once, and one statement, per keyed write. A
-   * record of the key, or one a concurrent transaction holds (the insert waits for it to end), fails the
-   * statement on the key's unique index, and with it the transaction, with `KeyRecordedError`: the caller then
-   * rolls back and settles the key with `claim` (a replay, a conflict, or an expired record taken over). A
-   * concurrent duplicate therefore runs its write too, and rolls it back when it reaches the key; its rows, its
-   * number and its event never commit (docs/decisions.md).
-   */
-  async recordInTransaction(
-    trx: Db,
-    claim: KeyClaim,
-    signature: string,
-    response: { status: number; body: string; contentType: string },
-    placeholders: readonly Placeholder[] | undefined,
-  ): Promise<void> {
-    await sendAhead(trx, builtShape(this.recordShape(claim, signature, response, placeholders)).compile(trx), keyRecordedMeaning);
-  }
-
-  /**
-   * The INSERT of `recordInTransaction`, also carried as a CTE by another statement (the write's event). A key
-   * already recorded fails it with a unique violation, which `keyRecordedMeaning` names. A plain INSERT, not
+   * Records a new key with the write's response, as a CTE of the write's tail (write-engine.ts), sent with the
+   * commit: one row written once per keyed write. A record of the key, or one a concurrent transaction holds (the
+   * insert waits for it to end), fails the statement on the key's unique index, and with it the transaction, with
+   * `KeyRecordedError` (`keyRecordedMeaning`): the caller then rolls back and settles the key with `claim` (a replay,
+   * a conflict, or an expired record taken over). A concurrent duplicate therefore runs its write too, and rolls it
+   * back when it reaches the key; its rows, its number and its event never commit (docs/decisions.md). A plain INSERT, not
    * ON CONFLICT DO NOTHING with a check of its row count: a speculative insertion and the check cost
    * PostgreSQL 34 µs more per sale (docs/performance.md).
    */
@@ -211,23 +218,17 @@ export class IdempotencyStore {
   }
 
   /**
-   * Called inside the write's transaction as its last step: stores the response (its placeholders
-   * replaced by their settled values), which then commits with the write or not at all. When the
-   * claim was taken over meanwhile, the statement fails (the division by the count of rows it
-   * stored), so the write cannot commit, and `takenOver()` is the failure thrown: the statement is sent
-   * ahead (with the commit), and nobody reads its result in time.
+   * Stores the response under a claim taken before, as a CTE of the write's tail (write-engine.ts): it commits with
+   * the write or not at all. The part is `checked`: when the claim was taken over meanwhile (or the row is gone),
+   * no row holds and the statement fails on a division by zero, which `takenOverMeaning` names.
    */
-  async completeInTransaction(
-    trx: Db,
+  completeShape(
     claim: KeyClaim,
     response: { status: number; body: string; contentType: string },
     placeholders: readonly Placeholder[] | undefined,
-    takenOver: () => Error,
-  ): Promise<void> {
-    const query = sql`
-      WITH stored AS (${storeInClaimedRow(claim, { ...response, body: settledText(response.body, placeholders) })})
-      SELECT ${unlessNoneProve(sql<number>`(SELECT count(*) FROM stored WHERE signature <> '')`)} AS held`.compile(trx);
-    await sendAhead(trx, query, (err) => (beliefFailed(err) ? takenOver() : err));
+  ): SqlShape {
+    const values = plainValues(claim.apiKeyId, claim.key, claim.token, response.status, response.contentType);
+    return composedShape('key completion', [values, settledTextShape(response.body, placeholders)], completeSql);
   }
 
   /** Stores the response of the claiming request for replays. */

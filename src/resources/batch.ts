@@ -17,6 +17,8 @@ import type { RateLimiter } from '../http/rate-limit.ts';
 import type { Db } from '../infra/db/database.ts';
 import { IdempotencyStore, type IdempotencyStoreOptions } from '../infra/idempotency-store.ts';
 import { sql } from 'kysely';
+import { writeTransaction } from '../infra/db/write-transaction.ts';
+import { commitPositionOf } from '../http/read-your-writes.ts';
 import inject from 'light-my-request';
 import type { ResourceDescriptor } from './descriptor.ts';
 import { EXTERNAL_ID_RESOURCES } from './external-id.ts';
@@ -245,11 +247,12 @@ async function runAtomic(
   // What the operations leave for after the commit (their events' NOTIFY): run only once it committed.
   const afterCommit: (() => void)[] = [];
   try {
-    await deps.database.db.transaction().execute(async (trx) => {
+    await writeTransaction(deps.database.db, { commitPosition: commitPositionOf(request) }, async (tx) => {
+      const trx = tx.db;
       for (const [i, op] of operations.entries()) {
         const savepoint = sql.raw(`batch_op_${i}`);
         await sql`savepoint ${savepoint}`.execute(trx);
-        const result = await run(request, op, { ...context, trx, afterCommit: (work) => afterCommit.push(work) });
+        const result = await run(request, op, { ...context, tx, afterCommit: (work) => afterCommit.push(work) });
         ran.push(result);
         // A failed operation leaves nothing behind, and the transaction usable for the next ones.
         if (result.status >= 400) await sql`rollback to savepoint ${savepoint}`.execute(trx);

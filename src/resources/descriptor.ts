@@ -10,6 +10,7 @@ import type { FieldError } from '../errors/app-error.ts';
 import type { Db } from '../infra/db/database.ts';
 import type { FailureMeaning } from '../infra/db/send-ahead.ts';
 import type { Shaped, SqlShape } from '../infra/db/sql-shape.ts';
+import type { WriteTransaction } from '../infra/db/write-transaction.ts';
 import type { DeprecationNotice } from '../http/deprecation.ts';
 import type { QueryableResource } from '../query/contract.ts';
 
@@ -80,28 +81,44 @@ export interface WriteDescriptor {
   rules?: WriteRules;
 }
 
-/** An INSERT that settles some text fields of the new row, and how later statements read each field. */
-export interface SettledInInsert {
-  /** Sent ahead of `statement`, in the same transaction (a sale's counter row locked). */
+/**
+ * A creation as a value (write-engine.ts sends it): its main statement, what goes before it, and how its answer is
+ * made. The write's uniform parts (its tail: origin mark, write-log entry, Idempotency-Key record) are added by the
+ * engine, as CTEs of the main statement where the plan can carry them (`carriesTail`), else as a statement of their own.
+ */
+export interface CreationPlan {
+  /** Sent ahead of `main`, in the same transaction (a sale's counter row locked). */
   before?: CompiledQuery;
-  /** Answers the new row with the fields it settled. */
-  statement(): CompiledQuery;
-  /** What a failure of `statement` means (default: itself). */
+  /** The INSERT: it answers the fields `answered.settled` names, or the whole row when there is no `answered`. */
+  main(): CompiledQuery;
+  /** What a failure of `main` means (default: itself). */
   meaning?: FailureMeaning;
-  /** Each field as SQL reads it later in the same transaction. */
-  fields: Readonly<Record<string, SqlShape<string>>>;
-  /**
-   * The same INSERT with a later part of the write (its event) as more CTEs of its own statement: one statement
-   * fewer, whose bind, plan set-up and end cost PostgreSQL about 70 µs per sale (docs/performance.md). It answers
-   * the tail's columns beside the settled fields, and `fields` become `fieldsInStatement` (the CTE's answer).
-   */
-  joined?: {
-    fieldsInStatement: Readonly<Record<string, SqlShape<string>>>;
-    statement(tail: Shaped<StatementTail>): CompiledQuery;
-  };
-  /** Rows of `createIncludes` the statement writes too (a sale's items), all columns, in the include's order:
-   *  the answer is made from them and the inserted row, with no read back. */
+  /** Rows of `createIncludes` the main statement writes too (a sale's items), all columns, in the include's order:
+   *  a record answered from the returned row takes them, with no read back. */
   included?: IncludedRows;
+  /**
+   * The new row as the API answers it, known from the values before the database answers (its includes are
+   * `included`): the creation then awaits nothing before its commit (one round trip). `settled`: the fields the
+   * main statement settles (the sale's number), each as a later statement of the transaction reads it; until the
+   * commit the record carries placeholders for them (send-ahead.ts).
+   */
+  answered?: { row: Row; settled: Readonly<Record<string, SqlShape<string>>> };
+  /**
+   * The same INSERT carrying the write's tail as more CTEs of its own statement: one statement fewer, whose bind,
+   * plan set-up and end cost PostgreSQL about 70 µs per sale (docs/performance.md). It answers the tail's columns
+   * beside the settled fields, which the tail reads as `settledInStatement` (the CTE's answer).
+   */
+  carriesTail?: {
+    main(tail: Shaped<StatementTail>): CompiledQuery;
+    settledInStatement: Readonly<Record<string, SqlShape<string>>>;
+  };
+}
+
+/** A resource's own creation plans (a sale's), and whether its creations queue on their tenant's write lane
+ *  (`onLane`: those whose plans await nothing before their commit, docs/performance.md). */
+export interface CreationPlanner {
+  onLane: boolean;
+  plan(ctx: WriteContext, values: Row, body: Body): CreationPlan;
 }
 
 /** CTEs and answer columns a later part of a write (its event) adds to the statement that carries it. */
@@ -115,7 +132,10 @@ export type IncludedRows = Readonly<Record<string, readonly Row[]>>;
 
 /** What a rule sees: the open transaction, the tenant and the clock. */
 export interface WriteContext {
+  /** The transaction's Kysely handle (`tx.db`). */
   trx: Db;
+  /** The write transaction, for its driver abilities (`sendAhead`). */
+  tx: WriteTransaction;
   tenant: Tenant;
   now: () => number;
   /** Whether the write may rely on what this process believes of the account, and fail with `WriteMustRunAgain`
@@ -129,20 +149,8 @@ export interface WriteRules {
   check?(body: Body, current: Row | undefined): FieldError[];
   /** The columns of the new row, from the validated body (defaults, computed values). Default: the body. */
   toInsert?(ctx: WriteContext, body: Body): Promise<Row> | Row;
-  /**
-   * The new record as the API answers it, made from the values inserted (`row`, with its id) when they fix
-   * every field but those `settledInInsert` settles; undefined to read the row the insert returns instead. With
-   * it, nothing of a creation is awaited before its commit: all its statements travel in one round trip.
-   */
-  answeredFromValues?(row: Row): Row | undefined;
-  /**
-   * The creation's INSERT when the resource writes it itself, because the database settles some text fields
-   * of the new row in it (the sale's number, which locks the tenant's counter until commit). It answers the
-   * settled fields, or the whole row with `returningAll` (when the answer is read from it); until then, the
-   * record carries placeholders for them (send-ahead.ts). The same statement may write the rows that go with
-   * the new one (a sale's items and first history entry), handing back those the answer includes.
-   */
-  settledInInsert?(ctx: WriteContext, row: Row, returningAll: boolean, body: Body): SettledInInsert;
+  /** The creation's own plan (a sale's); default: its INSERT, answered with the row it returns. */
+  planCreation?: CreationPlanner;
   /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
   toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
   /** After a PATCH or DELETE changed the row, in its transaction (status history). */

@@ -6,11 +6,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import type { AuthContext, Tenant } from '../domain/tenant.ts';
+import { type AuthContext, boundTenant, tenantValues } from '../domain/tenant.ts';
 import { listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import type { Db } from '../infra/db/database.ts';
-import { sendAhead } from '../infra/db/send-ahead.ts';
-import { builtShape, type SqlShape } from '../infra/db/sql-shape.ts';
+import type { SqlShape } from '../infra/db/sql-shape.ts';
 import { columnsScopedSql, keyTenantSql, valuesScopedSql } from '../infra/db/tenancy.ts';
 import type { QueryableResource } from '../query/contract.ts';
 import type { FilterPlan } from '../query/plan.ts';
@@ -68,13 +67,12 @@ export interface WriteRequest {
   idempotencyKey: string | null;
 }
 
-/** The INSERT of a write's entry: a statement of its own (logWrite), or a CTE of the write's event statement. */
+/** The INSERT of a write's entry, a CTE of the write's tail (write-engine.ts). */
 export function logEntryShape(written: WrittenRecord, request: WriteRequest): SqlShape {
   return {
     key: 'request log entry',
     values: [
-      written.tenant.accountId,
-      written.tenant.mode,
+      ...tenantValues(written.tenant),
       request.apiKeyId,
       request.requestId,
       request.method,
@@ -88,15 +86,13 @@ export function logEntryShape(written: WrittenRecord, request: WriteRequest): Sq
   };
 }
 
-const logEntrySql = ([accountId, mode, apiKeyId, requestId, method, path, status, idempotencyKey, resource, id]: readonly unknown[]) => sql`
+const logEntrySql = (values: readonly unknown[]) => {
+  const [, , apiKeyId, requestId, method, path, status, idempotencyKey, resource, id] = values;
+  return sql`
     INSERT INTO request_log (${columnsScopedSql(['id', 'api_key_id', 'request_id', 'method', 'path', 'status', 'idempotency_key', 'resource', 'resource_id'])})
-    VALUES (${valuesScopedSql({ accountId, mode } as Tenant)}, gen_random_uuid(), ${apiKeyId}, ${requestId}, ${method},
+    VALUES (${valuesScopedSql(boundTenant(values))}, gen_random_uuid(), ${apiKeyId}, ${requestId}, ${method},
       ${path}, ${status}, ${idempotencyKey}, ${resource}, ${id})`;
-
-/** Records the entry of a write in its transaction; sent ahead, with the write's last statements. */
-export async function logWrite(trx: Db, written: WrittenRecord, request: WriteRequest): Promise<void> {
-  await sendAhead(trx, builtShape(logEntryShape(written, request)).compile(trx));
-}
+};
 
 let nextPurge = 0;
 

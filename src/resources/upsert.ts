@@ -11,7 +11,9 @@ import { requireTenant } from '../infra/db/tenancy.ts';
 import type { Body, ResourceDescriptor, Row } from './descriptor.ts';
 import { etagOf } from './etag.ts';
 import { externalIdConflict, isExternalId, lockExternalId, recordWithExternalId } from './external-id.ts';
-import { type AfterCommit, createRecord, refuseInvalid, updateRecord, type WriteOptions } from './write-engine.ts';
+import { type AfterCommit, createRecord, refuseInvalid, updateRecord, type WriteOptions, type WriteParts } from './write-engine.ts';
+import type { CommitPosition } from '../infra/db/commit-lsn.ts';
+import { type WriteTransaction, writeTransaction } from '../infra/db/write-transaction.ts';
 
 export type UpsertOutcome = 'created' | 'updated' | 'unchanged';
 
@@ -26,12 +28,14 @@ export interface UpsertOptions {
   schemaErrors?: FieldError[];
   now?: () => number;
   ifMatch?: string | string[];
-  /** The write's extensions (its event, its write log entry) for the outcome's status: 201 created, 200 otherwise. */
-  written: (status: 200 | 201) => Pick<WriteOptions, 'onWritten' | 'joinWritten'>;
+  /** The write's uniform parts (its origin mark, its write log entry) for the outcome's status: 201 created, 200 otherwise. */
+  parts: (status: 200 | 201) => WriteParts;
   /** Runs last inside the upsert's own transaction (the Idempotency-Key's claim marks itself committed). */
   beforeCommit?: (trx: Db) => Promise<void>;
+  /** Where the upsert's own transaction notes its commit position. */
+  commitPosition?: CommitPosition | undefined;
   /** An atomic batch's transaction, and where its after-commit work goes: the upsert runs in it. */
-  batch?: { trx: Db; afterCommit?: (work: AfterCommit) => void };
+  batch?: { tx: WriteTransaction; afterCommit?: ((work: AfterCommit) => void) | undefined };
 }
 
 const mismatch = (): FieldError => ({
@@ -66,41 +70,38 @@ export async function upsertRecord(
   const inBatch = options.batch;
   const works: AfterCommit[] = [];
   const afterCommit = inBatch ? inBatch.afterCommit : (work: AfterCommit) => works.push(work);
-  const base: WriteOptions = { now: options.now, inTransaction: true, afterCommit };
-
-  const run = async (trx: Db): Promise<UpsertResult> => {
+  const run = async (tx: WriteTransaction): Promise<UpsertResult> => {
+    const trx = tx.db;
+    const base: WriteOptions = { now: options.now, transaction: tx, afterCommit };
     await refuseInvalid(trx, w, tenant, body, undefined, { schemaErrors });
     await lockExternalId(trx, d, tenant, externalId);
     const id = await recordWithExternalId(trx, d, tenant, externalId);
     if (id === undefined) {
       // If-Match names a version of a record; with no record, no version holds (RFC 9110 13.1.1).
       if (options.ifMatch !== undefined) throw errors.preconditionFailed();
-      const data = await createRecord(trx, d, tenant, body, { ...base, ...options.written(201) });
+      const data = await createRecord(trx, d, tenant, body, { ...base, parts: options.parts(201) });
       return { outcome: 'created', data, etag: etagOf(data.id, null) };
     }
     const { data, etag, unchanged } = await updateRecord(trx, d, tenant, id, patchBody(d, body), {
       ...base,
-      ...options.written(200),
+      parts: options.parts(200),
       ifMatch: options.ifMatch,
       skipUnchanged: true,
     });
     return { outcome: unchanged ? 'unchanged' : 'updated', data, etag };
   };
 
-  if (inBatch) return run(inBatch.trx);
-  const result = await db
-    .transaction()
-    .execute(async (trx) => {
-      const done = await run(trx);
-      await options.beforeCommit?.(trx);
-      return done;
-    })
-    .catch(async (err: unknown) => {
-      // Refused by the unique index (a writer that took no lock, an import): named once the transaction is over.
-      if (err instanceof AppError && err.code === 'external_id_conflict' && !err.extensions)
-        throw externalIdConflict(await recordWithExternalId(db, d, tenant, externalId));
-      throw err;
-    });
+  if (inBatch) return run(inBatch.tx);
+  const result = await writeTransaction(db, { commitPosition: options.commitPosition }, async (tx) => {
+    const done = await run(tx);
+    await options.beforeCommit?.(tx.db);
+    return done;
+  }).catch(async (err: unknown) => {
+    // Refused by the unique index (a writer that took no lock, an import): named once the transaction is over.
+    if (err instanceof AppError && err.code === 'external_id_conflict' && !err.extensions)
+      throw externalIdConflict(await recordWithExternalId(db, d, tenant, externalId));
+    throw err;
+  });
   for (const work of works) work();
   return result;
 }

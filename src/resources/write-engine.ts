@@ -1,34 +1,37 @@
-// The one generic write path (POST/PATCH/DELETE) for every descriptor with a `write` section:
-// validation errors merged into one 422, references checked inside the tenant, the write and
-// its follow-ups in one transaction, the result read back through the read engine. A creation reads
-// its record back inside its transaction and hands it to the caller's finishers there (the idempotency
-// record stores the response): the write, its event and its stored response commit together or not at all.
-// A creation whose answer is made from its own values (a sale) sends all its statements and its COMMIT in one
-// round trip, so rows it locks until commit (the tenant's counters) are held while the server runs them (docs/performance.md).
+// The one generic write path (POST/PATCH/DELETE) for every descriptor with a `write` section. Each write reads
+// validate → plan → send → answer: the body is checked (one 422 with every refused field, references inside the
+// tenant); the plan is a value (the main statement, and the uniform parts every write adds: its origin mark, its
+// write-log entry, its Idempotency-Key record); one compiler (`sendPlan`) sends it in one transaction; the answer
+// is the record as a read of it would give it. A creation whose resource knows its answer before the database
+// does (a sale, writes/sales.ts) plans every statement and its COMMIT as one round trip, on its tenant's write lane
+// (docs/performance.md); any other creation reads its row back from its INSERT first.
 import type { FieldError } from '../errors/app-error.ts';
 import { errors } from '../errors/app-error.ts';
-import type { Tenant } from '../domain/tenant.ts';
+import { type Tenant, tenantKey } from '../domain/tenant.ts';
 import { mergeFieldErrors, nulCharacterErrors } from '../http/body-validation.ts';
+import type { CommitPosition } from '../infra/db/commit-lsn.ts';
 import type { Db } from '../infra/db/database.ts';
-import {
-  asItIs,
-  everyMeaning,
-  type FailureMeaning,
-  type Placeholder,
-  placeholder,
-  type SentAhead,
-  sendAhead,
-} from '../infra/db/send-ahead.ts';
+import { asItIs, everyMeaning, type FailureMeaning, type Placeholder, placeholder, type SentAhead } from '../infra/db/send-ahead.ts';
+import { type WriteTransaction, writeTransaction } from '../infra/db/write-transaction.ts';
 import { lockScoped, requireTenant, selectScoped, updateScoped } from '../infra/db/tenancy.ts';
-import { onWriteLane } from '../infra/db/write-lanes.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { fieldKind } from '../schemas/common.ts';
-import { sql } from 'kysely';
-import type { Shaped, SqlShape } from '../infra/db/sql-shape.ts';
+import { type CompiledQuery, type RawBuilder, sql } from 'kysely';
+import { sharedStatementCache } from '../infra/db/statement-cache.ts';
+import { compiledShape, type Shaped, type SqlShape } from '../infra/db/sql-shape.ts';
 import { randomUUID } from 'node:crypto';
 import { outputRow, rowOutput } from '../query/output.ts';
 import { descriptorMeta, rowMeta } from '../query/row-meta.ts';
-import type { Body, IncludedRows, ResourceDescriptor, Row, StatementTail, WriteContext, WriteDescriptor } from './descriptor.ts';
+import type {
+  Body,
+  CreationPlan,
+  IncludedRows,
+  ResourceDescriptor,
+  Row,
+  StatementTail,
+  WriteContext,
+  WriteDescriptor,
+} from './descriptor.ts';
 import { insertStatement, isSqlFragment } from './insert-statement.ts';
 import { etagOf, matchHolds, takeEtag, VERSION_KEY, versionSql } from './etag.ts';
 import { NOW_VERSION_KEY, nextVersion, nowVersionSql } from '../query/version.ts';
@@ -39,44 +42,34 @@ export interface WriteOptions {
   /** Field errors the schema validation found (Ajv through `toFieldErrors`). */
   schemaErrors?: FieldError[];
   now?: () => number;
-  /** Runs inside the creating transaction just before it commits (the idempotency claim marks itself). */
-  beforeCommit?: (trx: Db) => Promise<void>;
-  /** Runs inside every write's transaction once the record is final (the change feed records its event);
-   *  in a creation, last, after the finishers. What it answers runs once the transaction has committed. */
-  onWritten?: (trx: Db, written: WrittenRecord) => Promise<AfterCommit | undefined>;
-  /**
-   * A creation's `onWritten` as more CTEs of the creation's own statement, where the resource can carry them
-   * (`SettledInInsert.joined`) and no finisher runs: the same work, one statement fewer. Its answer row is the
-   * creation statement's.
-   */
-  joinWritten?: (written: WrittenRecord & { record: Row }) => JoinedWrite;
-  /** With `inTransaction`: takes the work for after the caller's commit (an atomic batch runs it then). */
+  /** The uniform parts of the write (its origin mark, write-log entry, Idempotency-Key record), for the record
+   *  written: the plan's compiler sends them with the write (`sendPlan`). */
+  parts?: WriteParts;
+  /** A write transaction the caller commits (an atomic batch, an upsert): the write runs in it. */
+  transaction?: WriteTransaction;
+  /** With `transaction`: takes the work for after the caller's commit (an atomic batch runs it then). */
   afterCommit?: (work: AfterCommit) => void;
-  /** Run in order inside a creating transaction, before `onWritten`, with the record as answered; a throw rolls back. */
-  finishers?: readonly InTransactionFinisher[];
+  /** Where the commit's position is noted (read-your-writes), for a transaction of the write's own. */
+  commitPosition?: CommitPosition;
   /** PATCH/DELETE: the If-Match header; compared with the locked row's version, 412 when it does not hold. */
   ifMatch?: string | string[];
-  /** `db` is already a transaction the caller commits (an atomic batch): the write runs in it. */
-  inTransaction?: boolean;
   /** PATCH: when the change would set every field to the value it has, write nothing (no UPDATE, so no event, and
    *  updated_at and the ETag stay): the upsert's `unchanged`. */
   skipUnchanged?: boolean;
 }
 
-/** A later part of a write (its event) as the tail of the creation's statement (`WriteOptions.joinWritten`). */
-export interface JoinedWrite {
+/** The uniform parts of a write as CTEs (`StatementTail`): carried by the main statement where the plan lets it
+ *  (a sale's INSERT), else sent as a statement of their own right after it. */
+export interface WriteTail {
   shape: Shaped<StatementTail>;
-  /** What a failure of the statement means for this part (with the insert's own meaning, each told: everyMeaning). */
+  /** What a failure of the statement carrying it means for these parts (each part's meaning told: everyMeaning). */
   meaning: FailureMeaning;
-  /** Once committed, with the statement's answer row. */
-  committed(row: unknown): void;
+  /** Once committed. */
+  committed(): void;
 }
 
-/** A write's in-transaction extensions, as the change feed gives them for one request. */
-export interface WrittenExtensions {
-  onWritten: NonNullable<WriteOptions['onWritten']>;
-  joinWritten: NonNullable<WriteOptions['joinWritten']>;
-}
+/** The uniform parts of one request's write, made for the record written. */
+export type WriteParts = (written: WrittenRecord) => WriteTail;
 
 /** The record written and its strong ETag (docs/api-guide.md). */
 export interface TaggedRecord {
@@ -92,7 +85,7 @@ export type AfterCommit = () => void;
 /**
  * A write's transaction failed on something it took for granted about the account, which changed meanwhile (an
  * sale's next number another writer took, src/resources/writes/transaction-number.ts). Nothing of the write committed: the engine runs it
- * once more, taking nothing for granted (`WrittenRecord.mayAssume` false).
+ * once more, taking nothing for granted (`WriteContext.mayAssume` false).
  */
 export class WriteMustRunAgain extends Error {
   constructor(why: string) {
@@ -101,46 +94,38 @@ export class WriteMustRunAgain extends Error {
 }
 
 /**
- * Runs `fn` in a new transaction, or in `db` itself when the caller already holds one, and the write's
- * after-commit work (its `onWritten` answer) once that transaction has committed: here, or by the caller.
- * A transaction of its own that fails with `WriteMustRunAgain` runs once more; a caller's cannot (`mayAssume` false).
- * With `lane` (a tenant's), a transaction of its own goes to that write lane where the database has lanes.
+ * Runs `fn` in a write transaction of its own (on `lane` where the database has lanes), or in the caller's
+ * (`options.transaction`), and the after-commit work it gathers once that transaction has committed: here, or by
+ * the caller. A transaction of its own that fails with `WriteMustRunAgain` runs once more; a caller's cannot.
  */
 async function transact<T>(
   db: Db,
   options: WriteOptions,
   lane: string | undefined,
-  fn: (trx: Db, after: (work: AfterCommit | undefined) => void, mayAssume: boolean) => Promise<T>,
+  fn: (tx: WriteTransaction, after: (work: AfterCommit) => void, mayAssume: boolean) => Promise<T>,
 ): Promise<T> {
-  if (lane && !options.inTransaction) return onWriteLane(lane, () => transact(db, options, undefined, fn));
   const works: AfterCommit[] = [];
-  const after = (work: AfterCommit | undefined) => {
-    if (work) works.push(work);
-  };
-  if (options.inTransaction) {
-    const result = await fn(db, after, false);
+  const after = (work: AfterCommit) => works.push(work);
+  if (options.transaction) {
+    const result = await fn(options.transaction, after, false);
     for (const work of works) options.afterCommit?.(work);
     return result;
   }
+  const begin = { lane, commitPosition: options.commitPosition };
   let result: T;
   try {
-    result = await db.transaction().execute((trx) => fn(trx, after, true));
+    result = await writeTransaction(db, begin, (tx) => fn(tx, after, true));
   } catch (err) {
     if (!(err instanceof WriteMustRunAgain)) throw err;
     works.length = 0;
-    result = await db.transaction().execute((trx) => fn(trx, after, false));
+    // Run again off the lane: a second turn must not hold up the tenant's next writes.
+    result = await writeTransaction(db, { commitPosition: options.commitPosition }, (tx) => fn(tx, after, false));
   }
   for (const work of works) work();
   return result;
 }
 
-/** A tenant's write lane: its account in one mode. */
-const laneOf = (tenant: Tenant): string => `${tenant.accountId}/${tenant.mode}`;
-
-/** An extension of a creation's transaction that sees the record as the API answers with it. */
-export type InTransactionFinisher = (trx: Db, written: WrittenRecord & { record: Row }) => Promise<void>;
-
-/** What a write did, for extensions that run in its transaction. */
+/** What a write did, for the parts that go with it. */
 export interface WrittenRecord {
   descriptor: ResourceDescriptor;
   tenant: Tenant;
@@ -148,24 +133,22 @@ export interface WrittenRecord {
   action: 'created' | 'updated' | 'deleted';
   /** The stored row before an update or delete (all columns); null on creation. */
   before: Row | null;
-  /** The record as a read of it answers after the write (without includes), so extensions need not read it again. */
+  /** The record as a read of it answers after the write (without includes). */
   object: Row;
   /** On creation: fields of `object` (and the answered record) still holding a placeholder token, settled
-   *  by a statement sent ahead; a stored copy replaces them in SQL (settledText). */
+   *  by the main statement; a stored copy replaces them in SQL (settledText). */
   placeholders?: readonly Placeholder[];
   /** On creation: the record as the API answers it, with its includes (a sale's items). */
   record?: Row;
-  /** Whether an extension may rely on what it believes of the account and fail with `WriteMustRunAgain` when that
-   *  no longer holds: true when the engine owns the transaction and has not run it again yet. */
-  mayAssume: boolean;
 }
 
-/** A statement an extension writes inside the event's statement for a write, as one more CTE (the write log's entry,
- *  a new Idempotency-Key's record): one statement fewer per write. A beside that can fail the event's statement (a
- *  key already recorded breaks its unique index) gives that failure its meaning with `meaning`. */
+/** A part of a write's tail (the write log's entry, an Idempotency-Key's record), as one more CTE. A part that can
+ *  fail the statement (a key already recorded breaks its unique index) gives that failure its meaning; a `checked`
+ *  part must return a row, or the statement fails (division by zero: a held key taken over meanwhile). */
 export interface Beside {
   shape: SqlShape;
   meaning?: FailureMeaning;
+  checked?: boolean;
 }
 
 export type WrittenBeside = (written: WrittenRecord) => Beside;
@@ -263,92 +246,139 @@ export async function createRecord(
 ): Promise<Row> {
   const w = writeOf(d);
   const tenant = requireTenant(tenantOrNull, 'write');
+  // Validate.
   await refuseInvalid(db, w, tenant, body, undefined, options);
-  // A creation that takes a counter in its insert and is answered from its own values awaits nothing before its
-  // commit: it queues on its tenant's write lane instead of waiting for the counter's lock (write-lanes.ts).
-  const lane = w.rules?.settledInInsert && w.rules.answeredFromValues ? laneOf(tenant) : undefined;
+  const planner = w.rules?.planCreation;
+  // A creation that awaits nothing before its commit queues on its tenant's write lane instead of waiting for
+  // the rows it locks (write-lanes.ts).
+  const lane = planner?.onLane ? tenantKey(tenant) : undefined;
   const externalId = externalIdOf(d, body);
   const created = await externalIdsChecked(db, d, tenant, options, externalId, () =>
-    transact(db, options, lane, async (trx, after, mayAssume) => {
-      const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now, mayAssume };
-      if (externalId !== undefined) await claimExternalId(trx, d, tenant, externalId, undefined);
-      // The id is made here, not by the database, so the rows written with it can name it before the insert answers.
+    transact(db, options, lane, async (tx, after, mayAssume) => {
+      const ctx: WriteContext = { trx: tx.db, tx, tenant, now: options.now ?? Date.now, mayAssume };
+      if (externalId !== undefined) await claimExternalId(tx.db, d, tenant, externalId, undefined);
+      // Plan. The id is made here, not by the database, so the rows written with it can name it before the insert answers.
       const values = { ...(w.rules?.toInsert ? await w.rules.toInsert(ctx, body) : body), id: randomUUID() };
-      // Answered from its own values, the insert need not return its row: nothing is awaited before the commit.
-      const answered = w.rules?.answeredFromValues?.(values);
-      const settling = w.rules?.settledInInsert?.(ctx, values, !answered, body);
-      // The creation's event (with what goes beside it) as more CTEs of the insert's own statement, where the resource
-      // offers it and no finisher must run between them: one statement fewer (SettledInInsert.joined).
-      const joining = answered && settling?.joined && !options.finishers?.length ? options.joinWritten : undefined;
-      if (settling?.before) await sendAhead(trx, settling.before);
-      const meaning = settling?.meaning ?? asItIs;
-      let inserted: SentAhead | undefined;
-      let row: Row | undefined = answered;
-      if (!joining) {
-        const insert = settling ? settling.statement() : insertStatement(trx, d.table, tenant, [columnValues(d, values)], !answered);
-        // Answered already, the insert is sent without waiting: it travels with the statements that follow it.
-        if (answered) inserted = await sendAhead(trx, insert, meaning);
-        else [row] = (await trx.executeQuery(insert).catch((err: unknown) => Promise.reject(meaning(err)))).rows as Row[];
-      }
-      if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
-      const record = answerOf(d, w, row, settling?.included) ?? (await readBack(trx, d, tenant, String(row.id), w.createIncludes));
-      // A record answered before the database did carries placeholders for the fields the insert settles; what
-      // stores a copy of the record replaces them in SQL, and the answer takes the insert's values after the commit.
-      const placeholders: Placeholder[] = [];
-      const settledFields = answered && settling ? (joining ? settling.joined?.fieldsInStatement : settling.fields) : undefined;
-      for (const [field, value] of Object.entries(settledFields ?? {})) {
-        const p = placeholder(value);
-        record[field] = p.token;
-        placeholders.push(p);
-      }
-      const object = { ...record };
-      for (const name of w.createIncludes ?? []) delete object[name];
-      const written: WrittenRecord = {
-        descriptor: d,
-        tenant,
-        id: String(row.id),
-        action: 'created',
-        before: null,
-        object,
-        placeholders,
-        mayAssume,
-      };
-      for (const finisher of options.finishers ?? []) await finisher(trx, { ...written, record });
-      if (joining && settling?.joined) {
-        const tail = joining({ ...written, record });
-        const sent = await sendAhead(trx, settling.joined.statement(tail.shape), everyMeaning([meaning, tail.meaning]));
-        inserted = sent;
-        await options.beforeCommit?.(trx);
-        after(
-          () =>
-            void sent.rows.then(
-              ([answer]) => tail.committed(answer),
-              () => {}, // not reached: the write committed, so its statement ran
-            ),
-        );
-      } else {
-        await options.beforeCommit?.(trx);
-        after(await options.onWritten?.(trx, { ...written, record }));
-      }
-      return { record, settled: settledFields ? inserted?.rows : undefined, fields: Object.keys(settledFields ?? {}) };
+      const plan = planner ? planner.plan(ctx, values, body) : insertPlan(d, ctx, values);
+      // Send.
+      return sendCreation(tx, d, w, tenant, plan, options.parts, after);
     }),
   );
-  if (!created.settled) return created.record;
-  // Answered before the commit was (or, in a caller's transaction, on its own): the fields as stored. A joined
-  // statement answers its tail's columns too; only the settled fields are the record's.
-  const [values] = (await created.settled) as (Row | undefined)[];
-  if (!values) throw errors.internal(new Error(`${d.name}: the settling statement answered no row`));
-  const result = { ...created.record };
-  for (const field of created.fields) result[field] = values[field];
-  return result;
+  // Answer: a record answered before the database did takes the settled fields as stored once committed.
+  return created.settled ? created.settled() : created.record;
 }
+
+/** The creation's plan of a resource without its own: its INSERT, answered with the row it returns. */
+const insertPlan = (d: ResourceDescriptor, ctx: WriteContext, values: Row): CreationPlan => ({
+  main: () => insertStatement(ctx.trx, d.table, ctx.tenant, [columnValues(d, values)], true),
+});
+
+/** What sending a creation gives: its record, and when some fields were still placeholders, how to settle them. */
+interface SentCreation {
+  record: Row;
+  settled?: () => Promise<Row>;
+}
+
+/**
+ * The plan compiler of a creation: the plan's statements and the write's tail in one transaction. A plan that knows
+ * its answer is sent without awaiting anything (the tail carried by its main statement where it can be, one round
+ * trip with the COMMIT); one that does not awaits its INSERT's row first, then sends the tail.
+ */
+async function sendCreation(
+  tx: WriteTransaction,
+  d: ResourceDescriptor,
+  w: WriteDescriptor,
+  tenant: Tenant,
+  plan: CreationPlan,
+  parts: WriteParts | undefined,
+  after: (work: AfterCommit) => void,
+): Promise<SentCreation> {
+  if (plan.before) await tx.sendAhead(plan.before);
+  const meaning = plan.meaning ?? asItIs;
+  const known = plan.answered;
+  if (!known) {
+    const [row] = (await tx.db.executeQuery(plan.main()).catch((err: unknown) => Promise.reject(meaning(err)))).rows as Row[];
+    if (!row) throw errors.internal(new Error(`${d.name}: the insert returned no row`));
+    const record = answerOf(d, w, row, plan.included) ?? (await readBack(tx.db, d, tenant, String(row.id), w.createIncludes));
+    await sendTail(tx, parts?.(creation(d, tenant, record, [], w)), after);
+    return { record };
+  }
+  // Answered before the database: the fields the main statement settles hold placeholders, which stored copies
+  // (the key's response) replace in SQL; the tail reads them in the statement when the main statement carries it.
+  const carried = parts && plan.carriesTail ? plan.carriesTail : undefined;
+  const settling = carried ? carried.settledInStatement : known.settled;
+  const record = answerOf(d, w, known.row, plan.included);
+  if (!record) throw errors.internal(new Error(`${d.name}: a creation answered from its values lacks its includes`));
+  const placeholders: Placeholder[] = [];
+  for (const [field, value] of Object.entries(settling)) {
+    const p = placeholder(value);
+    record[field] = p.token;
+    placeholders.push(p);
+  }
+  const tail = parts?.(creation(d, tenant, record, placeholders, w));
+  let sent: SentAhead;
+  if (carried && tail) {
+    sent = await tx.sendAhead(carried.main(tail.shape), everyMeaning([meaning, tail.meaning]));
+    after(tail.committed);
+  } else {
+    sent = await tx.sendAhead(plan.main(), meaning);
+    await sendTail(tx, tail, after);
+  }
+  const fields = Object.keys(settling);
+  return {
+    record,
+    settled: async () => {
+      // The statement answers the tail's columns too; only the settled fields are the record's.
+      const [values] = (await sent.rows) as (Row | undefined)[];
+      if (!values) throw errors.internal(new Error(`${d.name}: the settling statement answered no row`));
+      const result = { ...record };
+      for (const field of fields) result[field] = values[field];
+      return result;
+    },
+  };
+}
+
+/** What a creation wrote, for its tail: the record answered, and the object a read of it gives. */
+function creation(d: ResourceDescriptor, tenant: Tenant, record: Row, placeholders: Placeholder[], w: WriteDescriptor): WrittenRecord {
+  const object = { ...record };
+  for (const name of w.createIncludes ?? []) delete object[name];
+  return { descriptor: d, tenant, id: String(record.id), action: 'created', before: null, object, placeholders, record };
+}
+
+/** The statement cache's owner of the tails sent as statements of their own. */
+export const TAIL_STATEMENT = { statement: 'write tail' };
+
+/** A tail as a statement of its own, sent with what follows (its failure still fails the write). */
+async function sendTail(tx: WriteTransaction, tail: WriteTail | undefined, after: (work: AfterCommit) => void): Promise<void> {
+  if (!tail) return;
+  await tx.sendAhead(compiledShape(tx.db, TAIL_STATEMENT, tailStatementShape(tail.shape)), tail.meaning);
+  after(tail.committed);
+}
+
+const tailStatement = ({ ctes, columns }: StatementTail): RawBuilder<unknown> =>
+  sql`WITH ${sql.join(
+    ctes.map(([name, cte]) => sql`${sql.ref(name)} AS (${cte})`),
+    sql`, `,
+  )} SELECT ${sql.join(columns)}`;
+
+export const tailStatementShape = (tail: Shaped<StatementTail>): SqlShape => ({
+  key: tail.key,
+  values: tail.values,
+  build: (v) => tailStatement(tail.build(v)),
+});
 
 /** The row to change, locked for the rest of the transaction, with its ETag and the version a change gives it;
  *  404 when the tenant has no such record. */
 async function lockRow(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: string): Promise<{ row: Row; etag: string; next: NextVersion }> {
-  const row = (await lockScoped(trx, d.table, tenant, id, d.where)
-    .select([versionSql().as(VERSION_KEY), nowVersionSql().as(NOW_VERSION_KEY)])
-    .executeTakeFirst()) as Row | undefined;
+  // Built and compiled once per resource and mode (statement-cache.ts), then only bound: Kysely building and
+  // compiling a change's lock and UPDATE on every request was most of what a PATCH cost Node beyond a GET.
+  const query = sharedStatementCache(trx).statement(d, `write:lock:${tenant.mode}`, 0, [tenant.accountId, id], (v) => [
+    lockScoped(trx, d.table, { accountId: String(v[0]), mode: tenant.mode }, String(v[1]), d.where).select([
+      versionSql().as(VERSION_KEY),
+      nowVersionSql().as(NOW_VERSION_KEY),
+    ]),
+  ]) as CompiledQuery;
+  const row = (await trx.executeQuery(query)).rows[0] as Row | undefined;
   if (!row) throw errors.notFound();
   // Every change moves updated_at strictly forward, even within one microsecond or when the clock
   // steps back: the version (ETag) of a record then changes with every write (docs/decisions.md).
@@ -361,12 +391,9 @@ type NextVersion = ReturnType<typeof nextVersion>;
 
 /** Applies the change; answers the record as a read of it would (from the row the UPDATE returned) and its new ETag. */
 async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row, next: NextVersion, values: Row): Promise<TaggedRecord> {
-  const after = (await updateScoped(ctx.trx, d.table, ctx.tenant)
-    // Bound as text, so the version keeps its microseconds whatever a driver makes of a timestamptz parameter.
-    .set({ ...columnValues(d, values), updated_at: sql`cast(cast(${next.updatedAt} as text) as timestamptz)` })
-    .where('id', '=', before.id)
-    .returningAll()
-    .executeTakeFirstOrThrow()) as Row;
+  const [after] = (await ctx.trx.executeQuery(changeStatement(ctx.trx, d, ctx.tenant, String(before.id), values, next.updatedAt)))
+    .rows as Row[];
+  if (!after) throw errors.internal(new Error(`${d.name}: the locked row was not updated`));
   const etag = etagOf(after.id, next.version);
   await writeOf(d).rules?.afterChange?.(ctx, before, after);
   const meta = descriptorMeta(d);
@@ -374,8 +401,46 @@ async function applyChange(ctx: WriteContext, d: ResourceDescriptor, before: Row
 }
 
 /**
- * Locks the tenant's row for one transaction and applies what `decide` returns; 404 outside the tenant.
- * Answers the record as written, which its event carries too: neither reads it again.
+ * The UPDATE of a change, returning the row. Built and compiled once per resource, mode and set of columns (a JSON
+ * column's null and non-null take two shapes), then only bound; a change with a SQL fragment (a soft delete's
+ * `now()`) or a string array, whose text depends on the value, is built each time.
+ */
+function changeStatement(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: string, values: Row, updatedAt: string): CompiledQuery {
+  const build = (accountId: string, set: Row, at: unknown, rowId: unknown) =>
+    updateScoped(trx, d.table, { accountId, mode: tenant.mode })
+      // Bound as text, so the version keeps its microseconds whatever a driver makes of a timestamptz parameter.
+      .set({ ...set, updated_at: sql`cast(cast(${at} as text) as timestamptz)` })
+      .where('id', '=', rowId)
+      .returningAll();
+  const columns: string[] = [];
+  const jsonAt: boolean[] = [];
+  const bound: unknown[] = [tenant.accountId];
+  let shape = `write:change:${tenant.mode}`;
+  for (const [column, value] of Object.entries(values)) {
+    if (value === undefined) continue;
+    const schema = d.row.properties[column];
+    const kind = schema ? fieldKind(schema) : undefined;
+    if (isSqlFragment(value) || kind === 'text_array') return build(tenant.accountId, columnValues(d, values), updatedAt, id).compile();
+    const json = value !== null && kind === 'json';
+    columns.push(column);
+    jsonAt.push(json);
+    bound.push(json ? JSON.stringify(value) : value);
+    shape += json ? `|${column}:json` : `|${column}`;
+  }
+  bound.push(updatedAt, id);
+  return sharedStatementCache(trx).statement(d, shape, 0, bound, (v) => {
+    const set: Row = {};
+    columns.forEach((column, i) => {
+      const value = v[i + 1];
+      set[column] = jsonAt[i] ? sql`cast(cast(${value} as text) as jsonb)` : value;
+    });
+    return [build(String(v[0]), set, v[columns.length + 1], v[columns.length + 2])];
+  }) as CompiledQuery;
+}
+
+/**
+ * A change (PATCH, DELETE): validate and plan under the row's lock (`decide`), send the UPDATE and the write's tail,
+ * answer the record as written (which its tail carries too: neither reads it again). 404 outside the tenant.
  */
 async function changeRow(
   db: Db,
@@ -390,19 +455,19 @@ async function changeRow(
   const tenant = requireTenant(tenantOrNull, 'write');
   if (!isUuid(id)) throw errors.notFound();
   return externalIdsChecked(db, d, tenant, options, externalId, () =>
-    transact(db, options, undefined, async (trx, after, mayAssume) => {
-      const ctx: WriteContext = { trx, tenant, now: options.now ?? Date.now, mayAssume };
-      const { row: current, etag: currentTag, next } = await lockRow(trx, d, tenant, id);
+    transact(db, options, undefined, async (tx, after, mayAssume) => {
+      const ctx: WriteContext = { trx: tx.db, tx, tenant, now: options.now ?? Date.now, mayAssume };
+      const { row: current, etag: currentTag, next } = await lockRow(tx.db, d, tenant, id);
       // Compared under the row lock, so of two writers holding the same tag exactly one gets through.
       if (matchHolds(options.ifMatch, currentTag) === false) throw errors.preconditionFailed();
       const values = await decide(ctx, current);
-      if (options.skipUnchanged && (await changesNothing(trx, d, tenant, String(current.id), values))) {
+      if (options.skipUnchanged && (await changesNothing(tx.db, d, tenant, String(current.id), values))) {
         const meta = descriptorMeta(d);
         return { data: outputRow(current, meta.fields, meta), etag: currentTag, unchanged: true };
       }
       const written = await applyChange(ctx, d, current, next, values);
       const object = { ...written.data };
-      after(await options.onWritten?.(trx, { descriptor: d, tenant, id: String(current.id), action, before: current, object, mayAssume }));
+      await sendTail(tx, options.parts?.({ descriptor: d, tenant, id: String(current.id), action, before: current, object }), after);
       return written;
     }),
   );
@@ -443,7 +508,7 @@ async function externalIdsChecked<T>(
   } catch (err) {
     if (externalId === undefined || !isExternalIdViolation(d, err)) throw err;
     // In a caller's transaction (an atomic batch), which the failure has aborted, nothing more can be read.
-    throw externalIdConflict(options.inTransaction ? undefined : await recordWithExternalId(db, d, tenant, externalId));
+    throw externalIdConflict(options.transaction ? undefined : await recordWithExternalId(db, d, tenant, externalId));
   }
 }
 

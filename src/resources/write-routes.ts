@@ -24,10 +24,11 @@ import { type ResourceDescriptor, type Row, resourceTag, type WriteDescriptor, w
 import { RESOURCES } from './registry.ts';
 import { isSqlFragment } from './insert-statement.ts';
 import { etagOf } from './etag.ts';
-import { logEntryShape, logWrite, type WriteRequest } from './request-log.ts';
+import { logEntryShape, type WriteRequest } from './request-log.ts';
 import { externalIdText, hasExternalIds } from './external-id.ts';
 import { upsertRecord } from './upsert.ts';
-import { createRecord, deleteRecord, updateRecord, type WriteOptions, type WrittenBeside, type WrittenExtensions } from './write-engine.ts';
+import { createRecord, deleteRecord, updateRecord, type WriteOptions, type WriteParts, type WrittenBeside } from './write-engine.ts';
+import { commitPositionOf } from '../http/read-your-writes.ts';
 
 /** The resources that accept writes: those of the registry with a `write` section, in its order. */
 export const WRITABLE: readonly ResourceDescriptor[] = writableOf(RESOURCES);
@@ -39,9 +40,9 @@ export interface WriteRouteDeps {
   idempotency?: IdempotencyStoreOptions;
   /** The resources served (default: the registry); those with a `write` section get write routes. */
   resources?: readonly ResourceDescriptor[];
-  /** What each write does in its own transaction besides the change (the change feed records its event), per request
-   *  id; `beside` (the write log's entry) is written in the event's statement. */
-  recordWrite?: (keyId: string | null, requestId: string, besides?: readonly WrittenBeside[]) => WrittenExtensions;
+  /** The uniform parts each write sends with its change (its origin mark for the change feed, and `besides`: the write
+   *  log's entry, the Idempotency-Key's record), per key and request id (events/write-origin.ts). */
+  recordWrite: (keyId: string | null, requestId: string, besides?: readonly WrittenBeside[]) => WriteParts;
 }
 
 const IDEMPOTENCY_DOC =
@@ -150,13 +151,14 @@ function registerUpsert({ app, deps, d, w, db, tags, guard }: ResourceRoutes, ho
     },
     async (request, reply) => {
       const batch = batchOperationOf(request);
-      const result = await upsertRecord(batch?.trx ?? db, d, request.tenant, request.params.external_id, request.body, {
+      const result = await upsertRecord(db, d, request.tenant, request.params.external_id, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
         ifMatch: request.headers['if-match'],
-        written: (status) => writtenFor(deps, request, status),
+        parts: (status) => partsFor(deps, request, status),
         beforeCommit: hooks.beforeCommit(request),
-        batch: batch?.trx ? { trx: batch.trx, afterCommit: batch.afterCommit } : undefined,
+        commitPosition: commitPositionOf(request),
+        batch: batch?.tx ? { tx: batch.tx, afterCommit: batch.afterCommit } : undefined,
       });
       reply.header('etag', result.etag).header(UPSERT_HEADER, result.outcome);
       if (result.outcome === 'created') reply.code(201).header('location', `/v1/${d.name}/${String(result.data.id)}`);
@@ -201,17 +203,15 @@ function registerCreate({ app, deps, d, w, db, tags, guard }: ResourceRoutes, ho
       reply.code(201);
       const respond = memoize((record: Row) => reply.serialize(itemEnvelope(request, record)) as string);
       const batch = batchOperationOf(request);
-      const data = await hooks.createOnce(request, reply, 201, respond, (key) => {
-        // A new key goes out in the event's statement when there is one: one statement fewer per write.
-        const keyBeside = deps.recordWrite ? key.beside : undefined;
-        return createRecord(batch?.trx ?? db, d, request.tenant, request.body, {
+      // The key's record (or its claim's response) is a part of the write's tail, like its log entry.
+      const data = await hooks.createOnce(request, reply, 201, respond, (key) =>
+        createRecord(db, d, request.tenant, request.body, {
           schemaErrors: schemaErrors(request),
           now: deps.now,
-          ...inBatch(batch),
-          ...writtenFor(deps, request, 201, keyBeside),
-          finishers: !keyBeside && key.finisher ? [key.finisher] : [],
-        });
-      });
+          ...transactionOf(request, batch),
+          parts: partsFor(deps, request, 201, key.beside),
+        }),
+      );
       if (data === undefined) return reply; // a replay, already sent
       // Already serialized (a held Idempotency-Key stores these very bytes): sent as text, past the typed serializer.
       // A new record has not changed yet: its version is its id (updated_at is still null).
@@ -240,11 +240,11 @@ function registerUpdate({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
     async (request, reply) => {
       const { id } = request.params;
       const batch = batchOperationOf(request);
-      const { data, etag } = await updateRecord(batch?.trx ?? db, d, request.tenant, id, request.body, {
+      const { data, etag } = await updateRecord(db, d, request.tenant, id, request.body, {
         schemaErrors: schemaErrors(request),
         now: deps.now,
-        ...inBatch(batch),
-        ...writtenFor(deps, request, 200),
+        ...transactionOf(request, batch),
+        parts: partsFor(deps, request, 200),
         ifMatch: request.headers['if-match'],
       });
       reply.header('etag', etag);
@@ -273,10 +273,10 @@ function registerDelete({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
     async (request, reply) => {
       const { id } = request.params;
       const batch = batchOperationOf(request);
-      const { etag } = await deleteRecord(batch?.trx ?? db, d, request.tenant, id, {
+      const { etag } = await deleteRecord(db, d, request.tenant, id, {
         now: deps.now,
-        ...inBatch(batch),
-        ...writtenFor(deps, request, 204),
+        ...transactionOf(request, batch),
+        parts: partsFor(deps, request, 204),
         ifMatch: request.headers['if-match'],
       });
       return reply.code(204).header('etag', etag).send(null);
@@ -284,22 +284,19 @@ function registerDelete({ app, deps, d, w, db, tags, guard }: ResourceRoutes) {
   );
 }
 
-/** An atomic batch's operation writes in the batch's transaction, and leaves its after-commit work to the batch. */
-const inBatch = (batch: BatchOperationContext | undefined): Pick<WriteOptions, 'inTransaction' | 'afterCommit'> => ({
-  inTransaction: Boolean(batch?.trx),
-  afterCommit: batch?.afterCommit,
-});
-
-/** What a write does in its transaction besides the change: its event, and its entry in the write log. */
-function writtenFor(
-  deps: WriteRouteDeps,
+/** A write's transaction: its own, noting its commit position in the request's; or, for an atomic batch's operation,
+ *  the batch's, which takes its after-commit work. */
+const transactionOf = (
   request: FastifyRequest,
-  status: number,
-  keyBeside?: WrittenBeside,
-): Pick<WriteOptions, 'onWritten' | 'joinWritten'> {
+  batch: BatchOperationContext | undefined,
+): Pick<WriteOptions, 'transaction' | 'afterCommit' | 'commitPosition'> =>
+  batch?.tx ? { transaction: batch.tx, afterCommit: batch.afterCommit } : { commitPosition: commitPositionOf(request) };
+
+/** The uniform parts a write sends with its change: its origin mark, its entry in the write log, and its key's part. */
+function partsFor(deps: WriteRouteDeps, request: FastifyRequest, status: number, keyBeside?: WrittenBeside): WriteParts {
   const auth = request.auth;
   const besides = keyBeside ? [keyBeside] : [];
-  if (!auth) return deps.recordWrite?.(null, request.id, besides) ?? {};
+  if (!auth) return deps.recordWrite(null, request.id, besides);
   const batch = batchOperationOf(request);
   const header = request.headers[IDEMPOTENCY_HEADER];
   const entry: WriteRequest = {
@@ -311,15 +308,7 @@ function writtenFor(
     // The key only means something on POST and PUT (SPEC 8: ignored on PATCH and DELETE); a batch's covers its operations.
     idempotencyKey: batch ? batch.idempotencyKey : takesKey(request.method) && typeof header === 'string' ? header : null,
   };
-  // The entry goes out in the event's statement: one statement fewer per write.
-  return (
-    deps.recordWrite?.(auth.keyId, request.id, [(written) => ({ shape: logEntryShape(written, entry) }), ...besides]) ?? {
-      onWritten: async (trx, written) => {
-        await logWrite(trx, written, entry);
-        return undefined;
-      },
-    }
-  );
+  return deps.recordWrite(auth.keyId, request.id, [(written) => ({ shape: logEntryShape(written, entry) }), ...besides]);
 }
 
 /** A replayed creation carries the ETag it was first sent with: the new record's (its id alone, see etag.ts). */

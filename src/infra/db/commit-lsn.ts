@@ -1,24 +1,20 @@
 // Read-your-writes needs the WAL position of a key's commits (docs/scale-out.md, "Read replicas").
-// A write request runs inside a scope; the PostgreSQL driver then sends `pg_current_wal_insert_lsn()`
-// right behind each COMMIT on the same connection (one round trip for both), and notes the answer here.
+// A write request holds a `CommitPosition` and hands it to each write transaction it opens
+// (write-transaction.ts); the PostgreSQL driver then sends `pg_current_wal_insert_lsn()` right behind
+// that transaction's COMMIT on the same connection (one round trip for both), and notes the answer in it.
 // Taken after the commit record was inserted, the position is at or past the commit's end: a replica
 // that has replayed that far shows the write.
-import { AsyncLocalStorage } from 'node:async_hooks';
 
-export interface CommitLsnScope {
-  /** The highest commit position of the scope so far (0: nothing committed). */
+export interface CommitPosition {
+  /** The highest commit position noted so far (0: nothing committed). */
   lsn: number;
 }
 
-const scopes = new AsyncLocalStorage<CommitLsnScope>();
-
-/** Runs `fn` in a new scope whose commits are noted in `scope`. */
-export function runInCommitScope<T>(scope: CommitLsnScope, fn: () => T): T {
-  return scopes.run(scope, fn);
+/** Notes a commit at `lsn` (null: committed, position unknown, so nothing older may be assumed). */
+export function noteCommit(position: CommitPosition, lsn: number | null): void {
+  const at = lsn ?? Number.MAX_SAFE_INTEGER;
+  if (at > position.lsn) position.lsn = at;
 }
-
-/** The scope of the running request, when it is one whose commits are tracked. */
-export const currentCommitScope = (): CommitLsnScope | undefined => scopes.getStore();
 
 /** A PostgreSQL LSN (`16/B374D848`) as a number: exact below 2^53 bytes of WAL (8 PiB). */
 export function lsnToNumber(text: string | null | undefined): number | null {

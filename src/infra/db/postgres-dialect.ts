@@ -2,7 +2,8 @@
 // statement (parsed and planned once per connection, then only bound and executed), and a
 // connection is taken from the pool for the whole of a transaction only; a lone query uses
 // the pool directly instead of reserving a connection around it. Inside a transaction, BEGIN and
-// statements sent ahead (send-ahead.ts) go out without waiting: they travel with the next one.
+// statements sent ahead (send-ahead.ts) go out without waiting: they travel with the next one. A write
+// transaction (write-transaction.ts) asks for its lane and its commit position through `beginWrite`.
 // Every wait is bounded (docs/operations.md): postgres.js `reserve()` queues without a deadline and can
 // wait for ever after a server-side disconnect, and a lone query waits in the pool's queue without one;
 // past `acquireMs` / `queryMs` they fail with a timeout the HTTP layer answers as 503.
@@ -20,10 +21,11 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type { ReservedSql, Sql } from 'postgres';
-import { currentCommitScope, lsnToNumber } from './commit-lsn.ts';
+import { type CommitPosition, lsnToNumber, noteCommit } from './commit-lsn.ts';
 import { quoteIdentifier } from './identifiers.ts';
-import { type DeferredStatement, deferredStatements } from './send-ahead.ts';
-import { type LaneTicket, laneRequest, type WriteLanes } from './write-lanes.ts';
+import type { DeferredStatement } from './send-ahead.ts';
+import type { LaneTicket, WriteLanes } from './write-lanes.ts';
+import type { WriteConnection, WriteTransactionOptions } from './write-transaction.ts';
 import { within } from '../deadline.ts';
 
 /**
@@ -121,10 +123,15 @@ function endedTheConnection(err: unknown): boolean {
   return code.startsWith('08') || /^57P0[1-3]$/.test(code) || DRIVER_CONNECTION_CODES.has(code) || /^E[A-Z]+$/.test(code);
 }
 
-class PostgresJsConnection implements DatabaseConnection {
+/** What a BEGIN carries after `start transaction` (the plan setting, the pooler's SET LOCALs), asked per connection. */
+type BeginSuffix = (connection: PostgresJsConnection) => string | Promise<string>;
+
+class PostgresJsConnection implements DatabaseConnection, WriteConnection {
   /** The transaction's connection: reserved from the pool, or its write lane's. */
   private reserved: ReservedSql | undefined;
   private lane: OnLane | undefined;
+  /** A write transaction's: where its COMMIT's position is noted. */
+  private commitPosition: CommitPosition | undefined;
   /** Statements of the transaction sent but not yet awaited (its BEGIN, statements sent ahead): their
    *  answers are awaited with the next statement, whose result waits for theirs. */
   private inFlight: Promise<unknown>[] = [];
@@ -133,16 +140,17 @@ class PostgresJsConnection implements DatabaseConnection {
     private readonly bounds: WaitBounds,
     private readonly pooler: TransactionPooler | undefined,
     private readonly lanes: WriteLanes | undefined,
+    private readonly beginSuffix: BeginSuffix,
   ) {}
 
   private readonly answerDeadline = { error: () => new AcquireTimeoutError('query answer', this.bounds.queryMs) };
   private readonly acquireTimeout = () => new AcquireTimeoutError('database connection', this.bounds.acquireMs);
 
-  async reserve(): Promise<void> {
+  /** Reserves the transaction's connection: on the write lane of `laneKey` where the database has lanes. */
+  async reserve(laneKey?: string): Promise<void> {
     if (this.reserved) return;
-    const laneKey = this.lanes && laneRequest();
-    if (laneKey) {
-      const ticket = await this.lanes!.enter(laneKey, {
+    if (laneKey && this.lanes) {
+      const ticket = await this.lanes.enter(laneKey, {
         ms: this.bounds.acquireMs,
         error: this.acquireTimeout,
         reserve: () => this.sql.reserve(),
@@ -165,7 +173,37 @@ class PostgresJsConnection implements DatabaseConnection {
       this.lane = undefined;
     } else this.reserved?.release();
     this.reserved = undefined;
+    this.commitPosition = undefined;
     this.inFlight = [];
+  }
+
+  /** Opens a transaction: `start transaction` and what follows it in its message, sent without waiting. */
+  async open(level = ''): Promise<void> {
+    const suffix = await this.beginSuffix(this);
+    this.begin(`start transaction${level}${suffix}`);
+  }
+
+  async beginWrite(options: WriteTransactionOptions): Promise<void> {
+    await this.reserve(options.lane);
+    this.commitPosition = options.commitPosition;
+    await this.open();
+  }
+
+  async sendAhead(query: CompiledQuery, statement: DeferredStatement): Promise<void> {
+    if (!this.reserved) throw new Error('a statement sent ahead outside a transaction');
+    const parameters = [...query.parameters] as never[];
+    this.send(
+      this.onConnection(this.reserved.unsafe(query.sql, parameters, { prepare: parameters.length <= MAX_PREPARED_PARAMETERS })),
+      statement,
+    );
+  }
+
+  commitWrite(): Promise<void> {
+    return this.commit();
+  }
+
+  rollbackWrite(): Promise<void> {
+    return this.rollback();
   }
 
   /** The transaction's end is sent: the lane's next transaction may follow it. */
@@ -233,8 +271,8 @@ class PostgresJsConnection implements DatabaseConnection {
   async commit(): Promise<void> {
     if (!this.reserved) throw new Error('commit on a connection that is not reserved');
     const committing = this.onConnection(this.reserved.unsafe(IMMEDIATE_COMMIT, [], { prepare: false }));
-    // With read replicas, a write request's commit position travels right behind its COMMIT (commit-lsn.ts).
-    const scope = currentCommitScope();
+    // A write request's commit position travels right behind its COMMIT (commit-lsn.ts).
+    const scope = this.commitPosition;
     const reserved = this.reserved;
     const readPosition = () => Promise.resolve(this.onConnection(reserved.unsafe(COMMIT_POSITION, [], { prepare: false })));
     // Behind a transaction pooler nothing may follow the COMMIT before its answer (see `alone`): read after it.
@@ -246,8 +284,7 @@ class PostgresJsConnection implements DatabaseConnection {
       // Committed, position unknown (the connection broke in between): the key's reads stay on the primary. A lane
       // has no pooler, so its position was sent with the COMMIT.
       const rows = (await (sentWithCommit ?? readPosition()).catch(() => [])) as unknown as { lsn: string }[];
-      const lsn = lsnToNumber(rows[0]?.lsn) ?? Number.MAX_SAFE_INTEGER;
-      if (lsn > scope.lsn) scope.lsn = lsn;
+      noteCommit(scope, lsnToNumber(rows[0]?.lsn));
     }
   }
 
@@ -258,12 +295,6 @@ class PostgresJsConnection implements DatabaseConnection {
     const running = this.reserved
       ? this.onConnection(this.reserved.unsafe(query.sql, parameters, { prepare: parameters.length <= MAX_PREPARED_PARAMETERS }))
       : this.sql.unsafe(query.sql, parameters, { prepare: parameters.length <= MAX_PREPARED_PARAMETERS });
-    const deferred = this.reserved ? deferredStatements.get(query) : undefined;
-    if (deferred) {
-      deferred.sent = true;
-      this.send(running, deferred);
-      return { rows: [] };
-    }
     // Inside a transaction the server's statement timeout bounds each query; a lone query also waits in the queue.
     const result = this.reserved
       ? await this.afterInFlight(running)
@@ -320,17 +351,18 @@ class PostgresJsDriver implements Driver {
   ) {}
   async init(): Promise<void> {}
   async acquireConnection(): Promise<DatabaseConnection> {
-    return new PostgresJsConnection(this.sql, this.bounds, this.pooler, this.lanes);
+    return new PostgresJsConnection(this.sql, this.bounds, this.pooler, this.lanes, this.beginSuffix);
   }
   async beginTransaction(connection: PostgresJsConnection, settings: TransactionSettings): Promise<void> {
     await connection.reserve();
     const level = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : '';
     const mode = settings.accessMode ? ` ${settings.accessMode}` : '';
-    // One simple-protocol message (no parameters): its SET LOCALs cost no round trip of their own. Behind a
-    // transaction pooler statements are not prepared: each is planned anyway, and the setting would not matter.
-    const planning = this.pooler?.afterBegin ?? this.planning ?? (await this.planningOf(connection));
-    connection.begin(`start transaction${level}${mode}${planning}`);
+    await connection.open(`${level}${mode}`);
   }
+
+  /** One simple-protocol message (no parameters): its SET LOCALs cost no round trip of their own. Behind a
+   *  transaction pooler statements are not prepared: each is planned anyway, and the setting would not matter. */
+  private readonly beginSuffix: BeginSuffix = (connection) => this.pooler?.afterBegin ?? this.planning ?? this.planningOf(connection);
 
   /** What every BEGIN carries on prepared statements: GENERIC_PLANS, or nothing on a Citus coordinator. Asked by the
    *  first transaction, once (again after a failed ask), then known without a wait. */

@@ -2,9 +2,10 @@
 // its event): on PostgreSQL they are sent at once and their answers awaited with the next statement or the
 // commit, so the steps of a write reach the server together, in as few round trips as the write allows. Rows they lock (a
 // tenant's counters) are then held while the server runs them, not across round trips through a busy
-// event loop. On PGlite, which has no round trip to save, they run at once like any statement.
+// event loop. On PGlite, which has no round trip to save, they run at once like any statement. A write
+// transaction sends them (write-transaction.ts); this module holds what both sides of that share.
 import { randomUUID } from 'node:crypto';
-import { type CompiledQuery, type RawBuilder, sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { boundValue, builtShape, composedShape, type SqlShape } from './sql-shape.ts';
 
 /** Turns a failure of a statement sent ahead into the error its caller means (or returns it unchanged). */
@@ -32,18 +33,9 @@ export function everyMeaning(meanings: readonly FailureMeaning[]): FailureMeanin
 /** What the driver needs to send a statement ahead, and to hand its answer back later. */
 export interface DeferredStatement {
   meaning: FailureMeaning;
-  /** Set by a driver that sent the statement without waiting (its executeQuery answered no rows). */
-  sent: boolean;
   answered(rows: unknown[]): void;
+  /** Takes the driver's failure; the statement's rows reject with its meaning. */
   failed(err: unknown): void;
-}
-
-/** The statements sent ahead and in flight, by the very object Kysely hands the driver (postgres-dialect.ts). */
-export const deferredStatements = new WeakMap<CompiledQuery, DeferredStatement>();
-
-/** A transaction (any Kysely handle); structural, so the driver can import this module. */
-interface Transaction {
-  executeQuery(query: CompiledQuery): Promise<{ rows: unknown[] }>;
 }
 
 /** A statement sent ahead of its answer. */
@@ -53,13 +45,8 @@ export interface SentAhead {
   rows: Promise<unknown[]>;
 }
 
-/**
- * Runs `query` in the transaction `trx` without waiting for its answer where the driver can (PostgreSQL):
- * it travels with the next statement. Its failure, passed through `meaning`, fails the transaction's next
- * statement or its commit, so a statement whose failure must stop the write has to fail in SQL, not in a
- * check of its result. On PGlite, which has no round trip to save, it runs at once and a failure is thrown.
- */
-export async function sendAhead(trx: Transaction, query: CompiledQuery, meaning: FailureMeaning = asItIs): Promise<SentAhead> {
+/** A statement to send ahead (write-transaction.ts `sendAhead`), and the rows its answer settles. */
+export function deferredStatement(meaning: FailureMeaning): { statement: DeferredStatement; rows: Promise<unknown[]> } {
   let answered!: (rows: unknown[]) => void;
   let failed!: (err: unknown) => void;
   const rows = new Promise<unknown[]>((resolve, reject) => {
@@ -67,17 +54,7 @@ export async function sendAhead(trx: Transaction, query: CompiledQuery, meaning:
     failed = reject;
   });
   rows.catch(() => {}); // reported by the next statement when nobody awaits it
-  const statement: DeferredStatement = { meaning, sent: false, answered, failed: (err) => failed(meaning(err)) };
-  deferredStatements.set(query, statement);
-  try {
-    const result = await trx.executeQuery(query);
-    if (!statement.sent) answered(result.rows);
-  } catch (err) {
-    const meant = meaning(err);
-    failed(meant);
-    throw meant;
-  }
-  return { rows };
+  return { statement: { meaning, answered, failed: (err) => failed(meaning(err)) }, rows };
 }
 
 /** A value of a written record known only once a statement sent ahead has run (the sale's number):

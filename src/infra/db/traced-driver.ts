@@ -34,6 +34,13 @@ class TracedConnection implements DatabaseConnection {
 const own = (connection: DatabaseConnection): DatabaseConnection =>
   connection instanceof TracedConnection ? connection.inner : connection;
 
+/** The engine's own connection under a traced one (a write transaction asks it for its driver abilities). */
+export const engineConnection = own;
+
+/** The tracer of a traced connection (a write transaction traces what it sends past Kysely: statements sent ahead, COMMIT). */
+export const connectionTracer = (connection: DatabaseConnection): StatementTracer | undefined =>
+  connection instanceof TracedConnection ? connection.tracer : undefined;
+
 type Compile = QueryCompiler['compileQuery'];
 
 class TraceableDriver implements Driver {

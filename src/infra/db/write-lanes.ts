@@ -9,34 +9,11 @@
 // has sent its end (COMMIT or ROLLBACK), so the statements of two transactions never interleave, and nothing of a
 // transaction is sent after its end. A reserved connection that closed fails every statement handed to it (the
 // driver's patch, docs/decisions.md): the lane's next transaction reserves another.
-import { AsyncLocalStorage } from 'node:async_hooks';
+// A write transaction asks for its lane explicitly (write-transaction.ts `lane`): only that transaction queues on
+// it. A transaction it opens meanwhile, or work that outlives it (after-commit work, a timer), takes a connection of
+// the pool, and so does a write run again (rare).
 import type { ReservedSql } from 'postgres';
 import { within } from '../deadline.ts';
-
-/** A write's request for a lane, for the first transaction it opens (`taken` once that one entered the lane). */
-interface LaneRequest {
-  key: string;
-  taken: boolean;
-}
-
-const requests = new AsyncLocalStorage<LaneRequest>();
-
-/** Runs `fn` with its transactions on the write lane of `key` (a tenant), where the database has lanes. */
-export function onWriteLane<T>(key: string, fn: () => T): T {
-  return requests.run({ key, taken: false }, fn);
-}
-
-/**
- * The running write's request, for its first transaction only. A transaction opened inside that one would wait for
- * it for ever, and work started from it that outlives it (after-commit work, a timer) carries the same async context:
- * both take a connection of the pool instead. So does a write run again (rare).
- */
-export function laneRequest(): string | undefined {
-  const request = requests.getStore();
-  if (!request || request.taken) return undefined;
-  request.taken = true;
-  return request.key;
-}
 
 /** The bounds of entering a lane: the wait for the transaction before, then for a connection of the pool. */
 export interface LaneEntry {

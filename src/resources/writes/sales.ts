@@ -7,8 +7,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money.ts';
 import { type SaleFigures, saleFigures, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
-import type { Body, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
-import { sendAhead } from '../../infra/db/send-ahead.ts';
+import type { Body, CreationPlan, CreationPlanner, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
 import { selectScoped } from '../../infra/db/tenancy.ts';
 import { insertStatement } from '../insert-statement.ts';
 import { printedTimestamp } from '../../infra/db/timestamp-text.ts';
@@ -274,11 +273,40 @@ async function toUpdate(ctx: WriteContext, body: Body, current: Row): Promise<Ro
 async function afterChange(ctx: WriteContext, before: Row, after: Row): Promise<void> {
   // Nothing reads the entry back: it goes out with the commit (a failure still fails the change).
   if (after.status !== before.status && after.status != null)
-    await sendAhead(
-      ctx.trx,
+    await ctx.tx.sendAhead(
       insertStatement(ctx.trx, 'transaction_status_history', ctx.tenant, [historyRow(after.id, before.status, after.status)], false),
     );
 }
+
+/**
+ * A new sale's plan: its counter row locked, then one INSERT that takes its number and writes its items and first
+ * history entry (transaction-number.ts). Its answer is made from its own values (but its number, settled by the
+ * INSERT), so nothing is awaited before the commit, and the INSERT carries the write's tail: all its statements and
+ * its COMMIT travel in one round trip, on the tenant's write lane.
+ */
+const salePlanner: CreationPlanner = {
+  onLane: true,
+  plan(ctx, values, body): CreationPlan {
+    const { followUps, items } = followUpsOf(values, body);
+    const counterKnown = numbering.counterKnown(ctx.tenant, ctx.mayAssume);
+    const answer = answeredFromValues(values);
+    const insert = (tail?: Parameters<typeof numberedSaleInsert>[6]) =>
+      numberedSaleInsert(ctx.trx, ctx.tenant, values, !answer, followUps, counterKnown, tail);
+    const common = {
+      before: lockedCounter(ctx.trx, ctx.tenant),
+      ...(counterKnown ? { meaning: numbering.meaning(ctx.tenant) } : {}),
+      included: { items },
+    };
+    // A sale_date the database must print: the answer is read from the INSERT's row.
+    if (!answer) return { ...common, main: () => insert() };
+    return {
+      ...common,
+      main: () => insert(),
+      answered: { row: answer, settled: { transaction_number: numberOf(ctx.tenant, String(values.id)) } },
+      carriesTail: { main: (tail) => insert(tail), settledInStatement: { transaction_number: NUMBER_IN_STATEMENT } },
+    };
+  },
+};
 
 export const saleWrite: WriteDescriptor = {
   create: CreateSaleInput,
@@ -290,26 +318,7 @@ export const saleWrite: WriteDescriptor = {
   rules: {
     check: (body, current) => (current ? [] : [...quantitiesAfterRounding(body), ...amountLimits(body)]),
     toInsert,
-    answeredFromValues,
-    settledInInsert: (ctx, row, returningAll, body) => {
-      const { followUps, items } = followUpsOf(row, body);
-      const counterKnown = numbering.counterKnown(ctx.tenant, ctx.mayAssume);
-      return {
-        before: lockedCounter(ctx.trx, ctx.tenant),
-        statement: () => numberedSaleInsert(ctx.trx, ctx.tenant, row, returningAll, followUps, counterKnown),
-        ...(counterKnown ? { meaning: numbering.meaning(ctx.tenant) } : {}),
-        fields: { transaction_number: numberOf(ctx.tenant, String(row.id)) },
-        ...(returningAll
-          ? {}
-          : {
-              joined: {
-                fieldsInStatement: { transaction_number: NUMBER_IN_STATEMENT },
-                statement: (tail) => numberedSaleInsert(ctx.trx, ctx.tenant, row, false, followUps, counterKnown, tail),
-              },
-            }),
-        included: { items },
-      };
-    },
+    planCreation: salePlanner,
     toUpdate,
     afterChange,
   },
