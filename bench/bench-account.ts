@@ -2,7 +2,7 @@
 import { createAccount } from '../src/accounts/account-repository.ts';
 import { createKey } from '../src/accounts/key-repository.ts';
 import { MODULES } from '../src/domain/modules.ts';
-import type { Db } from '../src/infra/db/database.ts';
+import type { Db } from '../src/infra/db/engine/database.ts';
 
 const UNLIMITED = { burst_per_second: 1e9, requests_per_minute_read: 1e9, requests_per_minute_write: 1e9, requests_per_day_total: 1e9 };
 

@@ -11,7 +11,7 @@ import { createAccount } from '../src/accounts/account-repository.ts';
 import { createKey } from '../src/accounts/key-repository.ts';
 import { MODULES } from '../src/domain/modules.ts';
 import { importObject } from '../src/import/stream-import.ts';
-import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/database.ts';
+import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/engine/database.ts';
 import { IMPORT_ORIGIN, prepareDatabase } from '../src/events/capture/setup.ts';
 
 export interface Dataset {

@@ -7,7 +7,7 @@ import { buildApp } from '../src/app.ts';
 import { benchAccount } from './bench-account.ts';
 import { loadConfig } from '../src/config.ts';
 import { generateApiKey } from '../src/domain/api-keys.ts';
-import { openDatabase } from '../src/infra/db/database.ts';
+import { openDatabase } from '../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../src/events/capture/setup.ts';
 
 const UNKNOWN = generateApiKey('balcao', 'live').key;

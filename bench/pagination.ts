@@ -7,7 +7,7 @@ import { createAccount } from '../src/accounts/account-repository.ts';
 import { buildApp } from '../src/app.ts';
 import { benchAccount } from './bench-account.ts';
 import { loadConfig } from '../src/config.ts';
-import { openDatabase } from '../src/infra/db/database.ts';
+import { openDatabase } from '../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../src/events/capture/setup.ts';
 import { encodeCursor } from '../src/query/cursor.ts';
 

@@ -13,7 +13,7 @@ import postgres from 'postgres';
 import { createAccount } from '../src/accounts/account-repository.ts';
 import { createKey } from '../src/accounts/key-repository.ts';
 import { MODULES } from '../src/domain/modules.ts';
-import { openDatabase } from '../src/infra/db/database.ts';
+import { openDatabase } from '../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../src/events/capture/setup.ts';
 import { startPgBouncer } from '../test/helpers/pgbouncer-server.ts';
 import { spawnServe } from '../test/helpers/serve-process.ts';

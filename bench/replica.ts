@@ -166,7 +166,7 @@ async function main() {
 
 /** The position check alone, in process: what routing one read costs before its query is sent. */
 async function lsnCheckCost(primaryUrl: string, replicaUrl: string, redisUrl: string) {
-  const { openDatabase } = await import('../src/infra/db/database.ts');
+  const { openDatabase } = await import('../src/infra/db/engine/database.ts');
   for (const withRedis of [false, true]) {
     const database = await openDatabase({
       databaseUrl: primaryUrl,

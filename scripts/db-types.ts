@@ -1,16 +1,16 @@
-// `npm run db:types`: writes src/infra/db/tables.ts, the tables as Kysely sees them, from the migrations
+// `npm run db:types`: writes src/infra/db/engine/tables.ts, the tables as Kysely sees them, from the migrations
 // themselves (kysely-codegen reading an in-memory embedded database migrated from scratch). The types
-// follow what the drivers return (src/infra/db/database.ts): timestamptz as its ISO 8601 text, numeric and
+// follow what the drivers return (src/infra/db/engine/database.ts): timestamptz as its ISO 8601 text, numeric and
 // bigint as numbers, date and time as their text. test/db-types.test.ts fails while the file is stale.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generate, PostgresDialect } from 'kysely-codegen';
-import { openDatabase } from '../src/infra/db/database.ts';
-import { migrate } from '../src/infra/db/migrate.ts';
+import { openDatabase } from '../src/infra/db/engine/database.ts';
+import { migrate } from '../src/infra/db/migrate/migrate.ts';
 
-export const TABLES_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/infra/db/tables.ts');
+export const TABLES_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/infra/db/engine/tables.ts');
 
 /** Columns whose values a domain type names more narrowly than their SQL type. */
 const narrowed = {
@@ -23,7 +23,7 @@ const narrowed = {
 /** The file's text, formatted as the tree is (house style), so that comparing it with the committed one is exact. */
 export async function tablesSource(): Promise<string> {
   const generated = await generatedSource();
-  const biome = path.resolve(path.dirname(TABLES_FILE), '../../../node_modules/.bin/biome');
+  const biome = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../node_modules/.bin/biome');
   const formatted = spawnSync(biome, ['format', `--stdin-file-path=${TABLES_FILE}`], { input: generated, encoding: 'utf8' });
   if (formatted.status !== 0) throw new Error(`biome format of the generated tables: ${formatted.stderr}`);
   return formatted.stdout;
@@ -44,9 +44,9 @@ async function generatedSource(): Promise<string> {
       },
       overrides: { columns: narrowed },
       customImports: {
-        PlanCode: '../../domain/plans.ts',
-        ModuleName: '../../domain/modules.ts',
-        KeyMode: '../../domain/api-keys.ts',
+        PlanCode: '../../../domain/plans.ts',
+        ModuleName: '../../../domain/modules.ts',
+        KeyMode: '../../../domain/api-keys.ts',
         TimestampText: './timestamp-text.ts',
       },
       excludePattern: 'schema_migrations',

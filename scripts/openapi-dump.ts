@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { openDatabase } from '../src/infra/db/database.ts';
+import { openDatabase } from '../src/infra/db/engine/database.ts';
 
 /** The committed copy (openapi/v1.json) is made from no deployment's settings: its server is `/`, not an address. */
 export const COMMIT_ENV: NodeJS.ProcessEnv = { BALCAO_PUBLIC_URL: '' };

@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { errors } from './errors/app-error.ts';
 import { KeyCache, type KeyCacheOptions } from './accounts/key-cache.ts';
 import type { Config } from './config.ts';
-import type { Database } from './infra/db/database.ts';
+import type { Database } from './infra/db/engine/database.ts';
 import { registerAccessLog } from './http/access-log.ts';
 import { createAuthenticateHook } from './http/authenticate.ts';
 import { bodyValidators } from './http/body-validation.ts';
@@ -21,14 +21,14 @@ import { trackRoutes } from './http/route-table.ts';
 import { registerDocs } from './docs/register-docs.ts';
 import { registerDeprecation } from './http/deprecation.ts';
 import { registerOpenApi } from './openapi/plugin.ts';
-import { registerMeRoute } from './resources/me.ts';
+import { registerMeRoute } from './resources/descriptors/me.ts';
 import type { ResourceDescriptor } from './resources/descriptor.ts';
-import { registerReadRoutes } from './resources/read-routes.ts';
+import { registerReadRoutes } from './resources/engines/read-routes.ts';
 import { RESOURCES } from './resources/registry.ts';
-import { registerWriteRoutes } from './resources/write-routes.ts';
-import { registerRequestLogRoute } from './resources/request-log.ts';
-import { TableMaintenance } from './infra/db/table-maintenance.ts';
-import { registerBatchRoute } from './resources/batch.ts';
+import { registerWriteRoutes } from './resources/engines/write-routes.ts';
+import { registerRequestLogRoute } from './resources/engines/request-log.ts';
+import { TableMaintenance } from './infra/db/maintenance/table-maintenance.ts';
+import { registerBatchRoute } from './resources/engines/batch.ts';
 import { type ChangeCapture, changeCapture } from './events/capture/change-capture.ts';
 import { originMarker } from './events/write-origin.ts';
 import { registerEvents } from './webhooks/register.ts';
@@ -54,7 +54,7 @@ export interface AppDeps {
   resources?: readonly ResourceDescriptor[];
   /** The change capture; default: one for the database's engine, started once the app listens (events/capture). */
   capture?: ChangeCapture;
-  /** How often the tables are checked for a due ANALYZE or VACUUM (src/infra/db/table-maintenance.ts); tests shorten
+  /** How often the tables are checked for a due ANALYZE or VACUUM (src/infra/db/maintenance/table-maintenance.ts); tests shorten
    *  it, or turn it off with 0. */
   tableMaintenanceEveryMs?: number;
 }

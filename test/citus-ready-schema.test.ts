@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import type { Db } from '../src/infra/db/database.ts';
+import type { Db } from '../src/infra/db/engine/database.ts';
 import { openTestDatabase } from './helpers/harness.ts';
 
 /** Replicated to every node (migrations/citus/distribute.sql). */

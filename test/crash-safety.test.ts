@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, it } from 'node:test';
 import { sql } from 'kysely';
-import { openDatabase } from '../src/infra/db/database.ts';
+import { openDatabase } from '../src/infra/db/engine/database.ts';
 import { item } from './helpers/write-fixtures.ts';
 import { metric, type Scratch, scratchWithKey, send, spawnServe } from './helpers/serve-process.ts';
 import { until } from './helpers/poll.ts';

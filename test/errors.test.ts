@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import { generateApiKey } from '../src/domain/api-keys.ts';
-import { type Database, openDatabase } from '../src/infra/db/database.ts';
+import { type Database, openDatabase } from '../src/infra/db/engine/database.ts';
 import { toAppError } from '../src/errors/database-errors.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 

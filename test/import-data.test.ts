@@ -17,7 +17,7 @@ import {
   loadImportSpecs,
 } from '../src/import/stream-import.ts';
 import { TRANSACTION_COUNTER } from '../src/domain/numbering.ts';
-import { dealStages } from '../src/resources/deals.ts';
+import { dealStages } from '../src/resources/descriptors/deals.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
 import { fieldKind } from '../src/schemas/common.ts';
 import { byTableName, type TestServer, startTestServer } from './helpers/harness.ts';

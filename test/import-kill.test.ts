@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
-import { openDatabase } from '../src/infra/db/database.ts';
+import { openDatabase } from '../src/infra/db/engine/database.ts';
 import { BIN, balcaoJson, COMMAND_NODE_FLAGS, type ScratchEnv, scratchEnv } from './helpers/cli.ts';
 
 const LINES = 40_000;

@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import postgres from 'postgres';
 import { KeyCache } from '../src/accounts/key-cache.ts';
 import { hashApiKey } from '../src/domain/api-keys.ts';
-import { type Database, openDatabase } from '../src/infra/db/database.ts';
+import { type Database, openDatabase } from '../src/infra/db/engine/database.ts';
 import { databaseUrl } from './helpers/db-templates.ts';
 import { openTestDatabase, type TestServer, startTestServer } from './helpers/harness.ts';
 import { until } from './helpers/poll.ts';

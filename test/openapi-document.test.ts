@@ -6,7 +6,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { ERROR_CATALOGUE, ERROR_CODES } from '../src/errors/catalogue.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
-import { WRITABLE } from '../src/resources/write-routes.ts';
+import { WRITABLE } from '../src/resources/engines/write-routes.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 
 type Json = Record<string, any>;

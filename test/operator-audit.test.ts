@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import os from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { openDatabase } from '../src/infra/db/database.ts';
+import { openDatabase } from '../src/infra/db/engine/database.ts';
 import { balcao, balcaoJson, type ScratchEnv, scratchEnv } from './helpers/cli.ts';
 
 let scratch: ScratchEnv;

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import postgres from 'postgres';
-import { DEFAULT_DB_TIMEOUTS, openDatabase } from '../src/infra/db/database.ts';
+import { DEFAULT_DB_TIMEOUTS, openDatabase } from '../src/infra/db/engine/database.ts';
 import { balcao } from './helpers/cli.ts';
 import { type OwnPgBouncer, startPgBouncer } from './helpers/pgbouncer-server.ts';
 import { type OwnPostgres, startOwnPostgres } from './helpers/postgres-server.ts';

@@ -7,11 +7,11 @@ import { compileGet, compileInclude, compileList } from '../src/query/compile.ts
 import { encodeCursor } from '../src/query/cursor.ts';
 import { parseQuery } from '../src/query/parse.ts';
 import { planList } from '../src/query/plan.ts';
-import { customers } from '../src/resources/customers.ts';
+import { customers } from '../src/resources/descriptors/customers.ts';
 import type { ResourceDescriptor } from '../src/resources/descriptor.ts';
-import { expenses } from '../src/resources/expenses.ts';
-import { products } from '../src/resources/products.ts';
-import { sales } from '../src/resources/sales.ts';
+import { expenses } from '../src/resources/descriptors/expenses.ts';
+import { products } from '../src/resources/descriptors/products.ts';
+import { sales } from '../src/resources/descriptors/sales.ts';
 
 const db = new Kysely<any>({
   dialect: {

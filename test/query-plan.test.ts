@@ -7,12 +7,12 @@ import { decodeCursor, encodeCursor } from '../src/query/cursor.ts';
 import { parseItemQuery, parseQuery } from '../src/query/parse.ts';
 import { planItem, planList } from '../src/query/plan.ts';
 import { parseScalar, parseTimestampMs } from '../src/query/values.ts';
-import { customers } from '../src/resources/customers.ts';
-import { deals } from '../src/resources/deals.ts';
-import { expenses } from '../src/resources/expenses.ts';
-import { inventory } from '../src/resources/inventory.ts';
+import { customers } from '../src/resources/descriptors/customers.ts';
+import { deals } from '../src/resources/descriptors/deals.ts';
+import { expenses } from '../src/resources/descriptors/expenses.ts';
+import { inventory } from '../src/resources/descriptors/inventory.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
-import { sales } from '../src/resources/sales.ts';
+import { sales } from '../src/resources/descriptors/sales.ts';
 
 const ID = '0f8fad5b-d9cb-469f-a165-70867728950e';
 

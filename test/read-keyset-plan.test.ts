@@ -8,9 +8,9 @@ import { compileList, listStatement } from '../src/query/compile.ts';
 import { encodeCursor } from '../src/query/cursor.ts';
 import { parseQuery } from '../src/query/parse.ts';
 import { planList } from '../src/query/plan.ts';
-import { customers } from '../src/resources/customers.ts';
+import { customers } from '../src/resources/descriptors/customers.ts';
 import type { ResourceDescriptor } from '../src/resources/descriptor.ts';
-import { sales } from '../src/resources/sales.ts';
+import { sales } from '../src/resources/descriptors/sales.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
 import { insertRows } from './helpers/read-data.ts';
 

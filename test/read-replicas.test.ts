@@ -15,7 +15,7 @@ import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import postgres from 'postgres';
 import { loadConfig } from '../src/config.ts';
-import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/database.ts';
+import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../src/events/capture/setup.ts';
 import { balcaoJson } from './helpers/cli.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { purgeExpiredEvents } from '../src/events/event-retention.ts';
-import { purgeRequestLog } from '../src/resources/request-log.ts';
+import { purgeRequestLog } from '../src/resources/engines/request-log.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { captured } from './helpers/captured.ts';
 import { writer } from './helpers/write-fixtures.ts';

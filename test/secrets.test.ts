@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, it } from 'node:test';
 import { sql } from 'kysely';
 import { createKey, revokeKey } from '../src/accounts/key-repository.ts';
-import { openDatabase } from '../src/infra/db/database.ts';
+import { openDatabase } from '../src/infra/db/engine/database.ts';
 import { item } from './helpers/write-fixtures.ts';
 import { type Scratch, scratchWithKey, send, spawnServe } from './helpers/serve-process.ts';
 

@@ -8,20 +8,20 @@ import { compileGet, compileInclude, compileList, getStatement, includeStatement
 import { encodeCursor } from '../src/query/cursor.ts';
 import { parseQuery } from '../src/query/parse.ts';
 import { planList } from '../src/query/plan.ts';
-import { customers } from '../src/resources/customers.ts';
+import { customers } from '../src/resources/descriptors/customers.ts';
 import type { ResourceDescriptor } from '../src/resources/descriptor.ts';
-import { expenses } from '../src/resources/expenses.ts';
+import { expenses } from '../src/resources/descriptors/expenses.ts';
 import { RESOURCES } from '../src/resources/registry.ts';
-import { sales } from '../src/resources/sales.ts';
-import { sharedStatementCache, statementCache } from '../src/infra/db/statement-cache.ts';
-import { constantSql, insertStatement, insertsStatement } from '../src/resources/insert-statement.ts';
+import { sales } from '../src/resources/descriptors/sales.ts';
+import { sharedStatementCache, statementCache } from '../src/infra/db/statements/statement-cache.ts';
+import { constantSql, insertStatement, insertsStatement } from '../src/resources/engines/insert-statement.ts';
 import { numberedSaleInsert, numberOf } from '../src/resources/writes/transaction-number.ts';
 import { originShape } from '../src/events/write-origin.ts';
-import { TAIL_STATEMENT, tailStatementShape } from '../src/resources/write-engine.ts';
+import { TAIL_STATEMENT, tailStatementShape } from '../src/resources/engines/write-engine.ts';
 import { IdempotencyStore } from '../src/infra/idempotency-store.ts';
-import { placeholder } from '../src/infra/db/send-ahead.ts';
-import { builtShape, compiledShape } from '../src/infra/db/sql-shape.ts';
-import { logEntryShape } from '../src/resources/request-log.ts';
+import { placeholder } from '../src/infra/db/statements/send-ahead.ts';
+import { builtShape, compiledShape } from '../src/infra/db/statements/sql-shape.ts';
+import { logEntryShape } from '../src/resources/engines/request-log.ts';
 
 const dialect = {
   createAdapter: () => new PostgresAdapter(),

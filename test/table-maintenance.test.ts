@@ -1,4 +1,4 @@
-// Table maintenance (src/infra/db/table-maintenance.ts), on the suite's real database (PGlite or PostgreSQL):
+// Table maintenance (src/infra/db/maintenance/table-maintenance.ts), on the suite's real database (PGlite or PostgreSQL):
 // statistics for new and grown tables, since plans made without them scan what they should look up (a new sale's
 // next number was found by reading the account's every sale), and on PGlite, which has no autovacuum, the vacuuming
 // of dead rows. Probe tables are made with autovacuum off, so only the check under test maintains them.
@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
-import { maintainTables } from '../src/infra/db/table-maintenance.ts';
+import { maintainTables } from '../src/infra/db/maintenance/table-maintenance.ts';
 import { numberedSaleInsert } from '../src/resources/writes/transaction-number.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { isoTimestamp } from '../src/infra/db/timestamp-text.ts';
+import { isoTimestamp } from '../src/infra/db/engine/timestamp-text.ts';
 import { openTestDatabase } from './helpers/harness.ts';
 
 let database: Awaited<ReturnType<typeof openTestDatabase>>;

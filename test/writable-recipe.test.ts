@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { ResourceDescriptor, WriteDescriptor } from '../src/resources/descriptor.ts';
-import { products } from '../src/resources/products.ts';
+import { products } from '../src/resources/descriptors/products.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -34,7 +34,7 @@ const productWrite: WriteDescriptor = {
   update: partialOf({ name: W.text({ minLength: 1, maxLength: 255, examples: ['Ração 15 kg'] }), ...productFields }),
   softDelete: { deleted_at: sql`now()` },
 };
-// File 2: `write: productWrite` on the descriptor in src/resources/products.ts.
+// File 2: `write: productWrite` on the descriptor in src/resources/descriptors/products.ts.
 const writableProducts: ResourceDescriptor = { ...products, write: productWrite };
 const resources = RESOURCES.map((d) => (d === products ? writableProducts : d));
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { RESOURCES } from '../src/resources/registry.ts';
-import { WRITABLE } from '../src/resources/write-routes.ts';
+import { WRITABLE } from '../src/resources/engines/write-routes.ts';
 import { type TestServer, startTestServer } from './helpers/harness.ts';
 import { assertTenantWall, assertWriteGuards } from './helpers/write-wall.ts';
 

@@ -1,12 +1,12 @@
-// Write lanes (src/infra/db/write-lanes.ts) on a PostgreSQL server of the test's own, whatever the suite's engine:
+// Write lanes (src/infra/db/statements/write-lanes.ts) on a PostgreSQL server of the test's own, whatever the suite's engine:
 // a tenant's creations queued on one connection, one transaction after another's end, a failure kept to its own
 // transaction, a bounded wait, and sales over HTTP through a database restart.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/database.ts';
+import { DEFAULT_DB_TIMEOUTS, type Database, openDatabase } from '../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../src/events/capture/setup.ts';
-import { writeTransaction } from '../src/infra/db/write-transaction.ts';
+import { writeTransaction } from '../src/infra/db/statements/write-transaction.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { type OwnPostgres, startOwnPostgres } from './helpers/postgres-server.ts';
 import { item, writer } from './helpers/write-fixtures.ts';

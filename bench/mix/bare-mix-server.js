@@ -61,7 +61,7 @@ const UPDATE_CUSTOMER = `update "customers" set "notes" = $4, "updated_at" = now
 const LOCK_SALE = `select "status" from "transactions" where "team_id" = $1 and "mode" = $2 and "id" = $3 for update`;
 const UPDATE_SALE_STATUS = `update "transactions" set "status" = $4, "updated_at" = now() where "team_id" = $1 and "mode" = $2 and "id" = $3 returning *`;
 
-/** The strong tag of a record version, as src/resources/etag.ts makes it. */
+/** The strong tag of a record version, as src/resources/engines/etag.ts makes it. */
 const etagOf = (id, version) =>
   `"${createHash('sha256')
     .update(`${id}|${version ?? ''}`)

@@ -10,7 +10,7 @@ import path from 'node:path';
 import postgres from 'postgres';
 import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { MODULES } from '../../src/domain/modules.ts';
-import { openDatabase } from '../../src/infra/db/database.ts';
+import { openDatabase } from '../../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../../src/events/capture/setup.ts';
 
 export const ACCOUNTS = 1000;

@@ -3,7 +3,7 @@
 // 10 PATCHes, 5 others (feed, /v1/me). Each operation is rendered twice: as Balcão's request (with the account's
 // key) and as the bare mix server's (same operation, same parameters, no key).
 import { encodeCursor } from '../../src/query/cursor.ts';
-import { etagOf } from '../../src/resources/etag.ts';
+import { etagOf } from '../../src/resources/engines/etag.ts';
 import {
   ACCOUNTS,
   accountId,

@@ -2,8 +2,8 @@
 import { MODULES, type ModuleName } from '../domain/modules.ts';
 import { effectiveRateLimits, type PlanCode, type RateLimitOverrides, type RateLimits } from '../domain/plans.ts';
 import type { Selectable, Updateable } from 'kysely';
-import type { Db } from '../infra/db/database.ts';
-import type { Accounts } from '../infra/db/tables.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import type { Accounts } from '../infra/db/engine/tables.ts';
 
 export type AccountRow = Selectable<Accounts>;
 

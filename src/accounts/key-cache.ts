@@ -12,7 +12,7 @@ import { LRUCache } from 'lru-cache';
 import { expandScopes } from '../domain/scopes.ts';
 import { compileAllowList, type IpMatcher } from '../domain/ip-allowlist.ts';
 import { effectiveRateLimits } from '../domain/plans.ts';
-import type { Db } from '../infra/db/database.ts';
+import type { Db } from '../infra/db/engine/database.ts';
 import type { AuthContext } from '../domain/tenant.ts';
 import { findKeyWithAccount, type KeyRow } from './key-repository.ts';
 import { overridesOf, type AccountRow } from './account-repository.ts';

@@ -3,8 +3,8 @@
 import { type Selectable, sql } from 'kysely';
 import { generateApiKey, type KeyMode } from '../domain/api-keys.ts';
 import { PLANS } from '../domain/plans.ts';
-import type { Db } from '../infra/db/database.ts';
-import type { ApiKeys } from '../infra/db/tables.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import type { ApiKeys } from '../infra/db/engine/tables.ts';
 import type { AccountRow } from './account-repository.ts';
 
 export type KeyRow = Selectable<ApiKeys>;

@@ -4,7 +4,7 @@
 // An entry's `changes` names fields and their values, never a secret, a key or a fragment of one.
 import os from 'node:os';
 import { sql } from 'kysely';
-import type { Db } from '../infra/db/database.ts';
+import type { Db } from '../infra/db/engine/database.ts';
 
 export type AuditTargetType = 'account' | 'api_key' | 'customer';
 

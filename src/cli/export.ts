@@ -47,7 +47,7 @@ export function registerExportCommand(program: Command): void {
             try {
               // On a replica within the lag bound when there is one (an export has no key: no write of its own to wait for).
               await database.reads?.firstPoll;
-              const { readRunner } = await import('../infra/db/read-router.ts');
+              const { readRunner } = await import('../infra/db/replicas/read-router.ts');
               return await readRunner(database)(undefined, (db) =>
                 exportAccount(db, {
                   accountId: flags.account,

@@ -1,7 +1,7 @@
 // The `balcao` command: one file per command, loaded only when that command runs, so each
 // command pays for the modules it uses (`balcao --help` loads none of them).
 import { Command, CommanderError } from 'commander';
-import { DataDirInUseError } from '../infra/db/data-dir-lock.ts';
+import { DataDirInUseError } from '../infra/db/engine/data-dir-lock.ts';
 import { CliError, fail } from './runtime.ts';
 
 type Register = (program: Command) => void;

@@ -1,6 +1,6 @@
 // `balcao migrate`: create or upgrade the schema and exit.
 import type { Command } from 'commander';
-import { openDatabase } from '../infra/db/database.ts';
+import { openDatabase } from '../infra/db/engine/database.ts';
 import { prepareDatabase } from '../events/capture/setup.ts';
 import { commandContext, output } from './runtime.ts';
 

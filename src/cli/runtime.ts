@@ -3,7 +3,7 @@
 // one-line message on stderr and a non-zero exit code.
 import { operatorName } from '../accounts/operator-audit.ts';
 import { type Config, loadConfig } from '../config.ts';
-import type { Database } from '../infra/db/database.ts';
+import type { Database } from '../infra/db/engine/database.ts';
 import { isUuid } from '../schemas/formats.ts';
 
 export class CliError extends Error {}
@@ -24,7 +24,7 @@ export async function withDatabase<T>(
   options: { readReplicas?: boolean } = {},
 ): Promise<T> {
   // Loaded here, not at the top: `balcao --help` and usage errors never load a database driver.
-  const { openDatabase } = await import('../infra/db/database.ts');
+  const { openDatabase } = await import('../infra/db/engine/database.ts');
   const { prepareDatabase } = await import('../events/capture/setup.ts');
   // An operator's command (an import, an export) may run long statements on purpose: only the server's bounded.
   // Only a command that only reads (an export) opens the read replicas.

@@ -4,9 +4,9 @@ import cluster from 'node:cluster';
 import type { Command } from 'commander';
 import type { buildApp } from '../app.ts';
 import { type Config, parseWorkerCount } from '../config.ts';
-import { announceStop } from '../infra/db/data-dir-lock.ts';
-import { compileEngine } from '../infra/db/pglite-engine.ts';
-import type { Database } from '../infra/db/database.ts';
+import { announceStop } from '../infra/db/engine/data-dir-lock.ts';
+import { compileEngine } from '../infra/db/engine/pglite-engine.ts';
+import type { Database } from '../infra/db/engine/database.ts';
 import { logOutput } from './log-output.ts';
 import { commandContext, output } from './runtime.ts';
 
@@ -93,7 +93,7 @@ export async function startServing(
 
 export async function openMigrated(config: Config, holder: string): Promise<Database> {
   const [{ openDatabase }, { prepareDatabase }] = await Promise.all([
-    import('../infra/db/database.ts'),
+    import('../infra/db/engine/database.ts'),
     import('../events/capture/setup.ts'),
   ]);
   const database = await openDatabase(config, holder);
@@ -120,7 +120,7 @@ export function registerServeCommand(program: Command): void {
         if (cluster.isWorker) {
           // The primary has migrated: a worker only opens the database and serves.
           loadServing();
-          const { openDatabase } = await import('../infra/db/database.ts');
+          const { openDatabase } = await import('../infra/db/engine/database.ts');
           return serveAsWorker(async () => ({ ...(await startServing(config, await openDatabase(config, 'balcao serve'), true)) }));
         }
         return serveWithWorkers(config, workers, !!flags.json, async () => (await openMigrated(config, 'balcao serve')).close());
@@ -130,7 +130,7 @@ export function registerServeCommand(program: Command): void {
       if (!config.databaseUrl) compileEngine().catch(() => {}); // a failure is reported by the open
       loadServing();
       const [{ startDatabase }, { prepareDatabase }] = await Promise.all([
-        import('../infra/db/database.ts'),
+        import('../infra/db/engine/database.ts'),
         import('../events/capture/setup.ts'),
       ]);
       const { database, open } = await startDatabase(config, 'balcao serve');

@@ -7,7 +7,7 @@ import type { KeyMode } from '../domain/api-keys.ts';
 import { money, toJsonNumber } from '../domain/money.ts';
 import { type ItemAmountsInput, saleAmounts } from '../domain/sale-totals.ts';
 import { type AccountInput, insertAccount } from '../accounts/account-repository.ts';
-import type { Database } from '../infra/db/database.ts';
+import type { Database } from '../infra/db/engine/database.ts';
 import { inBulkTransaction } from '../import/bulk-session.ts';
 import type { ImportResourceName } from '../import/resources.ts';
 import {

@@ -3,7 +3,7 @@
 
 /** Single codes, by their PostgreSQL condition name. */
 export const SQLSTATE = {
-  /** A statement's own check failed (`1 / 0`): a per-process belief or a claim is no longer true (infra/db/belief-check.ts). */
+  /** A statement's own check failed (`1 / 0`): a per-process belief or a claim is no longer true (infra/db/statements/belief-check.ts). */
   divisionByZero: '22012',
   /** A unique index refused a row (a taken id, external id or idempotency key). */
   uniqueViolation: '23505',

@@ -1,7 +1,7 @@
 // Wakes held long-poll requests when their tenant gets an event: one LISTEN per instance (on
 // PostgreSQL a NOTIFY reaches every instance; PGlite delivers its own in process), fanned out in
 // memory to the waiters of that tenant. A key holds at most MAX_HELD_PER_KEY requests at once.
-import type { Database } from '../infra/db/database.ts';
+import type { Database } from '../infra/db/engine/database.ts';
 import { EVENTS_CHANNEL } from './channels.ts';
 
 export const MAX_HELD_PER_KEY = 5;

@@ -4,8 +4,8 @@
 // alone is kept up by every write for the purge's sake (migration 008, docs/performance.md).
 import { sql } from 'kysely';
 import { EVENTS_COUNTER } from '../domain/numbering.ts';
-import type { Db } from '../infra/db/database.ts';
-import { sameScopeSql } from '../infra/db/tenancy.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import { sameScopeSql } from '../infra/db/tenancy/tenancy.ts';
 import { RETENTION_DAYS } from './list-events.ts';
 
 /** Deletes the events of every tenant older than RETENTION_DAYS; returns how many. */

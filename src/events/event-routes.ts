@@ -1,13 +1,13 @@
 // GET /v1/events (with the long poll) and GET /v1/events/{id}. Scope `events:read`; the key then
 // sees only the events of resources it may read, in its own account and mode.
-import { requireTenant } from '../infra/db/tenancy.ts';
+import { requireTenant } from '../infra/db/tenancy/tenancy.ts';
 import { tenantKey } from '../domain/tenant.ts';
 import { type TObject, type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { typedRoutes } from '../http/typed-routes.ts';
 import { errors } from '../errors/app-error.ts';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
-import type { ReadRunner } from '../infra/db/read-router.ts';
+import type { ReadRunner } from '../infra/db/replicas/read-router.ts';
 import { filterParam, idParamsSchema, listQuerySchema, sparseSchema } from '../query/schemas.ts';
 import type { ChangeCapture } from './capture/change-capture.ts';
 import type { EventBus } from './event-bus.ts';

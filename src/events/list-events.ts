@@ -5,8 +5,8 @@ import { sql } from 'kysely';
 import { errors } from '../errors/app-error.ts';
 import type { AuthContext, Tenant } from '../domain/tenant.ts';
 import type { Pagination } from '../http/envelope.ts';
-import type { Db } from '../infra/db/database.ts';
-import { selectScoped } from '../infra/db/tenancy.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import { selectScoped } from '../infra/db/tenancy/tenancy.ts';
 import { CURSOR_KEY, compileList } from '../query/compile.ts';
 import type { QueryableResource } from '../query/contract.ts';
 import { encodeCursor } from '../query/cursor.ts';
@@ -19,7 +19,7 @@ import { resourceByName } from '../resources/registry.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { EVENT_RESOURCES } from './event-types.ts';
 import { eventRow } from './event-schema.ts';
-import type { Row } from '../infra/db/row.ts';
+import type { Row } from '../infra/db/engine/row.ts';
 
 export const RETENTION_DAYS = 30;
 

@@ -4,11 +4,11 @@
 // the write's transaction: a write holds no lock for its event and waits for no other write's.
 // The mark goes out as the first CTE of the write's tail, with the write's other uniform parts (write-engine.ts).
 import { type AliasedRawBuilder, type RawBuilder, sql } from 'kysely';
-import { unlessNoneProve } from '../infra/db/belief-check.ts';
-import { everyMeaning } from '../infra/db/send-ahead.ts';
-import { composedShape, plainValues, type Shaped } from '../infra/db/sql-shape.ts';
+import { unlessNoneProve } from '../infra/db/statements/belief-check.ts';
+import { everyMeaning } from '../infra/db/statements/send-ahead.ts';
+import { composedShape, plainValues, type Shaped } from '../infra/db/statements/sql-shape.ts';
 import type { StatementTail } from '../resources/descriptor.ts';
-import type { Beside, WriteParts, WrittenBeside } from '../resources/write-engine.ts';
+import type { Beside, WriteParts, WrittenBeside } from '../resources/engines/write-engine.ts';
 import { apiOriginText } from './capture/change-events.ts';
 
 /** What a write tells capture once it committed (the embedded database's capture then looks at once). */

@@ -7,7 +7,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import type { KeyMode } from '../domain/api-keys.ts';
-import type { Db } from '../infra/db/database.ts';
+import type { Db } from '../infra/db/engine/database.ts';
 import { DataTransferError } from '../import/import-error.ts';
 import type { ImportResourceName } from '../import/resources.ts';
 import { AccountReader, type ExportRecord, type ExportSection } from './read-account.ts';

@@ -4,8 +4,8 @@
 import type { Tenant } from '../domain/tenant.ts';
 import { sql } from 'kysely';
 import type { KeyMode } from '../domain/api-keys.ts';
-import type { Db } from '../infra/db/database.ts';
-import { selectScoped, TENANT_COLUMNS } from '../infra/db/tenancy.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import { selectScoped, TENANT_COLUMNS } from '../infra/db/tenancy/tenancy.ts';
 import { loadTableSpecs, type TableSpec } from '../import/column-spec.ts';
 import {
   IMPORT_RESOURCE_NAMES,

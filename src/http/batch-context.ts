@@ -1,4 +1,4 @@
-// What an operation of POST /v1/batch carries into the pipeline (src/resources/batch.ts): each operation
+// What an operation of POST /v1/batch carries into the pipeline (src/resources/engines/batch.ts): each operation
 // is served as the single request would be, through the app itself (scopes, modules, plan, validation,
 // the tenant wall, events, the write log), with the batch's key already authenticated and charged, and,
 // in an atomic batch, the batch's transaction to write in. The header only names a live in-process
@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../domain/tenant.ts';
-import type { WriteTransaction } from '../infra/db/write-transaction.ts';
+import type { WriteTransaction } from '../infra/db/statements/write-transaction.ts';
 
 export const BATCH_OPERATION_HEADER = 'x-balcao-batch-operation';
 

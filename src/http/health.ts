@@ -6,7 +6,7 @@ import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import { Gauge, type Registry } from 'prom-client';
-import type { Database } from '../infra/db/database.ts';
+import type { Database } from '../infra/db/engine/database.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
 const ReadinessSchema = Type.Object({

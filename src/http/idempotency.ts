@@ -14,10 +14,10 @@ import {
   keyRecordedMeaning,
   takenOverMeaning,
 } from '../infra/idempotency-store.ts';
-import type { Row } from '../infra/db/row.ts';
-import type { Db } from '../infra/db/database.ts';
-import type { FailureMeaning, Placeholder } from '../infra/db/send-ahead.ts';
-import type { SqlShape } from '../infra/db/sql-shape.ts';
+import type { Row } from '../infra/db/engine/row.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import type { FailureMeaning, Placeholder } from '../infra/db/statements/send-ahead.ts';
+import type { SqlShape } from '../infra/db/statements/sql-shape.ts';
 import { canonicalJson } from '../schemas/canonical-json.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';

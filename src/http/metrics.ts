@@ -8,7 +8,7 @@ import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, type Metric,
 import { databaseFailureCause } from './database-failures.ts';
 import { RequestStats } from './request-stats.ts';
 import type { RateLimiter } from './rate-limit.ts';
-import type { ReadRouter } from '../infra/db/read-router.ts';
+import type { ReadRouter } from '../infra/db/replicas/read-router.ts';
 import type { CaptureReport } from './health.ts';
 
 /** What the metrics read of the change capture (events/capture). */

@@ -4,8 +4,8 @@
 // sees no older state (read-router.ts).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { tenantKey } from '../domain/tenant.ts';
-import type { CommitPosition } from '../infra/db/commit-lsn.ts';
-import type { ReadRouter } from '../infra/db/read-router.ts';
+import type { CommitPosition } from '../infra/db/statements/commit-lsn.ts';
+import type { ReadRouter } from '../infra/db/replicas/read-router.ts';
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

@@ -1,6 +1,6 @@
 // The request's part of the traces (docs/operations.md, "Traces"), registered only when traces are on: each
 // request runs inside a server span named `METHOD /route/{template}`, and the rate-limit store's calls get spans
-// of their own. Authentication's span is made in authenticate.ts, the statements' in src/infra/db/traced-driver.ts.
+// of their own. Authentication's span is made in authenticate.ts, the statements' in src/infra/db/engine/traced-driver.ts.
 import type { FastifyInstance } from 'fastify';
 import type { Tracing } from '../telemetry/tracing.ts';
 import type { RateLimiter } from './rate-limit.ts';

@@ -4,9 +4,9 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import type { DatabaseDriver } from '../infra/db/database.ts';
+import type { DatabaseDriver } from '../infra/db/engine/database.ts';
 import { IMPORT_ORIGIN } from '../events/capture/setup.ts';
-import { quoteIdentifier } from '../infra/db/identifiers.ts';
+import { quoteIdentifier } from '../infra/db/engine/identifiers.ts';
 
 export interface BulkSession {
   query<T = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<T[]>;

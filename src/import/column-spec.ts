@@ -1,7 +1,7 @@
 // The column types the import validates against, read from the database catalogue: the
 // migrations are the one description of the data model, so nothing here repeats them.
 import { sql } from 'kysely';
-import type { Db } from '../infra/db/database.ts';
+import type { Db } from '../infra/db/engine/database.ts';
 import { textBound } from '../schemas/bounds.ts';
 import type { FieldKind } from '../schemas/common.ts';
 

@@ -4,11 +4,11 @@ import { randomUUID } from 'node:crypto';
 import type { KeyMode } from '../domain/api-keys.ts';
 import type { TableSpec } from './column-spec.ts';
 import type { TransferIssue } from './import-error.ts';
-import { ACCOUNT_COLUMN } from '../infra/db/tenancy.ts';
+import { ACCOUNT_COLUMN } from '../infra/db/tenancy/tenancy.ts';
 import { COLUMN_RULES, type ChildTable, TENANT_COLUMNS, type ValueRule } from './resources.ts';
 import { checkValue } from './validate-value.ts';
 
-import type { Row } from '../infra/db/row.ts';
+import type { Row } from '../infra/db/engine/row.ts';
 
 export type { Row };
 

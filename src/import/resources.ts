@@ -26,7 +26,7 @@ export interface ImportResource {
 }
 
 /** Tenant columns: set from the command line, never from the file. */
-export { TENANT_COLUMNS } from '../infra/db/tenancy.ts';
+export { TENANT_COLUMNS } from '../infra/db/tenancy/tenancy.ts';
 
 /** The one spelling of a resource in files: its name with `_` for `-`. */
 export const importKey = (name: string): string => name.replaceAll('-', '_');

@@ -11,10 +11,10 @@ import { randomUUID } from 'node:crypto';
 import { type RawBuilder, sql } from 'kysely';
 import { hasSqlState, violatedConstraint } from '../errors/database-errors.ts';
 import { SQLSTATE } from '../errors/sqlstate.ts';
-import { beliefFailed } from './db/belief-check.ts';
-import type { Db } from './db/database.ts';
-import { type Placeholder, settledTextShape } from './db/send-ahead.ts';
-import { composedShape, plainValues, type SqlShape } from './db/sql-shape.ts';
+import { beliefFailed } from './db/statements/belief-check.ts';
+import type { Db } from './db/engine/database.ts';
+import { type Placeholder, settledTextShape } from './db/statements/send-ahead.ts';
+import { composedShape, plainValues, type SqlShape } from './db/statements/sql-shape.ts';
 
 /** A unique violation (23505) of the key's primary key: the key is recorded, or was by a transaction that committed
  *  while this insert waited for it. */

@@ -3,7 +3,7 @@
 // with the headers each carries and one example per type, built from the real error factories.
 import { AppError, errors } from '../errors/app-error.ts';
 import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors/catalogue.ts';
-import { EXTERNAL_ID_RESOURCES, externalIdConflict } from '../resources/external-id.ts';
+import { EXTERNAL_ID_RESOURCES, externalIdConflict } from '../resources/engines/external-id.ts';
 import { headerUse, RATE_LIMIT_HEADERS } from './headers.ts';
 import type { RouteFacts } from './route-facts.ts';
 

@@ -8,13 +8,13 @@
 import type { KeyMode } from '../domain/api-keys.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import { CompiledQuery, type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
-import type { Db } from '../infra/db/database.ts';
-import { selectScoped } from '../infra/db/tenancy.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import { selectScoped } from '../infra/db/tenancy/tenancy.ts';
 import type { IncludeDescriptor, QueryableResource } from './contract.ts';
 import type { FieldKind } from '../schemas/common.ts';
 import type { FilterPlan, ListPlan, Scalar } from './plan.ts';
 import { rowMeta } from './row-meta.ts';
-import { statementCache } from '../infra/db/statement-cache.ts';
+import { statementCache } from '../infra/db/statements/statement-cache.ts';
 import { VERSION_KEY, versionSql } from './version.ts';
 import { SQL_TYPE } from './values.ts';
 
@@ -143,7 +143,7 @@ export function compileInclude(db: Db, inc: IncludeDescriptor, parent: Record<st
 }
 
 // The statements as the engines run them: through the statement cache, so a shape is built by the
-// functions above once and its text reused (src/infra/db/statement-cache.ts). Each takes the values that
+// functions above once and its text reused (src/infra/db/statements/statement-cache.ts). Each takes the values that
 // vary within a shape in one fixed order, and the same function puts them back into a plan.
 
 /** The plan and scope with every value that varies within a shape passed through `next`, in order:
@@ -292,7 +292,7 @@ export function estimateStatement(db: Db, d: QueryableResource, filters: readonl
   return CompiledQuery.raw(`explain (format json) ${compiled.sql}`, [...compiled.parameters]);
 }
 
-/** `updated_at` as the API prints it (infra/db/timestamp-text.ts: UTC, milliseconds cut, not rounded), or ''. */
+/** `updated_at` as the API prints it (infra/db/engine/timestamp-text.ts: UTC, milliseconds cut, not rounded), or ''. */
 const servedUpdatedAt = sql`coalesce(to_char(${sql.ref('updated_at')} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '')`;
 
 /** The lowest and highest UUID whose text starts with `prefix` (0..7 hex digits: all in the first group). */

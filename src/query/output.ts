@@ -4,7 +4,7 @@
 import type { FieldKind } from '../schemas/common.ts';
 import type { RowMeta } from './row-meta.ts';
 
-/** Both drivers give timestamptz as the string the API prints (infra/db/timestamp-text.ts), which
+/** Both drivers give timestamptz as the string the API prints (infra/db/engine/timestamp-text.ts), which
  *  passes as is (the generated output tests for an object first); a Date from elsewhere is printed. */
 function timestamp(value: unknown): unknown {
   return value instanceof Date ? value.toISOString() : value;

@@ -1,5 +1,5 @@
 // A record's version as the statements that read or change it select it: updated_at with its
-// microseconds (src/resources/etag.ts makes the ETag of it).
+// microseconds (src/resources/engines/etag.ts makes the ETag of it).
 import { type RawBuilder, sql } from 'kysely';
 
 /** Alias of the version column in a statement's answer; never part of a response body. */

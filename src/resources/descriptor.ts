@@ -7,14 +7,14 @@ import type { ModuleName } from '../domain/modules.ts';
 import type { ScopeResource } from '../domain/scopes.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import type { FieldError } from '../errors/app-error.ts';
-import type { Db } from '../infra/db/database.ts';
-import type { FailureMeaning } from '../infra/db/send-ahead.ts';
-import type { Shaped, SqlShape } from '../infra/db/sql-shape.ts';
-import type { WriteTransaction } from '../infra/db/write-transaction.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import type { FailureMeaning } from '../infra/db/statements/send-ahead.ts';
+import type { Shaped, SqlShape } from '../infra/db/statements/sql-shape.ts';
+import type { WriteTransaction } from '../infra/db/statements/write-transaction.ts';
 import type { DeprecationNotice } from '../http/deprecation.ts';
 import type { QueryableResource } from '../query/contract.ts';
 
-import type { Row } from '../infra/db/row.ts';
+import type { Row } from '../infra/db/engine/row.ts';
 
 export type { Row };
 export type Body = Record<string, unknown>;

@@ -1,15 +1,15 @@
 // The explicit list of resources the API serves (greppable; nothing is auto-loaded).
-import { appointments } from './appointments.ts';
-import { bankAccounts } from './bank-accounts.ts';
-import { customers } from './customers.ts';
-import { deals } from './deals.ts';
+import { appointments } from './descriptors/appointments.ts';
+import { bankAccounts } from './descriptors/bank-accounts.ts';
+import { customers } from './descriptors/customers.ts';
+import { deals } from './descriptors/deals.ts';
 import type { ResourceDescriptor } from './descriptor.ts';
-import { expenses } from './expenses.ts';
-import { inventory } from './inventory.ts';
-import { products } from './products.ts';
-import { sales } from './sales.ts';
-import { services } from './services.ts';
-import { suppliers } from './suppliers.ts';
+import { expenses } from './descriptors/expenses.ts';
+import { inventory } from './descriptors/inventory.ts';
+import { products } from './descriptors/products.ts';
+import { sales } from './descriptors/sales.ts';
+import { services } from './descriptors/services.ts';
+import { suppliers } from './descriptors/suppliers.ts';
 
 export const RESOURCES: readonly ResourceDescriptor[] = [
   customers,

@@ -8,8 +8,8 @@ import { ERASURE_ORIGIN } from '../events/capture/setup.ts';
 import { sql } from 'kysely';
 import { recordAudit } from '../accounts/operator-audit.ts';
 import type { Tenant } from '../domain/tenant.ts';
-import type { Db } from '../infra/db/database.ts';
-import { selectScoped, updateScoped } from '../infra/db/tenancy.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import { selectScoped, updateScoped } from '../infra/db/tenancy/tenancy.ts';
 import { ERASED_CUSTOMER, FREE_TEXT, identifiersOf, mentionsAny, redactDocument, redactText } from './personal-data.ts';
 import { subjectRecords } from './subject-records.ts';
 

@@ -1,6 +1,6 @@
 // `balcao subjects export`: one JSON document with everything an account holds about one of its customers (LGPD
 // art. 18, access): the customer record, their sales with items and status history, their appointments and deals.
-import type { Db } from '../infra/db/database.ts';
+import type { Db } from '../infra/db/engine/database.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import { type SubjectRecords, subjectRecords } from './subject-records.ts';
 

@@ -1,7 +1,7 @@
 // One customer's records in an account (one mode): the customer row and everything that names them — their sales
 // with items and status history, their appointments and their deals. Read by the export and by the erasure.
-import type { Db } from '../infra/db/database.ts';
-import { selectScoped } from '../infra/db/tenancy.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import { selectScoped } from '../infra/db/tenancy/tenancy.ts';
 import type { Tenant } from '../domain/tenant.ts';
 
 type Row = Record<string, unknown>;

@@ -26,7 +26,7 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-/** Traces each database statement run inside a traced span (src/infra/db/traced-driver.ts). */
+/** Traces each database statement run inside a traced span (src/infra/db/engine/traced-driver.ts). */
 export interface StatementTracer {
   statement<T>(sqlText: string, run: () => Promise<T>): Promise<T>;
 }

@@ -4,8 +4,8 @@
 import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { Tenant } from '../domain/tenant.ts';
 import type { Pagination } from '../http/envelope.ts';
-import type { Db } from '../infra/db/database.ts';
-import { selectScoped } from '../infra/db/tenancy.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import { selectScoped } from '../infra/db/tenancy/tenancy.ts';
 import { cursorBound } from '../query/compile.ts';
 import { decodeCursor, encodeCursor } from '../query/cursor.ts';
 import { outputRow } from '../query/output.ts';
@@ -15,7 +15,7 @@ import { refuse } from '../query/refusals.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { getEndpoint } from './endpoint-repository.ts';
 import { type WebhookAttempt, webhookAttemptRow } from './endpoint-schema.ts';
-import type { Row } from '../infra/db/row.ts';
+import type { Row } from '../infra/db/engine/row.ts';
 
 const SORT = '-created_at';
 const meta = rowMeta(webhookAttemptRow);

@@ -12,8 +12,8 @@ import type { KeyMode } from '../domain/api-keys.ts';
 import { eventRow } from '../events/event-schema.ts';
 import { purgeExpiredEvents } from '../events/event-retention.ts';
 import { DELIVERIES_CHANNEL } from '../events/channels.ts';
-import type { Row } from '../infra/db/row.ts';
-import type { Database } from '../infra/db/database.ts';
+import type { Row } from '../infra/db/engine/row.ts';
+import type { Database } from '../infra/db/engine/database.ts';
 import {
   type AccountKey,
   accountColumnSql,
@@ -22,7 +22,7 @@ import {
   keysScopedSql,
   sameScopeSql,
   valuesScopedSql,
-} from '../infra/db/tenancy.ts';
+} from '../infra/db/tenancy/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { type AttemptOutcome, postWebhook } from './post-webhook.ts';

@@ -4,15 +4,15 @@ import type { Static } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { AppError, errors } from '../errors/app-error.ts';
 import type { Tenant } from '../domain/tenant.ts';
-import type { Db } from '../infra/db/database.ts';
+import type { Db } from '../infra/db/engine/database.ts';
 import { EVENTS_COUNTER } from '../domain/numbering.ts';
-import { conditionScopedSql, deleteScoped, insertScoped, selectScoped, TENANT_COLUMNS, updateScoped } from '../infra/db/tenancy.ts';
+import { conditionScopedSql, deleteScoped, insertScoped, selectScoped, TENANT_COLUMNS, updateScoped } from '../infra/db/tenancy/tenancy.ts';
 import { outputRow } from '../query/output.ts';
 import { rowMeta } from '../query/row-meta.ts';
 import { isUuid } from '../schemas/formats.ts';
 import { type createWebhookEndpointBody, MAX_ENDPOINTS, type updateWebhookEndpointBody, webhookEndpointRow } from './endpoint-schema.ts';
 import { newSecret } from './signing.ts';
-import type { Row } from '../infra/db/row.ts';
+import type { Row } from '../infra/db/engine/row.ts';
 
 export type WebhookEndpoint = Static<typeof webhookEndpointRow>;
 type CreateBody = Static<typeof createWebhookEndpointBody>;

@@ -1,7 +1,7 @@
 // The webhook endpoint routes: create, list, get, update, delete, rotate the secret, and list
 // the delivery attempts. Scopes `webhooks:write` / `webhooks:read`; URLs are checked for SSRF.
 // Registered on the typed routes, so params, bodies and queries are typed from their schemas.
-import { requireTenant } from '../infra/db/tenancy.ts';
+import { requireTenant } from '../infra/db/tenancy/tenancy.ts';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
@@ -10,7 +10,7 @@ import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema, listEnvelope, listEnvelopeSchema } from '../http/envelope.ts';
 import { createIdempotencyHooks } from '../http/idempotency.ts';
 import { type TypedApp, typedRoutes } from '../http/typed-routes.ts';
-import type { Db } from '../infra/db/database.ts';
+import type { Db } from '../infra/db/engine/database.ts';
 import { IdempotencyStore } from '../infra/idempotency-store.ts';
 import { MAX_LIMIT } from '../query/plan.ts';
 import { idParamsSchema } from '../query/schemas.ts';

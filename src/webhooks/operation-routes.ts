@@ -9,8 +9,8 @@ import { toFieldErrors } from '../http/body-validation.ts';
 import { itemEnvelope, itemEnvelopeSchema } from '../http/envelope.ts';
 import type { createIdempotencyHooks } from '../http/idempotency.ts';
 import { typedRoutes } from '../http/typed-routes.ts';
-import type { Db } from '../infra/db/database.ts';
-import { requireTenant } from '../infra/db/tenancy.ts';
+import type { Db } from '../infra/db/engine/database.ts';
+import { requireTenant } from '../infra/db/tenancy/tenancy.ts';
 import { idParamsSchema } from '../query/schemas.ts';
 import { DELIVERIES_CHANNEL } from '../events/channels.ts';
 import {

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
 import type { Config } from '../config.ts';
 import type { Tenant } from '../domain/tenant.ts';
-import type { Db } from '../infra/db/database.ts';
+import type { Db } from '../infra/db/engine/database.ts';
 import { signingTarget } from './endpoint-repository.ts';
 import type { PingEvent, webhookTestResult } from './endpoint-schema.ts';
 import { postWebhook } from './post-webhook.ts';

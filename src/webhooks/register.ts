@@ -4,10 +4,10 @@
 // finished or released, when it closes.
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
-import type { Database } from '../infra/db/database.ts';
+import type { Database } from '../infra/db/engine/database.ts';
 import type { ChangeCapture } from '../events/capture/change-capture.ts';
 import { EventBus } from '../events/event-bus.ts';
-import { readRunner } from '../infra/db/read-router.ts';
+import { readRunner } from '../infra/db/replicas/read-router.ts';
 import { registerEventRoutes } from '../events/event-routes.ts';
 import { DeliveryWorker } from './delivery-worker.ts';
 import { registerWebhookEndpointRoutes } from './endpoint-routes.ts';

@@ -3,7 +3,7 @@
 // instance, so each reports the same values: dashboards and alerts take their max, and so does the --workers sum.
 import { sql } from 'kysely';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Database } from '../infra/db/database.ts';
+import type { Database } from '../infra/db/engine/database.ts';
 import type { DeliveryWorker } from './delivery-worker.ts';
 
 /** How often the queue's state is read from the database, at most. */

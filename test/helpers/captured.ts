@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { capturedUpToNow } from '../../src/events/capture/change-capture.ts';
-import type { Database } from '../../src/infra/db/database.ts';
+import type { Database } from '../../src/infra/db/engine/database.ts';
 import { until } from './poll.ts';
 
 export async function captured(database: Pick<Database, 'db' | 'engine'>, withinMs = 30_000): Promise<void> {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { openDatabase } from '../../src/infra/db/database.ts';
+import { openDatabase } from '../../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../../src/events/capture/setup.ts';
 import { distributeCitusDatabase, dropCitusDatabase, onCitus, prepareCitusDatabase } from './citus.ts';
 import { copyEmbeddedDataDir, databaseUrl } from './db-templates.ts';

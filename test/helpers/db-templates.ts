@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { openDatabase } from '../../src/infra/db/database.ts';
+import { openDatabase } from '../../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../../src/events/capture/setup.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

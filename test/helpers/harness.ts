@@ -12,7 +12,7 @@ import { type Config, loadConfig } from '../../src/config.ts';
 import type { KeyMode } from '../../src/domain/api-keys.ts';
 import { MODULES, type ModuleName } from '../../src/domain/modules.ts';
 import type { PlanCode, RateLimitOverrides } from '../../src/domain/plans.ts';
-import { type Database, type Db, DEFAULT_DB_TIMEOUTS, openDatabase } from '../../src/infra/db/database.ts';
+import { type Database, type Db, DEFAULT_DB_TIMEOUTS, openDatabase } from '../../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../../src/events/capture/setup.ts';
 import type { RateLimiter } from '../../src/http/rate-limit.ts';
 import type { ResourceDescriptor } from '../../src/resources/descriptor.ts';

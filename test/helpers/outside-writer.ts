@@ -3,7 +3,7 @@
 // (held by the test's process) the same engine through the test's own handle, past the API.
 import { type Kysely, sql } from 'kysely';
 import postgres from 'postgres';
-import type { Database } from '../../src/infra/db/database.ts';
+import type { Database } from '../../src/infra/db/engine/database.ts';
 
 export interface OutsideWriter {
   /** Runs the statements in one transaction, committed. */

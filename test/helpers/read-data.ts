@@ -2,7 +2,7 @@
 // NOT NULL columns of each table defaulted so a test names only what it is about.
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Db } from '../../src/infra/db/database.ts';
+import type { Db } from '../../src/infra/db/engine/database.ts';
 import { byTableName } from './harness.ts';
 
 export interface Tenant {

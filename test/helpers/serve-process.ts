@@ -6,7 +6,7 @@ import http from 'node:http';
 import { createAccount } from '../../src/accounts/account-repository.ts';
 import { createKey } from '../../src/accounts/key-repository.ts';
 import { MODULES } from '../../src/domain/modules.ts';
-import { openDatabase } from '../../src/infra/db/database.ts';
+import { openDatabase } from '../../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../../src/events/capture/setup.ts';
 import { BIN, killAtEnd, type ScratchEnv, scratchEnv } from './cli.ts';
 import { UNLIMITED } from './write-fixtures.ts';

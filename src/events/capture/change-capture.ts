@@ -8,7 +8,7 @@
 // Each batch of transactions commits its events together with the new position, moved by compare-and-set from
 // the one read: a batch captured twice (an old capturer not yet aware that another took over) fails instead.
 import { sql } from 'kysely';
-import type { Database, Db } from '../../infra/db/database.ts';
+import type { Database, Db } from '../../infra/db/engine/database.ts';
 import { within } from '../../infra/deadline.ts';
 import type { CapturedTransaction } from './captured.ts';
 import { eventsOf } from './change-events.ts';

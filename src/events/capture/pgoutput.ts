@@ -4,7 +4,7 @@
 // (database.ts): numbers as numbers, timestamptz as the API's ISO text, booleans, arrays; so a row image is the row
 // a SELECT would give, and the read engine's projection makes the record from it in memory.
 // Docs: "Logical Replication Message Formats".
-import { isoTimestamp } from '../../infra/db/timestamp-text.ts';
+import { isoTimestamp } from '../../infra/db/engine/timestamp-text.ts';
 import type { CapturedTransaction, RowImage } from './captured.ts';
 
 /** Microseconds from the Unix epoch to PostgreSQL's (2000-01-01). */

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { EVENTS_COUNTER } from '../../domain/numbering.ts';
-import type { Db } from '../../infra/db/database.ts';
+import type { Db } from '../../infra/db/engine/database.ts';
 import { DELIVERIES_CHANNEL, EVENTS_CHANNEL } from '../channels.ts';
 import { patternsMatching } from '../event-types.ts';
 import { type CapturedEvent, eventChannel } from './change-events.ts';

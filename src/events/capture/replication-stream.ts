@@ -4,7 +4,7 @@
 // ("replication slot … is active") and try again later. Messages: "Streaming Replication Protocol".
 import type net from 'node:net';
 import type postgres from 'postgres';
-import { noDelaySocket } from '../../infra/db/no-delay-socket.ts';
+import { noDelaySocket } from '../../infra/db/engine/no-delay-socket.ts';
 import type { CapturedTransaction } from './captured.ts';
 import { PG_EPOCH_US, PgOutputReader, positionText, readPosition } from './pgoutput.ts';
 import { hasSqlState } from '../../errors/database-errors.ts';

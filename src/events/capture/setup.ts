@@ -8,9 +8,9 @@
 //   rest of the transaction: an import makes no event).
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Database, Db } from '../../infra/db/database.ts';
-import { quoteIdentifier } from '../../infra/db/identifiers.ts';
-import { migrate } from '../../infra/db/migrate.ts';
+import type { Database, Db } from '../../infra/db/engine/database.ts';
+import { quoteIdentifier } from '../../infra/db/engine/identifiers.ts';
+import { migrate } from '../../infra/db/migrate/migrate.ts';
 import { SERVED_TABLES } from './served-tables.ts';
 
 /** The publication the capture subscribes to. */

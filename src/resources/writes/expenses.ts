@@ -8,7 +8,7 @@ import { generateExpenseNumber } from '../../domain/numbering.ts';
 import type { Body, WriteDescriptor } from '../descriptor.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { optional, partialOf, W } from './fields.ts';
-import { externalIdInput } from '../external-id.ts';
+import { externalIdInput } from '../engines/external-id.ts';
 
 const MAX = TEXT_BOUNDS.expenses;
 

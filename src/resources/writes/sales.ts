@@ -8,9 +8,9 @@ import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money
 import { type SaleFigures, saleFigures, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, CreationPlan, CreationPlanner, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
-import { selectScoped } from '../../infra/db/tenancy.ts';
-import { insertStatement } from '../insert-statement.ts';
-import { printedTimestamp } from '../../infra/db/timestamp-text.ts';
+import { selectScoped } from '../../infra/db/tenancy/tenancy.ts';
+import { insertStatement } from '../engines/insert-statement.ts';
+import { printedTimestamp } from '../../infra/db/engine/timestamp-text.ts';
 import {
   lockedCounter,
   NUMBER_IN_STATEMENT,
@@ -21,7 +21,7 @@ import {
 } from './transaction-number.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { MAX_MONEY, MAX_QUANTITY, optional, partialOf, W } from './fields.ts';
-import { externalIdInput } from '../external-id.ts';
+import { externalIdInput } from '../engines/external-id.ts';
 
 const MAX = TEXT_BOUNDS.transactions;
 

@@ -5,7 +5,7 @@ import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, Row, WriteDescriptor } from '../descriptor.ts';
 import { MAX_LIST_ITEMS, TEXT_BOUNDS } from '../../schemas/bounds.ts';
 import { optional, partialOf, W } from './fields.ts';
-import { externalIdInput } from '../external-id.ts';
+import { externalIdInput } from '../engines/external-id.ts';
 
 const MAX = TEXT_BOUNDS.suppliers;
 

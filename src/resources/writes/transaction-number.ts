@@ -4,8 +4,8 @@
 import { type Compilable, type CompiledQuery, type QueryCreator, type RawBuilder, sql } from 'kysely';
 import { COUNTED_NUMBER_PATTERN, TRANSACTION_COUNTER } from '../../domain/numbering.ts';
 import { boundTenant, type Tenant, tenantKey, tenantValues } from '../../domain/tenant.ts';
-import { unlessNoneProve } from '../../infra/db/belief-check.ts';
-import type { Db } from '../../infra/db/database.ts';
+import { unlessNoneProve } from '../../infra/db/statements/belief-check.ts';
+import type { Db } from '../../infra/db/engine/database.ts';
 import {
   conditionScopedSql,
   insertScoped,
@@ -16,12 +16,12 @@ import {
   TENANT_COLUMNS,
   tenantValuesAs,
   updateScoped,
-} from '../../infra/db/tenancy.ts';
-import type { Row } from '../../infra/db/row.ts';
-import { ShapeKeys, sharedStatementCache } from '../../infra/db/statement-cache.ts';
-import type { Shaped, SqlShape } from '../../infra/db/sql-shape.ts';
+} from '../../infra/db/tenancy/tenancy.ts';
+import type { Row } from '../../infra/db/engine/row.ts';
+import { ShapeKeys, sharedStatementCache } from '../../infra/db/statements/statement-cache.ts';
+import type { Shaped, SqlShape } from '../../infra/db/statements/sql-shape.ts';
 import type { StatementTail } from '../descriptor.ts';
-import { AccountBeliefs } from '../account-beliefs.ts';
+import { AccountBeliefs } from '../engines/account-beliefs.ts';
 
 /**
  * A new sale's INSERT that takes its number in the same statement, whatever the counter's state: the counter
@@ -71,7 +71,7 @@ export function numberedSaleInsert(
   else bound.push(rowsAsJson(rows));
   const tailAt = bound.length;
   if (tail) for (const value of tail.values) bound.push(value);
-  // One shape per column lists (and count of items sent as values): built once, then only bound (src/infra/db/statement-cache.ts).
+  // One shape per column lists (and count of items sent as values): built once, then only bound (src/infra/db/statements/statement-cache.ts).
   return sharedStatementCache(trx).statement(NUMBERED_INSERT, key, 0, bound, (b) => {
     const scope = boundTenant(b);
     const sale = b.slice(2, 2 + columns.length);
