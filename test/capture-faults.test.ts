@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { after, describe, it } from 'node:test';
 import postgres from 'postgres';
+import { noAnswerWithin, within } from '../src/infra/deadline.ts';
 import { captured } from './helpers/captured.ts';
 import { startTestServer } from './helpers/harness.ts';
 import { until } from './helpers/poll.ts';
@@ -188,7 +189,7 @@ if (process.env.TEST_DATABASE_URL) {
             done: (events) => events.length > before + 20,
             withinMs: 60_000,
           });
-          await stopsWithin(pg.stop(), 60_000);
+          await within(pg.stop(), 60_000, noAnswerWithin("PostgreSQL's fast stop", 60_000));
           answered.push(...(await writes));
           await pg.start();
         }
@@ -292,21 +293,6 @@ async function insertUntilDown(url: string, accountId: string, max: number): Pro
     await outside.end({ timeout: 1 });
   }
   return ids;
-}
-
-/** The stop, or a failure naming the hang once `ms` have passed. */
-async function stopsWithin(stop: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      stop,
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`PostgreSQL's fast stop did not end within ${ms / 1000} s`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** A database on `adminUrl`'s server, migrated, with an account and a `*:write` key. */
