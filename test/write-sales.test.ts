@@ -194,6 +194,32 @@ describe('sales writes', () => {
     ]);
   });
 
+  it('chains the history of concurrent status changes: each entry starts where the one before it ended', async () => {
+    // Each PATCH is one statement that locks the row it changes (engines/change-statement.ts): under concurrency every
+    // change still reads the status the previous one left, and every one gets a version of its own.
+    const { key } = await writer(s);
+    const { id } = (await post(key, { items: [item()] })).body.data;
+    const statuses = ['completed', 'pending', 'completed', 'pending', 'completed', 'pending', 'completed', 'pending'];
+    const answers = await Promise.all(statuses.map((status) => s.request('PATCH', `/v1/sales/${id}`, { key, body: { status } })));
+    for (const answer of answers) assert.equal(answer.status, 200, answer.text);
+    assert.equal(new Set(answers.map((a) => a.headers.get('etag'))).size, statuses.length);
+    const entries = (await history(key, id)) as [string | null, string][];
+    for (let i = 1; i < entries.length; i++) assert.equal(entries[i]![0], entries[i - 1]![1], JSON.stringify(entries));
+    assert.ok(entries.every(([from, to]) => from !== to));
+    const last = (await s.request('GET', `/v1/sales/${id}`, { key })).body.data.status;
+    assert.equal(entries.at(-1)![1], last);
+  });
+
+  it('answers 404 to a PATCH and a DELETE of a sale of another account, and changes nothing there', async () => {
+    const owner = await writer(s);
+    const other = await writer(s);
+    const { id } = (await post(owner.key, { items: [item()] })).body.data;
+    assert.equal((await s.request('PATCH', `/v1/sales/${id}`, { key: other.key, body: { status: 'completed' } })).status, 404);
+    assert.equal((await s.request('DELETE', `/v1/sales/${id}`, { key: other.key })).status, 404);
+    const read = (await s.request('GET', `/v1/sales/${id}?include=status_history`, { key: owner.key })).body.data;
+    assert.deepEqual([read.status, read.updated_at, read.status_history.length], ['pending', null, 1]);
+  });
+
   it('changes only the six PATCH fields and recomputes the total on a delivery_fee change', async () => {
     const { key } = await writer(s);
     const created = (await post(key, { items: [item({ quantity: 3, unit_price: 19.99 })], order_code: 'A' })).body.data;

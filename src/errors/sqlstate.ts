@@ -11,6 +11,8 @@ export const SQLSTATE = {
   queryCanceled: '57014',
   /** A table that does not exist (yet): maintenance of a table a migration has not made. */
   undefinedTable: '42P01',
+  /** A statement the database does not support (Citus refusing now() over a column in an UPDATE). */
+  featureNotSupported: '0A000',
   /** An object that exists already (a replication slot made by another process). */
   duplicateObject: '42710',
 } as const;

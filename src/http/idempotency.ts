@@ -41,7 +41,7 @@ export interface KeyInWrite {
 }
 
 /** The key's part of the write's tail (structurally the write engine's `WrittenBeside`). */
-type RecordBeside = (written: { record?: Row; object: Row; placeholders?: readonly Placeholder[] }) => {
+type RecordBeside = (written: { record?: Row; object?: Row; placeholders?: readonly Placeholder[] }) => {
   shape: SqlShape;
   meaning: FailureMeaning;
   checked?: boolean;
@@ -180,6 +180,13 @@ async function record(state: HookState, request: FastifyRequest, reply: FastifyR
   return payload;
 }
 
+/** The record a keyed write answers: every write that takes a key (POST, PUT) answers one. */
+function answeredRecord(written: { record?: Row; object?: Row }): Row {
+  const record = written.record ?? written.object;
+  if (!record) throw errors.internal(new Error('an Idempotency-Key for a write that answers no record'));
+  return record;
+}
+
 /** Records a new key with the write's response, in the write's tail. A key already recorded fails the statement. */
 function recordWithResponse(
   state: HookState,
@@ -191,7 +198,7 @@ function recordWithResponse(
   return {
     beside(written) {
       state.storedWithWrite.add(request);
-      const response = { status, body: respond(written.record ?? written.object), contentType: JSON_CONTENT_TYPE };
+      const response = { status, body: respond(answeredRecord(written)), contentType: JSON_CONTENT_TYPE };
       return {
         shape: state.store.recordShape(claim, claim.signature, response, written.placeholders),
         meaning: keyRecordedMeaning,
@@ -211,7 +218,7 @@ function storeResponse(
 ): RecordBeside {
   return (written) => {
     state.storedWithWrite.add(request);
-    const response = { status, body: respond(written.record ?? written.object), contentType: JSON_CONTENT_TYPE };
+    const response = { status, body: respond(answeredRecord(written)), contentType: JSON_CONTENT_TYPE };
     return {
       shape: state.store.completeShape(claim, response, written.placeholders),
       meaning: takenOverMeaning(inProgress),

@@ -2,7 +2,7 @@
 // The query side of a descriptor is the query layer's contract (query/contract.ts); the write
 // side and the rules the write engine calls live here, beside it.
 import type { TObject } from '@sinclair/typebox';
-import type { AliasedRawBuilder, CompiledQuery, RawBuilder } from 'kysely';
+import type { AliasedRawBuilder, Compilable, CompiledQuery, RawBuilder } from 'kysely';
 import type { ModuleName } from '../domain/modules.ts';
 import type { ScopeResource } from '../domain/scopes.ts';
 import type { Tenant } from '../domain/tenant.ts';
@@ -153,6 +153,17 @@ export interface WriteRules {
   planCreation?: CreationPlanner;
   /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
   toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
-  /** After a PATCH or DELETE changed the row, in its transaction (status history). */
+  /** After a PATCH or DELETE changed the row, in its transaction (status history), on the locked path. */
   afterChange?(ctx: WriteContext, before: Row, after: Row): Promise<void>;
+  /**
+   * The columns a PATCH sets when they, and `check`, follow from the body alone, whatever the stored row holds: the
+   * change is then one statement that does not read the row first (engines/change-statement.ts). Undefined: the
+   * body needs the stored row (the locked path). Absent: every PATCH takes the locked path.
+   */
+  unreadUpdate?(body: Body): Row | undefined;
+  /**
+   * `afterChange` for a change made in one statement: a CTE over `changed`, the row as the UPDATE left it with
+   * `before_<column>` for each column of `before` as it was.
+   */
+  changeFollowUp?: { before: readonly string[]; sql(db: Db, tenant: Tenant): Compilable };
 }

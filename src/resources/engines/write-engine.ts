@@ -43,6 +43,13 @@ import { insertStatement, isSqlFragment } from './insert-statement.ts';
 import { etagOf, matchHolds, takeEtag, VERSION_KEY, versionSql } from './etag.ts';
 import { NOW_VERSION_KEY, nextVersion, nowVersionSql } from '../../query/version.ts';
 import { getRecord } from './read-engine.ts';
+import {
+  refusedUnreadChange,
+  takesUnreadChanges,
+  unreadChangeable,
+  unreadChangeMeaning,
+  unreadChangeStatement,
+} from './change-statement.ts';
 import { claimExternalId, externalIdConflict, hasExternalIds, isExternalIdViolation, recordWithExternalId } from './external-id.ts';
 
 export interface WriteOptions {
@@ -138,10 +145,12 @@ export interface WrittenRecord {
   tenant: Tenant;
   id: string;
   action: 'created' | 'updated' | 'deleted';
-  /** The stored row before an update or delete (all columns); null on creation. */
+  /** The stored row before an update or delete (all columns); null on creation, and on a change made in one
+   *  statement without reading the row (change-statement.ts). */
   before: Row | null;
-  /** The record as a read of it answers after the write (without includes). */
-  object: Row;
+  /** The record as a read of it answers after the write (without includes); absent on a change made in one
+   *  statement, which the database answers only with the statement that carries these parts. */
+  object?: Row;
   /** On creation: fields of `object` (and the answered record) still holding a placeholder token, settled
    *  by the main statement; a stored copy replaces them in SQL (settledText). */
   placeholders?: readonly Placeholder[];
@@ -189,6 +198,9 @@ async function referenceErrors(
   return out;
 }
 
+/** `refuseInvalid`'s `current` for a PATCH whose rules need no stored row (`WriteRules.unreadUpdate`): `check` passes. */
+const UNREAD: Row = Object.freeze({});
+
 export async function refuseInvalid(
   db: Db,
   w: WriteDescriptor,
@@ -199,7 +211,8 @@ export async function refuseInvalid(
 ) {
   // A missing or non-object body is already a schema error; the rules then see an empty one.
   const body: Body = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Body) : {};
-  const found = mergeFieldErrors(options.schemaErrors ?? [], nulCharacterErrors(body), w.rules?.check?.(body, current) ?? []);
+  const checked = current === UNREAD ? [] : (w.rules?.check?.(body, current) ?? []);
+  const found = mergeFieldErrors(options.schemaErrors ?? [], nulCharacterErrors(body), checked);
   const refs = await referenceErrors(db, w, tenant, body, new Set(found.map((e) => e.field)));
   const all = mergeFieldErrors(found, refs);
   if (all.length > 0) throw errors.bodyInvalid(all);
@@ -457,10 +470,23 @@ async function changeRow(
   options: WriteOptions,
   action: 'updated' | 'deleted',
   decide: (ctx: WriteContext, current: Row) => Promise<Row>,
+  unread: ((tenant: Tenant) => Promise<Row | undefined>) | undefined,
   externalId?: string,
 ): Promise<TaggedRecord> {
   const tenant = requireTenant(tenantOrNull, 'write');
   if (!isUuid(id)) throw errors.notFound();
+  // What the change sets when it can be one statement that does not read the row first (change-statement.ts).
+  const values =
+    unread && !options.transaction && !options.skipUnchanged && options.ifMatch === undefined && takesUnreadChanges(db)
+      ? await unread(tenant)
+      : undefined;
+  if (values && unreadChangeable(d, values)) {
+    try {
+      return await changeUnread(db, d, tenant, id, options, action, values);
+    } catch (err) {
+      if (!refusedUnreadChange(db, err)) throw err;
+    }
+  }
   return externalIdsChecked(db, d, tenant, options, externalId, () =>
     transact(db, options, undefined, async (tx, after, mayAssume) => {
       const ctx: WriteContext = { trx: tx.db, tx, tenant, now: options.now ?? Date.now, mayAssume };
@@ -478,6 +504,30 @@ async function changeRow(
       return written;
     }),
   );
+}
+
+/** A change in one statement, with its BEGIN and COMMIT in one round trip: the answer is the row it returned. */
+async function changeUnread(
+  db: Db,
+  d: ResourceDescriptor,
+  tenant: Tenant,
+  id: string,
+  options: WriteOptions,
+  action: 'updated' | 'deleted',
+  values: Row,
+): Promise<TaggedRecord> {
+  const tail = options.parts?.({ descriptor: d, tenant, id, action, before: null });
+  const sent = await transact(db, options, undefined, async (tx, after) => {
+    const statement = unreadChangeStatement(tx.db, d, tenant, id, values, tail?.shape);
+    const meaning = tail ? everyMeaning([unreadChangeMeaning, tail.meaning]) : unreadChangeMeaning;
+    const answer = await tx.sendAhead(statement, meaning);
+    if (tail) after(tail.committed);
+    return answer;
+  });
+  const [row] = (await sent.rows) as Row[];
+  if (!row) throw errors.internal(new Error(`${d.name}: a committed change answered no row`));
+  const meta = descriptorMeta(d);
+  return { data: outputRow(row, meta.fields, meta), etag: etagOf(row.id, row[VERSION_KEY]) };
 }
 
 /**
@@ -549,6 +599,19 @@ export async function updateRecord(
         await claimExternalId(ctx.trx, d, ctx.tenant, externalId, String(current.id));
       return w.rules?.toUpdate ? w.rules.toUpdate(ctx, body, current) : { ...body };
     },
+    w.rules?.unreadUpdate && externalIdOf(d, body) === undefined
+      ? async (tenant) => {
+          // A refused body (the schema's errors, or not an object at all) takes the locked path, which tells a missing
+          // record (404) before a refused field (422); so does one a rule refuses.
+          if ((options.schemaErrors?.length ?? 0) > 0 || !body || typeof body !== 'object' || Array.isArray(body)) return undefined;
+          const values = w.rules?.unreadUpdate?.(body);
+          if (!values) return undefined;
+          return refuseInvalid(db, w, tenant, body, UNREAD, options).then(
+            () => values,
+            () => undefined,
+          );
+        }
+      : undefined,
     externalIdOf(d, body),
   );
 }
@@ -562,6 +625,7 @@ export async function deleteRecord(
   options: WriteOptions = {},
 ): Promise<{ etag: string }> {
   const { softDelete } = writeOf(d);
-  const { etag } = await changeRow(db, d, tenantOrNull, id, options, 'deleted', async () => ({ ...softDelete }));
+  const decided = async () => ({ ...softDelete });
+  const { etag } = await changeRow(db, d, tenantOrNull, id, options, 'deleted', decided, decided);
   return { etag };
 }

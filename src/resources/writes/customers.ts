@@ -68,5 +68,7 @@ export const customerWrite: WriteDescriptor = {
   rules: {
     check: contactRule,
     toInsert: (_ctx, body) => ({ ...body, is_active: true }),
+    // The contact rule reads the stored row only when the body touches the contact.
+    unreadUpdate: (body) => ('email' in body || 'phone' in body ? undefined : { ...body }),
   },
 };

@@ -75,5 +75,6 @@ export const expenseWrite: WriteDescriptor = {
       is_recurring: false,
     }),
     toUpdate: (_ctx, body) => exactAmounts(body),
+    unreadUpdate: exactAmounts,
   },
 };

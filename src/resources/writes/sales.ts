@@ -8,7 +8,8 @@ import { type Dec, dec, money, quantity, toSqlNumeric } from '../../domain/money
 import { type SaleFigures, saleFigures, saleTotal } from '../../domain/sale-totals.ts';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, CreationPlan, CreationPlanner, Row, WriteContext, WriteDescriptor } from '../descriptor.ts';
-import { selectScoped } from '../../infra/db/tenancy/tenancy.ts';
+import { type SqlBool, sql } from 'kysely';
+import { insertScopedFromRows, selectScoped } from '../../infra/db/tenancy/tenancy.ts';
 import { insertStatement } from '../engines/insert-statement.ts';
 import { printedTimestamp } from '../../infra/db/engine/timestamp-text.ts';
 import {
@@ -269,7 +270,8 @@ async function toUpdate(ctx: WriteContext, body: Body, current: Row): Promise<Ro
   return values;
 }
 
-/** Every status change (PATCH or DELETE's cancellation) appends one entry; none when unchanged. */
+/** Every status change (PATCH or DELETE's cancellation) appends one entry; none when unchanged. The same rule for a
+ *  change made in one statement is `changeFollowUp`, below. */
 async function afterChange(ctx: WriteContext, before: Row, after: Row): Promise<void> {
   // Nothing reads the entry back: it goes out with the commit (a failure still fails the change).
   if (after.status !== before.status && after.status != null)
@@ -321,5 +323,19 @@ export const saleWrite: WriteDescriptor = {
     planCreation: salePlanner,
     toUpdate,
     afterChange,
+    // A delivery fee's new total reads the stored items; anything else follows from the body.
+    unreadUpdate: (body) => ('delivery_fee' in body ? undefined : { ...body }),
+    changeFollowUp: {
+      before: ['status'],
+      sql: (db, tenant) =>
+        insertScopedFromRows(
+          db,
+          'transaction_status_history',
+          tenant,
+          { transaction_id: sql`id`, old_status: sql`before_status`, new_status: sql`status` },
+          'changed',
+          sql<SqlBool>`status IS DISTINCT FROM before_status AND status IS NOT NULL`,
+        ),
+    },
   },
 };

@@ -68,5 +68,7 @@ export const supplierWrite: WriteDescriptor = {
   rules: {
     check: nameRule,
     toInsert: (_ctx, body) => ({ ...body, is_active: true }),
+    // The name rule reads the stored row only when the body touches a name.
+    unreadUpdate: (body) => (NAMES.some((n) => n in body) ? undefined : { ...body }),
   },
 };

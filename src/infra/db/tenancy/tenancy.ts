@@ -181,6 +181,29 @@ export function insertScopedFromJson(
     );
 }
 
+/**
+ * New rows of the tenant, one per row of `from` (a CTE of the same statement) that meets `where`: each column of
+ * `columns` from its expression over that row. The tenant columns come from the scope, never from `from`.
+ */
+export function insertScopedFromRows(
+  db: Db | QueryCreator<any>,
+  table: string,
+  scope: Tenant,
+  columns: Readonly<Record<string, RawBuilder<unknown>>>,
+  from: string,
+  where: RawBuilder<SqlBool>,
+): InsertQueryBuilder<any, any, any> {
+  return untyped(db)
+    .insertInto(table)
+    .columns([...TENANT_COLUMNS, ...Object.keys(columns)])
+    .expression(
+      untyped(db)
+        .selectFrom(from)
+        .select([...tenantValuesAs(scope), ...Object.entries(columns).map(([column, value]) => value.as(column))])
+        .where(where),
+    );
+}
+
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /**

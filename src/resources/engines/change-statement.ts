@@ -1,0 +1,126 @@
+// A PATCH or DELETE whose columns follow from its body alone (`WriteRules.unreadUpdate`) is one statement, sent with
+// its BEGIN and COMMIT in one round trip: the row locked and changed, its version moved on, its follow-ups (a sale's
+// status history) and the write's tail (origin mark, write-log entry) written, and the record answered. The locked
+// path (write-engine.ts `changeRow`) reads the row first, in a round trip of its own, and then sends its change:
+// it stays for If-Match, upserts, atomic batches, external ids and the bodies whose rules need the stored row.
+// With no row to change the statement fails on its own check (`unlessNoneProve`) and nothing of it commits: 404.
+import { type Compilable, type CompiledQuery, type RawBuilder, sql } from 'kysely';
+import type { Tenant } from '../../domain/tenant.ts';
+import { hasSqlState } from '../../errors/database-errors.ts';
+import { errors } from '../../errors/app-error.ts';
+import { SQLSTATE } from '../../errors/sqlstate.ts';
+import type { Db } from '../../infra/db/engine/database.ts';
+import { beliefFailed, unlessNoneProve } from '../../infra/db/statements/belief-check.ts';
+import type { FailureMeaning } from '../../infra/db/statements/send-ahead.ts';
+import type { Shaped } from '../../infra/db/statements/sql-shape.ts';
+import { sharedStatementCache } from '../../infra/db/statements/statement-cache.ts';
+import { selectScoped, updateScoped } from '../../infra/db/tenancy/tenancy.ts';
+import { fieldKind } from '../../schemas/common.ts';
+import type { ResourceDescriptor, Row, StatementTail } from '../descriptor.ts';
+import { VERSION_KEY, versionSql } from './etag.ts';
+import { isSqlFragment } from './insert-statement.ts';
+
+/** The prefix of a stored column's value before the change, in the `changed` row a follow-up reads. */
+export const BEFORE_PREFIX = 'before_';
+
+/** A failure of the statement: no row of the tenant to change is a 404; a refused statement is told as it is. */
+export const unreadChangeMeaning: FailureMeaning = (err) => (beliefFailed(err) ? errors.notFound() : err);
+
+/**
+ * Citus refuses now() over a column in an UPDATE on a distributed table (query/version.ts), as a feature it does
+ * not support: once refused, a database's changes take the locked path, which works the version out beforehand.
+ */
+const refusedBy = new WeakSet<Db>();
+
+export const takesUnreadChanges = (db: Db): boolean => !refusedBy.has(db);
+
+/** Whether `err` is the database refusing the statement's form (then noted: `takesUnreadChanges` is false). */
+export function refusedUnreadChange(db: Db, err: unknown): boolean {
+  if (!hasSqlState(err, SQLSTATE.featureNotSupported)) return false;
+  refusedBy.add(db);
+  return true;
+}
+
+/** Whether `values` can be bound in a statement built once per shape (else built each time, or not at all). */
+export function unreadChangeable(d: ResourceDescriptor, values: Row): boolean {
+  for (const column in values) {
+    const schema = d.row.properties[column];
+    if (schema && fieldKind(schema) === 'text_array' && values[column] !== null) return false;
+  }
+  return true;
+}
+
+const OWNER = { statement: 'unread change' };
+
+/**
+ * The statement: `changed` (the UPDATE, joined to its row locked by id and the resource's fixed conditions, with
+ * `before_<column>` for each column the follow-up reads), the follow-up and the tail's CTEs, then the changed row with
+ * the tail's columns, or a failure when there was none.
+ */
+export function unreadChangeStatement(
+  trx: Db,
+  d: ResourceDescriptor,
+  tenant: Tenant,
+  id: string,
+  values: Row,
+  tail: Shaped<StatementTail> | undefined,
+): CompiledQuery {
+  const followUp = d.write?.rules?.changeFollowUp;
+  const columns: string[] = [];
+  const bound: unknown[] = [tenant.accountId, id];
+  let key: string | null = `${d.name}:${tenant.mode}`;
+  for (const column in values) {
+    const value = values[column];
+    if (value === undefined) continue;
+    const schema = d.row.properties[column];
+    const json = value !== null && !isSqlFragment(value) && schema !== undefined && fieldKind(schema) === 'json';
+    if (isSqlFragment(value)) key = null;
+    columns.push(column);
+    bound.push(json ? JSON.stringify(value) : value);
+    if (key !== null) key += json ? `|${column}:json` : `|${column}`;
+  }
+  const tailAt = bound.length;
+  if (tail) {
+    bound.push(...tail.values);
+    if (key !== null) key += `|${tail.key}`;
+  }
+  return sharedStatementCache(trx).statement(OWNER, key, 0, bound, (v) => {
+    const scope: Tenant = { accountId: String(v[0]), mode: tenant.mode };
+    const set: Row = {};
+    columns.forEach((column, i) => {
+      const value = v[i + 2];
+      const kind = d.row.properties[column] ? fieldKind(d.row.properties[column]) : undefined;
+      set[column] = kind === 'json' && value !== null && !isSqlFragment(value) ? sql`cast(cast(${value} as text) as jsonb)` : value;
+    });
+    const target = selectScoped(trx, d.table, scope, d.where)
+      .select(['id', ...(followUp?.before ?? []).map((column) => sql.ref(column).as(`${BEFORE_PREFIX}${column}`))])
+      .where('id', '=', v[1])
+      .forUpdate()
+      .as('target');
+    const own = (column: string) => sql.ref(`${d.table}.${column}`);
+    const update = updateScoped(trx, d.table, scope)
+      // One microsecond past the stored version when the transaction's time is not later (query/version.ts).
+      .set({ ...set, updated_at: sql`greatest(now(), ${own('updated_at')} + interval '1 microsecond')` })
+      .from(target)
+      .whereRef(`${d.table}.id`, '=', 'target.id')
+      .returningAll(d.table)
+      .returning([
+        versionSql().as(VERSION_KEY),
+        ...(followUp?.before ?? []).map((column) => sql.ref(`target.${BEFORE_PREFIX}${column}`).as(`${BEFORE_PREFIX}${column}`)),
+      ]);
+    const ctes: (readonly [string, RawBuilder<unknown> | Compilable])[] = [['changed', update]];
+    if (followUp) ctes.push(['follow_up', followUp.sql(trx, scope)]);
+    const tailSql = tail?.build(v.slice(tailAt));
+    for (const cte of tailSql?.ctes ?? []) ctes.push(cte);
+    const answered = [
+      sql`changed.*`,
+      ...(tailSql?.columns ?? []),
+      unlessNoneProve(sql<number>`(SELECT count(*) FROM changed)`).as('changed_count'),
+    ];
+    const statement = sql`WITH ${sql.join(
+      ctes.map(([name, cte]) => sql`${sql.ref(name)} AS (${cte})`),
+      sql`, `,
+    )} SELECT ${sql.join(answered)} FROM (SELECT 1) AS proof LEFT JOIN changed ON true`;
+    return [{ compile: () => statement.compile(trx) }];
+  }) as CompiledQuery;
+}
