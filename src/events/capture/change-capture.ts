@@ -10,6 +10,8 @@
 import { sql } from 'kysely';
 import type { Database, Db } from '../../infra/db/engine/database.ts';
 import { within } from '../../infra/deadline.ts';
+import { beliefFailed, unlessNoneProve } from '../../infra/db/statements/belief-check.ts';
+import { type WriteTransaction, writeTransaction } from '../../infra/db/statements/write-transaction.ts';
 import type { CapturedTransaction } from './captured.ts';
 import { eventsOf } from './change-events.ts';
 import { EventClock, latestEventUs, type Recorded, recordEvents } from './record-events.ts';
@@ -68,18 +70,26 @@ async function captureBatch(
   from: number,
   transactions: readonly CapturedTransaction[],
   clock: EventClock,
-  also?: (trx: Db, to: number) => Promise<void>,
+  also?: (tx: WriteTransaction, to: number) => Promise<unknown>,
 ): Promise<Recorded & { position: number }> {
   const to = transactions.reduce((max, t) => Math.max(max, t.position), from);
-  return db.transaction().execute(async (trx) => {
-    await sql`SET LOCAL statement_timeout = 0`.execute(trx);
-    const moved = await sql`UPDATE capture_progress SET position = ${to}, updated_at = now()
-      WHERE source = ${source} AND position = ${from}`.execute(trx);
-    if (Number(moved.numAffectedRows ?? 0) !== 1) throw new CaptureOvertaken(source);
-    const recorded = await recordEvents(trx, await eventsOf(trx, transactions), clock);
-    await also?.(trx, to);
-    return { ...recorded, position: to };
+  // Two round trips whatever the batch: the reads that make the events' objects (their answers awaited with the
+  // position's move, sent ahead of them), then every write and the COMMIT (sent ahead: record-events.ts).
+  const recording = await writeTransaction(db, {}, async (tx) => {
+    await tx.sendAhead(sql`SET LOCAL statement_timeout = 0`.compile(tx.db));
+    // Moved from where this capturer left it, or not at all: another capturer took over meanwhile.
+    const overtaken = (err: unknown) => (beliefFailed(err) ? new CaptureOvertaken(source) : err);
+    await tx.sendAhead(
+      sql`WITH moved AS (UPDATE capture_progress SET position = ${to}, updated_at = now()
+        WHERE source = ${source} AND position = ${from} RETURNING 1)
+        SELECT ${unlessNoneProve(sql<number>`(SELECT count(*) FROM moved)`)} AS moved`.compile(tx.db),
+      overtaken,
+    );
+    const recording = await recordEvents(tx, await eventsOf(tx.db, transactions), clock);
+    await also?.(tx, to);
+    return recording;
   });
+  return { ...(await recording.recorded), position: to };
 }
 
 /** How far the slot's consumer has acknowledged (its confirmed position), or undefined when there is no such slot. */
@@ -538,9 +548,9 @@ export class OutboxCapture implements ChangeCapture {
           new: (row.new_row as Record<string, unknown> | null) ?? null,
         });
     }
-    const done = await captureBatch(this.db, OutboxCapture.SOURCE, this.position, transactions, this.clock, async (trx, to) => {
-      await sql`DELETE FROM capture_outbox WHERE seq <= ${to}`.execute(trx);
-    });
+    const done = await captureBatch(this.db, OutboxCapture.SOURCE, this.position, transactions, this.clock, (tx, to) =>
+      tx.sendAhead(sql`DELETE FROM capture_outbox WHERE seq <= ${to}`.compile(tx.db)),
+    );
     this.position = done.position;
     this.recorded += done.events;
     return true;

@@ -4,9 +4,11 @@
 // endpoint that does not exclude the key the event was written through, and the NOTIFYs that wake long polls and delivery workers once it commits. Capture is the only
 // writer of events, so none of this waits on another writer's locks.
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { EVENTS_COUNTER } from '../../domain/numbering.ts';
 import type { Db } from '../../infra/db/engine/database.ts';
+import type { SentAhead } from '../../infra/db/statements/send-ahead.ts';
+import type { WriteTransaction } from '../../infra/db/statements/write-transaction.ts';
 import { DELIVERIES_CHANNEL, EVENTS_CHANNEL } from '../channels.ts';
 import { patternsMatching } from '../event-types.ts';
 import { type CapturedEvent, eventChannel } from './change-events.ts';
@@ -63,8 +65,15 @@ export interface Recorded {
   tenants: string[];
 }
 
-export async function recordEvents(trx: Db, events: readonly CapturedEvent[], clock: EventClock): Promise<Recorded> {
-  if (events.length === 0) return { events: 0, deliveries: 0, tenants: [] };
+/** The batch's writes, sent ahead in `tx` (they travel with its COMMIT); `recorded` settles once they answered. */
+export async function recordEvents(
+  tx: WriteTransaction,
+  events: readonly CapturedEvent[],
+  clock: EventClock,
+): Promise<{ recorded: Promise<Recorded> }> {
+  if (events.length === 0) return { recorded: Promise.resolve({ events: 0, deliveries: 0, tenants: [] }) };
+  const trx = tx.db;
+  const send = (statement: RawBuilder<unknown>) => tx.sendAhead(statement.compile(trx));
   const rows = events.map((event) => {
     const { id, createdAt } = clock.next(event.committedAtUs);
     return { event, id, createdAt };
@@ -77,12 +86,12 @@ export async function recordEvents(trx: Db, events: readonly CapturedEvent[], cl
     counter.last_at = createdAt;
     perTenant.set(key, counter);
   }
-  await sql`INSERT INTO tenant_counters (team_id, mode, name, value, last_at)
+  await send(sql`INSERT INTO tenant_counters (team_id, mode, name, value, last_at)
     SELECT c.team_id, c.mode, ${EVENTS_COUNTER}, c.value, c.last_at
     FROM json_to_recordset(cast(cast(${JSON.stringify([...perTenant.values()])} as text) as json)) AS c(team_id uuid, mode text, value bigint, last_at timestamptz)
     ON CONFLICT (team_id, mode, name) DO UPDATE
-      SET value = tenant_counters.value + excluded.value, last_at = greatest(excluded.last_at, tenant_counters.last_at)`.execute(trx);
-  let deliveries = 0;
+      SET value = tenant_counters.value + excluded.value, last_at = greatest(excluded.last_at, tenant_counters.last_at)`);
+  const fannedOut: SentAhead[] = [];
   for (let start = 0; start < rows.length; start += CHUNK) {
     const chunk = rows.slice(start, start + CHUNK);
     const json = JSON.stringify(
@@ -100,22 +109,30 @@ export async function recordEvents(trx: Db, events: readonly CapturedEvent[], cl
         patterns: patternsMatching(event.type),
       })),
     );
-    await sql`INSERT INTO events (id, team_id, mode, type, resource, data, request_id, origin, origin_key_id, created_at)
+    await send(sql`INSERT INTO events (id, team_id, mode, type, resource, data, request_id, origin, origin_key_id, created_at)
       SELECT e.id, e.team_id, e.mode, e.type, e.resource, e.data, e.request_id, e.origin, e.origin_key_id, e.created_at
       FROM json_to_recordset(cast(cast(${json} as text) as json))
-        AS e(id uuid, team_id uuid, mode text, type text, resource text, data json, request_id text, origin json, origin_key_id uuid, created_at timestamptz)`.execute(
-      trx,
+        AS e(id uuid, team_id uuid, mode text, type text, resource text, data json, request_id text, origin json, origin_key_id uuid, created_at timestamptz)`);
+    // The delivery workers are woken by the statement that queued their deliveries, when it queued any.
+    fannedOut.push(
+      await send(sql`WITH fanned AS (INSERT INTO webhook_deliveries (team_id, endpoint_id, event_id, next_attempt_at)
+        SELECT w.team_id, w.id, e.id, now()
+        FROM json_to_recordset(cast(cast(${json} as text) as json)) AS e(id uuid, team_id uuid, mode text, patterns text[], origin_key_id text)
+        JOIN webhook_endpoints w ON w.team_id = e.team_id AND w.mode = e.mode
+        WHERE w.enabled AND w.enabled_events && e.patterns
+          AND (e.origin_key_id IS NULL OR NOT (e.origin_key_id = ANY (w.excluded_key_ids)))
+        RETURNING 1)
+      SELECT count(*)::int AS deliveries, (SELECT count(pg_notify(${DELIVERIES_CHANNEL}, '')) FROM (SELECT 1 FROM fanned LIMIT 1) AS queued) AS woken
+      FROM fanned`),
     );
-    const fanned = await sql`INSERT INTO webhook_deliveries (team_id, endpoint_id, event_id, next_attempt_at)
-      SELECT w.team_id, w.id, e.id, now()
-      FROM json_to_recordset(cast(cast(${json} as text) as json)) AS e(id uuid, team_id uuid, mode text, patterns text[], origin_key_id text)
-      JOIN webhook_endpoints w ON w.team_id = e.team_id AND w.mode = e.mode
-      WHERE w.enabled AND w.enabled_events && e.patterns
-        AND (e.origin_key_id IS NULL OR NOT (e.origin_key_id = ANY (w.excluded_key_ids)))`.execute(trx);
-    deliveries += Number(fanned.numAffectedRows ?? 0);
   }
   const tenants = [...perTenant.keys()];
-  await sql`SELECT pg_notify(${EVENTS_CHANNEL}, t) FROM unnest(cast(${`{${tenants.join(',')}}`} as text[])) AS t`.execute(trx);
-  if (deliveries > 0) await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(trx);
-  return { events: rows.length, deliveries, tenants };
+  await send(sql`SELECT pg_notify(${EVENTS_CHANNEL}, t) FROM unnest(cast(${`{${tenants.join(',')}}`} as text[])) AS t`);
+  const recorded = Promise.all(fannedOut.map(({ rows }) => rows)).then((answers) => {
+    let deliveries = 0;
+    for (const rows of answers) deliveries += Number((rows[0] as { deliveries?: number } | undefined)?.deliveries ?? 0);
+    return { events: rows.length, deliveries, tenants };
+  });
+  recorded.catch(() => {}); // the transaction's COMMIT reports a failure first
+  return { recorded };
 }
