@@ -10,6 +10,7 @@ import { prepareDatabase } from '../src/events/capture/setup.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { type OwnPostgres, startOwnPostgres } from './helpers/postgres-server.ts';
 import { until } from './helpers/poll.ts';
+import { spawnServe } from './helpers/serve-process.ts';
 import { TcpProxy } from './helpers/tcp-proxy.ts';
 
 /** Added to every bound: the suite shares two cores with other suites. */
@@ -162,6 +163,38 @@ function watchEscapes(): { seen: unknown[]; stop: () => void } {
     },
   };
 }
+
+describe('balcao serve started before its database', () => {
+  it('waits for PostgreSQL to come up (bounded: src/cli/database-wait.ts), then migrates and serves', async () => {
+    const pg = await startOwnPostgres();
+    try {
+      await pg.stop();
+      const serving = spawnServe({ DATABASE_URL: pg.url });
+      serving.catch(() => {}); // awaited below, once the database is up
+      // Down for a few of start-up's attempts (refused at once): it must neither give up nor start serving.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      await pg.start();
+      const server = await serving;
+      try {
+        assert.match(server.logs(), /the database does not answer yet \(/, server.logs());
+        // Listening comes first; ready once the change capture has its slot.
+        await until('ready', async () => (await fetch(`${server.url}/health/ready`)).status === 200, { withinMs: 20_000 });
+        const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
+        try {
+          const [row] = await sql<{ applied: number }[]>`SELECT count(*)::int AS applied FROM schema_migrations`;
+          assert.ok((row?.applied ?? 0) > 0, 'serve migrated the database once it answered');
+        } finally {
+          await sql.end();
+        }
+      } finally {
+        server.child.kill('SIGTERM');
+        await server.exited;
+      }
+    } finally {
+      await pg.destroy();
+    }
+  });
+});
 
 describe('connections lost under the driver (patches/)', () => {
   let pg: OwnPostgres;

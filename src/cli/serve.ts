@@ -7,6 +7,7 @@ import { type Config, parseWorkerCount } from '../config.ts';
 import { announceStop } from '../infra/db/engine/data-dir-lock.ts';
 import { compileEngine } from '../infra/db/engine/pglite-engine.ts';
 import type { Database } from '../infra/db/engine/database.ts';
+import { sayWaiting, whenDatabaseAnswers } from './database-wait.ts';
 import { logOutput } from './log-output.ts';
 import { commandContext, output } from './runtime.ts';
 
@@ -98,7 +99,7 @@ export async function openMigrated(config: Config, holder: string): Promise<Data
   ]);
   const database = await openDatabase(config, holder);
   try {
-    await prepareDatabase(database);
+    await whenDatabaseAnswers(() => prepareDatabase(database), sayWaiting(holder));
     return database;
   } catch (err) {
     await database.close();
@@ -134,7 +135,7 @@ export function registerServeCommand(program: Command): void {
         import('../events/capture/setup.ts'),
       ]);
       const { database, open } = await startDatabase(config, 'balcao serve');
-      const migrated = open.then(() => prepareDatabase(database));
+      const migrated = open.then(() => whenDatabaseAnswers(() => prepareDatabase(database), sayWaiting('balcao serve')));
       // Awaited by startServing before it listens; until then a failure must not count as unhandled.
       migrated.catch(() => {});
       try {
