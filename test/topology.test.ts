@@ -42,13 +42,14 @@ function sh(file: string, args: string[], env: Record<string, string>, timeout =
   return new Promise((resolve) => {
     const { TEST_DATABASE_URL: _t, DATABASE_URL: _d, REDIS_URL: _r, ...rest } = process.env;
     execFile(file, args, { env: { ...rest, ...env }, timeout, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
+      const ended = error?.killed ? `\n(ended after its ${timeout / 1000} s bound)` : '';
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr: `${stderr}${ended}` });
     });
   });
 }
 
-async function must(file: string, args: string[], env: Record<string, string>): Promise<string> {
-  const res = await sh(file, args, env);
+async function must(file: string, args: string[], env: Record<string, string>, timeout?: number): Promise<string> {
+  const res = await sh(file, args, env, timeout);
   assert.equal(res.code, 0, `${path.basename(file)} ${args.join(' ')} failed: ${res.stderr}${res.stdout}`);
   return res.stdout;
 }
@@ -125,7 +126,8 @@ if (!FULL) {
       const tarball = process.env.TEST_TOPOLOGY_TARBALL;
       if (tarball) {
         // The release as an operator installs it (docs/deployment.md): runtime dependencies only.
-        await must('npm', ['install', '--omit=dev', '--no-audit', '--no-fund', '--prefix', release, path.resolve(tarball)], {});
+        // From the registry: with two suites at once on two cores it once passed 120 s.
+        await must('npm', ['install', '--omit=dev', '--no-audit', '--no-fund', '--prefix', release, path.resolve(tarball)], {}, 300_000);
         bin = path.join(release, 'node_modules/balcao/bin/balcao.js');
       } else {
         for (const part of ['bin', 'dist', 'migrations', 'package.json'])
