@@ -20,6 +20,9 @@ import { Contract } from './contract.ts';
 import { distributeCitusDatabase, dropCitusDatabase, onCitus, prepareCitusDatabase } from './citus.ts';
 import { databaseUrl, migratedEmbeddedSnapshot, postgresTemplate } from './db-templates.ts';
 
+/** How long the test server keeps an idle keep-alive connection (longer than any test file runs). */
+const IDLE_CONNECTION_MS = 900_000;
+
 /** The longest a test request may wait for its answer (long polls wait 30 s at most). */
 const REQUEST_TIMEOUT_MS = 120_000;
 
@@ -134,7 +137,10 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     rateLimiter: options.rateLimiter,
     now: options.now,
     logger: options.logger ?? false,
-    serverLimits: options.serverLimits,
+    // A test's requests reuse their keep-alive connection after whatever the test does in between (a slow query on a
+    // loaded machine): a connection the server closes as idle just as the next request goes out on it fails that
+    // request ("fetch failed", seen after a 65 s pause). The test server keeps idle connections longer than any test.
+    serverLimits: { keepAliveTimeoutMs: IDLE_CONNECTION_MS, ...options.serverLimits },
     resources: options.resources,
     tableMaintenanceEveryMs: options.tableMaintenanceEveryMs,
   });
