@@ -15,10 +15,9 @@ import type { FailureMeaning } from '../../infra/db/statements/send-ahead.ts';
 import type { Shaped } from '../../infra/db/statements/sql-shape.ts';
 import { sharedStatementCache } from '../../infra/db/statements/statement-cache.ts';
 import { selectScoped, updateScoped } from '../../infra/db/tenancy/tenancy.ts';
-import { fieldKind } from '../../schemas/common.ts';
-import type { ResourceDescriptor, Row, StatementTail } from '../descriptor.ts';
+import type { ResourceDescriptor, StatementTail } from '../descriptor.ts';
+import { type ChangedColumns, setOfChanged } from './changed-columns.ts';
 import { VERSION_KEY, versionSql } from './etag.ts';
-import { isSqlFragment } from './insert-statement.ts';
 
 /** The prefix of a stored column's value before the change, in the `changed` row a follow-up reads. */
 export const BEFORE_PREFIX = 'before_';
@@ -41,15 +40,6 @@ export function refusedUnreadChange(db: Db, err: unknown): boolean {
   return true;
 }
 
-/** Whether `values` can be bound in a statement built once per shape (else built each time, or not at all). */
-export function unreadChangeable(d: ResourceDescriptor, values: Row): boolean {
-  for (const column in values) {
-    const schema = d.row.properties[column];
-    if (schema && fieldKind(schema) === 'text_array' && values[column] !== null) return false;
-  }
-  return true;
-}
-
 const OWNER = { statement: 'unread change' };
 
 /**
@@ -62,23 +52,12 @@ export function unreadChangeStatement(
   d: ResourceDescriptor,
   tenant: Tenant,
   id: string,
-  values: Row,
+  changed: ChangedColumns,
   tail: Shaped<StatementTail> | undefined,
 ): CompiledQuery {
   const followUp = d.write?.rules?.changeFollowUp;
-  const columns: string[] = [];
-  const bound: unknown[] = [tenant.accountId, id];
-  let key: string | null = `${d.name}:${tenant.mode}`;
-  for (const column in values) {
-    const value = values[column];
-    if (value === undefined) continue;
-    const schema = d.row.properties[column];
-    const json = value !== null && !isSqlFragment(value) && schema !== undefined && fieldKind(schema) === 'json';
-    if (isSqlFragment(value)) key = null;
-    columns.push(column);
-    bound.push(json ? JSON.stringify(value) : value);
-    if (key !== null) key += json ? `|${column}:json` : `|${column}`;
-  }
+  const bound: unknown[] = [tenant.accountId, id, ...changed.bound];
+  let key = changed.shape === null ? null : `${d.name}:${tenant.mode}${changed.shape}`;
   const tailAt = bound.length;
   if (tail) {
     bound.push(...tail.values);
@@ -86,12 +65,7 @@ export function unreadChangeStatement(
   }
   return sharedStatementCache(trx).statement(OWNER, key, 0, bound, (v) => {
     const scope: Tenant = { accountId: String(v[0]), mode: tenant.mode };
-    const set: Row = {};
-    columns.forEach((column, i) => {
-      const value = v[i + 2];
-      const kind = d.row.properties[column] ? fieldKind(d.row.properties[column]) : undefined;
-      set[column] = kind === 'json' && value !== null && !isSqlFragment(value) ? sql`cast(cast(${value} as text) as jsonb)` : value;
-    });
+    const set = setOfChanged(changed, v, 2);
     const target = selectScoped(trx, d.table, scope, d.where)
       .select(['id', ...(followUp?.before ?? []).map((column) => sql.ref(column).as(`${BEFORE_PREFIX}${column}`))])
       .where('id', '=', v[1])

@@ -43,13 +43,8 @@ import { insertStatement, isSqlFragment } from './insert-statement.ts';
 import { etagOf, matchHolds, takeEtag, VERSION_KEY, versionSql } from './etag.ts';
 import { NOW_VERSION_KEY, nextVersion, nowVersionSql } from '../../query/version.ts';
 import { getRecord } from './read-engine.ts';
-import {
-  refusedUnreadChange,
-  takesUnreadChanges,
-  unreadChangeable,
-  unreadChangeMeaning,
-  unreadChangeStatement,
-} from './change-statement.ts';
+import { refusedUnreadChange, takesUnreadChanges, unreadChangeMeaning, unreadChangeStatement } from './change-statement.ts';
+import { type ChangedColumns, changedColumns, setOfChanged } from './changed-columns.ts';
 import { claimExternalId, externalIdConflict, hasExternalIds, isExternalIdViolation, recordWithExternalId } from './external-id.ts';
 
 export interface WriteOptions {
@@ -432,30 +427,13 @@ function changeStatement(trx: Db, d: ResourceDescriptor, tenant: Tenant, id: str
       .set({ ...set, updated_at: sql`cast(cast(${at} as text) as timestamptz)` })
       .where('id', '=', rowId)
       .returningAll();
-  const columns: string[] = [];
-  const jsonAt: boolean[] = [];
-  const bound: unknown[] = [tenant.accountId];
-  let shape = `write:change:${tenant.mode}`;
-  for (const [column, value] of Object.entries(values)) {
-    if (value === undefined) continue;
-    const schema = d.row.properties[column];
-    const kind = schema ? fieldKind(schema) : undefined;
-    if (isSqlFragment(value) || kind === 'text_array') return build(tenant.accountId, columnValues(d, values), updatedAt, id).compile();
-    const json = value !== null && kind === 'json';
-    columns.push(column);
-    jsonAt.push(json);
-    bound.push(json ? JSON.stringify(value) : value);
-    shape += json ? `|${column}:json` : `|${column}`;
-  }
-  bound.push(updatedAt, id);
-  return sharedStatementCache(trx).statement(d, shape, 0, bound, (v) => {
-    const set: Row = {};
-    columns.forEach((column, i) => {
-      const value = v[i + 1];
-      set[column] = jsonAt[i] ? sql`cast(cast(${value} as text) as jsonb)` : value;
-    });
-    return [build(String(v[0]), set, v[columns.length + 1], v[columns.length + 2])];
-  }) as CompiledQuery;
+  const changed = changedColumns(d, values);
+  if (!changed || changed.shape === null) return build(tenant.accountId, columnValues(d, values), updatedAt, id).compile();
+  const count = changed.columns.length;
+  const bound = [tenant.accountId, ...changed.bound, updatedAt, id];
+  return sharedStatementCache(trx).statement(d, `write:change:${tenant.mode}${changed.shape}`, 0, bound, (v) => [
+    build(String(v[0]), setOfChanged(changed, v, 1), v[count + 1], v[count + 2]),
+  ]) as CompiledQuery;
 }
 
 /**
@@ -480,9 +458,10 @@ async function changeRow(
     unread && !options.transaction && !options.skipUnchanged && options.ifMatch === undefined && takesUnreadChanges(db)
       ? await unread(tenant)
       : undefined;
-  if (values && unreadChangeable(d, values)) {
+  const changed = values && changedColumns(d, values);
+  if (changed) {
     try {
-      return await changeUnread(db, d, tenant, id, options, action, values);
+      return await changeUnread(db, d, tenant, id, options, action, changed);
     } catch (err) {
       if (!refusedUnreadChange(db, err)) throw err;
     }
@@ -514,11 +493,11 @@ async function changeUnread(
   id: string,
   options: WriteOptions,
   action: 'updated' | 'deleted',
-  values: Row,
+  changed: ChangedColumns,
 ): Promise<TaggedRecord> {
   const tail = options.parts?.({ descriptor: d, tenant, id, action, before: null });
   const sent = await transact(db, options, undefined, async (tx, after) => {
-    const statement = unreadChangeStatement(tx.db, d, tenant, id, values, tail?.shape);
+    const statement = unreadChangeStatement(tx.db, d, tenant, id, changed, tail?.shape);
     const meaning = tail ? everyMeaning([unreadChangeMeaning, tail.meaning]) : unreadChangeMeaning;
     const answer = await tx.sendAhead(statement, meaning);
     if (tail) after(tail.committed);
