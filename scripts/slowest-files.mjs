@@ -1,11 +1,11 @@
-// A node:test reporter that prints, once the run ends, the ten slowest test files and, for each file that
+// A node:test reporter that prints, once the run ends, the ten slowest test files (BALCAO_TEST_SHOWN=N: N of them) and, for each file that
 // failed, the end of what its process wrote to stderr and the runner's diagnostics for it, beside the usual
 // reporter (scripts/test.ts passes both): where a slow suite spends its time, and why a file failed when all
 // of its tests passed (an error after its last test, a crash), even where only the end of a CI log is kept.
 // Plain JavaScript because the runner loads reporters before any --import hook (tsx) is registered.
 import path from 'node:path';
 
-const SHOWN = 10;
+const SHOWN = Number(process.env.BALCAO_TEST_SHOWN) || 10;
 /** Lines of a failed file's stderr and diagnostics kept, the last ones. */
 const KEPT_LINES = 60;
 const TOTALS = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) [\d.]+$/;

@@ -1,4 +1,4 @@
-// Migrations run by one process at a time (docs/operations.md, "Migrations"). On PostgreSQL several
+// Migrations run by one process at a time (docs/migrations.md). On PostgreSQL several
 // `balcao migrate` (or `serve`, which migrates first) started together take an advisory lock: one applies the
 // migrations, the others wait for it, then find nothing to do. On the embedded database a second process is
 // refused at once (one process per data folder), and the schema is whole either way.

@@ -1,6 +1,6 @@
 // `balcao subjects export|erase`: a customer's data-subject requests (LGPD art. 18). `export` writes one JSON
 // document with everything the account holds about the person; `erase` anonymises them in one transaction and
-// records it in the operator audit log (docs/operations.md, "Data-subject requests").
+// records it in the operator audit log (docs/audit-and-privacy.md, "Data-subject requests").
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { getAccount } from '../accounts/account-repository.ts';

@@ -205,7 +205,7 @@ function responseHeaders(f: RouteFacts, status: string, tagged: boolean): Json {
   if ((f.method === 'POST' && status === '201') || (f.method === 'PUT' && /^2/.test(status)))
     headers['Idempotent-Replay'] = { $ref: '#/components/headers/Idempotent-Replay' };
   if (f.method === 'PUT' && /^2/.test(status)) {
-    // A replayed 200 carries its status and body only (docs/api-guide.md, "Upserts by external id").
+    // A replayed 200 carries its status and body only (docs/sync.md, "Upserts by external id").
     headers['Balcao-Upsert'] =
       status === '201' ? { $ref: '#/components/headers/Balcao-Upsert' } : headerUse('Balcao-Upsert', 'sometimes', 'Absent on a replay.');
     if (status === '201') headers.Location = { $ref: '#/components/headers/Location' };

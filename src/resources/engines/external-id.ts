@@ -1,4 +1,4 @@
-// External ids (issue 49, docs/api-guide.md "Keeping a copy in sync"): the integrator's own id of a customer, sale,
+// External ids (issue 49, docs/sync.md): the integrator's own id of a customer, sale,
 // supplier or expense. One per record, unique per account, mode and resource for ever (migrations/011): a write
 // that would give a second record the same one is a 409 `external_id_conflict` naming the record that has it.
 // Every write that sets one takes a transaction lock on (tenant, resource, external id) before it looks: two

@@ -2,7 +2,7 @@
 // in one transaction, and recorded in schema_migrations. On PostgreSQL an advisory lock keeps
 // several instances starting at once from racing: one applies, the others wait for its commit
 // and find nothing to do; instances already serving never take it. The rule a new migration
-// must follow (expand, then contract) is in docs/operations.md, "Migrations".
+// must follow (expand, then contract) is in docs/migrations.md.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
