@@ -8,7 +8,9 @@
 // Env: BENCH_QUICK=1 (scale 0.05, short rounds: about two minutes), BENCH_MIX_SCALE (1: the largest account has
 // 100 000 customers and 200 000 sales), BENCH_MIX_SEED (51), BENCH_SECONDS per round (quick 5, full 10),
 // BENCH_PAIRS (quick 2, full 3), BENCH_WARMUP (quick 3, full 8), BENCH_CONNECTIONS (50), BENCH_WRK_THREADS (1),
-// BENCH_DIR (the cluster, kept: a second run of the same scale reuses its loaded template).
+// BENCH_DIR (the cluster, kept: a second run of the same scale reuses its loaded template). To find where a ratio
+// comes from: BENCH_MIX_ONLY (operations of MIX by name, separated by ';': only those are sent) and BENCH_MIX_SIDES
+// (balcao,bare,pgbench: the sides measured; pgbench replays the whole mix whatever BENCH_MIX_ONLY says).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -39,6 +41,9 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const WRK_THREADS = Number(process.env.BENCH_WRK_THREADS ?? 1);
 const SEQUENCE_LENGTH = 20_000;
 const dir = process.env.BENCH_DIR ?? path.join(os.tmpdir(), 'balcao-bench-mix');
+const ONLY = process.env.BENCH_MIX_ONLY ? new Set(process.env.BENCH_MIX_ONLY.split(';').map((n) => n.trim())) : undefined;
+const SIDES = new Set((process.env.BENCH_MIX_SIDES ?? 'balcao,bare,pgbench').split(','));
+for (const name of ONLY ?? []) if (!(name in MIX)) throw new Error(`BENCH_MIX_ONLY: no operation named ${JSON.stringify(name)}`);
 
 interface Server {
   base: string;
@@ -236,6 +241,21 @@ const median = (values: number[]) => {
 };
 
 function summary(label: string, rounds: Round[]): Round {
+  if (rounds.length === 0) {
+    console.log(`  ${label.padEnd(18)} not measured (BENCH_MIX_SIDES)`);
+    return {
+      rps: Number.NaN,
+      p50: Number.NaN,
+      p99: Number.NaN,
+      mean: Number.NaN,
+      max: Number.NaN,
+      errors: 0,
+      requests: 0,
+      rss: 0,
+      nodeCpuMs: Number.NaN,
+      pgCpuMs: Number.NaN,
+    };
+  }
   const m = (pick: (r: Round) => number) => median(rounds.map(pick));
   const r: Round = {
     rps: m((x) => x.rps),
@@ -287,7 +307,8 @@ try {
   const endpoints = Array.from({ length: ACCOUNTS }, (_, k) => k + 1).filter(hasWebhook).length;
   console.log(`  ${endpoints} accounts with a webhook endpoint; Redis at ${redis.url}`);
 
-  const ops = mixSequence(SEQUENCE_LENGTH, SCALE, SEED);
+  const ops = mixSequence(SEQUENCE_LENGTH, SCALE, SEED).filter((op) => !ONLY || ONLY.has(op.name));
+  if (ONLY) console.log(`  only ${[...ONLY].join('; ')}: ${ops.length} of the ${SEQUENCE_LENGTH} requests`);
   const toBalcao = ops.map((op) => balcaoRequest(op, data.keys));
   const toBare = ops.map((op) => bareRequest(op));
   const opNames = ops.map((op) => op.name);
@@ -297,6 +318,7 @@ try {
   for (let pair = 0; pair < PAIRS; pair++) {
     const order = pair % 2 === 0 ? (['balcao', 'bare', 'pgbench'] as const) : (['pgbench', 'bare', 'balcao'] as const);
     for (const side of order) {
+      if (!SIDES.has(side)) continue;
       if (side === 'pgbench') {
         let before = postgresCpu(postmaster);
         const r = await pgbenchMix({
@@ -353,8 +375,8 @@ try {
   const b = summary('balcao', rounds.balcao);
   const bare = summary('bare', rounds.bare);
   const ceiling = summary('pgbench -M prepared', rounds.pgbench);
-  const ratios = rounds.balcao.map((r, i) => r.rps / rounds.bare[i]!.rps);
-  const ceilingRatios = rounds.balcao.map((r, i) => r.rps / rounds.pgbench[i]!.rps);
+  const ratios = rounds.balcao.map((r, i) => r.rps / (rounds.bare[i]?.rps ?? Number.NaN));
+  const ceilingRatios = rounds.balcao.map((r, i) => r.rps / (rounds.pgbench[i]?.rps ?? Number.NaN));
   const lags = [...receiver.lags].sort((x, y) => x - y);
   const pct = (p: number) => lags[Math.min(lags.length - 1, Math.floor(lags.length * p))] ?? Number.NaN;
   const check = (ok: boolean) => (ok ? 'met' : 'NOT met');
