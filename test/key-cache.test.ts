@@ -41,6 +41,33 @@ describe('key cache', () => {
     assert.ok(await cache.lookup(hashes[0]), 'still served from the cache');
   });
 
+  test('keys past their freshness are refreshed in the background together, in one query, and a revocation is then seen', async () => {
+    const { account, key: first } = await s.createAccountWithKey();
+    const others = await Promise.all([1, 2, 3, 4].map(() => s.createKey(account.id)));
+    const hashes = [first, ...others.map((o) => o.key)].map(hashApiKey);
+    let queries = 0;
+    // The cache's own queries, counted on their way to the real database.
+    const counted = s.db.withPlugin({
+      transformQuery: (args) => {
+        queries++;
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    let clock = 0;
+    const cache = new KeyCache(counted, { now: () => clock, refreshBatchMs: 20 });
+    for (const hash of hashes) assert.equal((await cache.lookup(hash))?.context.revoked, false);
+    assert.equal(queries, 5, 'a first lookup waits for its own query');
+    await s.db.updateTable('api_keys').set({ revoked_at: new Date() }).where('account_id', '=', account.id).execute();
+    clock = 3_000; // past FRESH_MS (2 s), within MAX_AGE_MS (4.5 s): served as cached while refreshed
+    for (const hash of hashes) assert.equal((await cache.lookup(hash))?.context.revoked, false, 'served as cached meanwhile');
+    await until('every key refreshed', async () => {
+      const entries = await Promise.all(hashes.map((hash) => cache.lookup(hash)));
+      return entries.every((entry) => entry?.context.revoked === true);
+    });
+    assert.equal(queries, 6, 'the five refreshes were one query');
+  });
+
   test('the least recently used known key goes first', async () => {
     const { hashes, forget } = await keys();
     const [a, b, c] = hashes;

@@ -10,7 +10,8 @@
 // BENCH_PAIRS (quick 2, full 3), BENCH_WARMUP (quick 3, full 8), BENCH_CONNECTIONS (50), BENCH_WRK_THREADS (1),
 // BENCH_DIR (the cluster, kept: a second run of the same scale reuses its loaded template). To find where a ratio
 // comes from: BENCH_MIX_ONLY (operations of MIX by name, separated by ';': only those are sent) and BENCH_MIX_SIDES
-// (balcao,bare,pgbench: the sides measured; pgbench replays the whole mix whatever BENCH_MIX_ONLY says).
+// (balcao,bare,pgbench: the sides measured; pgbench replays the whole mix whatever BENCH_MIX_ONLY says);
+// BENCH_MIX_PROFILE=<folder>: `balcao serve` runs with `--cpu-prof` into that folder, one profile per round.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -62,6 +63,8 @@ interface Round {
   rss: number;
   nodeCpuMs: number;
   pgCpuMs: number;
+  /** Database transactions per request answered (the server's own background work included). */
+  transactionsPerRequest: number;
 }
 
 /** `balcao serve` as served: default log level, JSON logs drained as a shipper would; a session of its own. */
@@ -69,7 +72,8 @@ async function startBalcao(databaseUrl: string, redisUrl: string): Promise<Serve
   const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, PORT: '0', HOST: '127.0.0.1' } as Record<string, string>;
   delete env.LOG_LEVEL;
   env.BALCAO_WEBHOOK_ALLOW_PRIVATE = '1'; // the receiver is on loopback
-  const child = spawn(process.execPath, [...LAUNCHER_FLAGS, path.join(root, 'bin/balcao.js'), 'serve', '--json'], {
+  const profile = process.env.BENCH_MIX_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_MIX_PROFILE)}`] : [];
+  const child = spawn(process.execPath, [...LAUNCHER_FLAGS, ...profile, path.join(root, 'bin/balcao.js'), 'serve', '--json'], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
@@ -181,7 +185,20 @@ async function quiet(sql: postgres.Sql): Promise<void> {
 }
 
 /** One measured round of the sequence against a server. */
-async function measure(server: Server, requests: readonly HttpRequest[], seconds: number, postmaster: number): Promise<Round> {
+/** Transactions the database has ended, committed or not (its statistics lag by up to a second: PGSTAT_MIN_INTERVAL). */
+async function transactions(sql: postgres.Sql): Promise<number> {
+  const [row] = await sql`SELECT sum(xact_commit + xact_rollback)::float8 AS n FROM pg_stat_database`;
+  return Number(row?.n ?? 0);
+}
+
+async function measure(
+  server: Server,
+  requests: readonly HttpRequest[],
+  seconds: number,
+  postmaster: number,
+  sql: postgres.Sql,
+): Promise<Round> {
+  const transactionsBefore = await transactions(sql);
   const nodeBefore = processCpu(server.pid);
   const pgBefore = postgresCpu(postmaster);
   let rss = 0;
@@ -191,6 +208,9 @@ async function measure(server: Server, requests: readonly HttpRequest[], seconds
   try {
     const r = await wrkSequence({ base: server.base, requests, connections: CONNECTIONS, seconds, threads: WRK_THREADS });
     const total = r.requests || 1;
+    const nodeCpuMs = ((processCpu(server.pid) - nodeBefore) * 1000) / total;
+    const pgCpuMs = ((postgresCpu(postmaster) - pgBefore) * 1000) / total;
+    await sleep(1_100);
     return {
       rps: r.rps,
       p50: r.p50Ms,
@@ -200,8 +220,9 @@ async function measure(server: Server, requests: readonly HttpRequest[], seconds
       errors: r.errors,
       requests: r.requests,
       rss,
-      nodeCpuMs: ((processCpu(server.pid) - nodeBefore) * 1000) / total,
-      pgCpuMs: ((postgresCpu(postmaster) - pgBefore) * 1000) / total,
+      nodeCpuMs,
+      pgCpuMs,
+      transactionsPerRequest: ((await transactions(sql)) - transactionsBefore) / total,
     };
   } finally {
     clearInterval(sampler);
@@ -254,6 +275,7 @@ function summary(label: string, rounds: Round[]): Round {
       rss: 0,
       nodeCpuMs: Number.NaN,
       pgCpuMs: Number.NaN,
+      transactionsPerRequest: Number.NaN,
     };
   }
   const m = (pick: (r: Round) => number) => median(rounds.map(pick));
@@ -268,9 +290,10 @@ function summary(label: string, rounds: Round[]): Round {
     rss: Math.max(...rounds.map((x) => x.rss)),
     nodeCpuMs: m((x) => x.nodeCpuMs),
     pgCpuMs: m((x) => x.pgCpuMs),
+    transactionsPerRequest: m((x) => x.transactionsPerRequest),
   };
   console.log(
-    `  ${label.padEnd(18)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(1).padStart(6)} ms  p99 ${r.p99.toFixed(1).padStart(7)} ms  mean ${r.mean.toFixed(1)} ms  max ${r.max.toFixed(0)} ms  errors ${r.errors}/${r.requests}  ${r.rss ? `RSS ${r.rss.toFixed(0)} MB  ` : ''}CPU/req node ${r.nodeCpuMs.toFixed(2)} ms, PostgreSQL ${r.pgCpuMs.toFixed(2)} ms`,
+    `  ${label.padEnd(18)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(1).padStart(6)} ms  p99 ${r.p99.toFixed(1).padStart(7)} ms  mean ${r.mean.toFixed(1)} ms  max ${r.max.toFixed(0)} ms  errors ${r.errors}/${r.requests}  ${r.rss ? `RSS ${r.rss.toFixed(0)} MB  ` : ''}CPU/req node ${r.nodeCpuMs.toFixed(2)} ms, PostgreSQL ${r.pgCpuMs.toFixed(2)} ms${Number.isNaN(r.transactionsPerRequest) ? '' : `  transactions/req ${r.transactionsPerRequest.toFixed(2)}`}`,
   );
   return r;
 }
@@ -343,6 +366,7 @@ try {
           rss: 0,
           nodeCpuMs: 0,
           pgCpuMs: ((postgresCpu(postmaster) - before) * 1000) / total,
+          transactionsPerRequest: Number.NaN,
         });
         continue;
       }
@@ -357,7 +381,7 @@ try {
           await settled(server, sql);
           receiver.record = true;
         }
-        rounds[side].push(await measure(server, requests, SECONDS, postmaster));
+        rounds[side].push(await measure(server, requests, SECONDS, postmaster, sql));
         if (side === 'balcao') {
           // The deliveries of the round's events, bounded: a backlog left at the stop is said, not hidden.
           if (!(await settled(server, sql))) console.log('  (webhook deliveries still pending 2 minutes after the round)');

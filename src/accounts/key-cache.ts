@@ -8,13 +8,16 @@
 // Concurrent lookups of one hash share one query, and that shared query is bounded by
 // LOOKUP_TIMEOUT_MS: a lookup stuck on a dead connection is dropped, so it cannot hold every
 // later request of that key behind it (the next request starts a fresh lookup).
+// Background refreshes are gathered for REFRESH_BATCH_MS and made in one query: a server used by many
+// accounts at once (each key refreshed every FRESH_MS) would otherwise send the database a lookup for
+// every key in use every two seconds, a transaction for every few requests.
 import { LRUCache } from 'lru-cache';
 import { expandScopes } from '../domain/scopes.ts';
 import { compileAllowList, type IpMatcher } from '../domain/ip-allowlist.ts';
 import { effectiveRateLimits } from '../domain/plans.ts';
 import type { Db } from '../infra/db/engine/database.ts';
 import type { AuthContext } from '../domain/tenant.ts';
-import { findKeyWithAccount, type KeyRow } from './key-repository.ts';
+import { findKeysWithAccounts, findKeyWithAccount, type KeyRow } from './key-repository.ts';
 import { overridesOf, type AccountRow } from './account-repository.ts';
 
 export interface AuthEntry {
@@ -25,8 +28,12 @@ export interface AuthEntry {
 interface CacheSlot {
   entry: AuthEntry | null;
   loadedAt: number;
-  refreshing?: Promise<AuthEntry | null>;
+  /** A background refresh of this slot is due or under way. */
+  refreshing?: boolean;
 }
+
+/** Most hashes in one refresh query. */
+const REFRESH_BATCH_MAX = 500;
 
 export interface KeyCacheOptions {
   freshMs?: number;
@@ -37,6 +44,8 @@ export interface KeyCacheOptions {
   maxUnknownEntries?: number;
   /** Longest a (shared) database lookup may take before its waiters get a 503. */
   lookupTimeoutMs?: number;
+  /** How long background refreshes are gathered before their one query. */
+  refreshBatchMs?: number;
   now?: () => number;
 }
 
@@ -52,6 +61,10 @@ export class KeyCache {
   private readonly known: LRUCache<string, CacheSlot>;
   private readonly unknown: LRUCache<string, CacheSlot>;
   private readonly inflight = new Map<string, Promise<AuthEntry | null>>();
+  /** Hashes whose background refresh is due, with their slots. */
+  private readonly due = new Map<string, CacheSlot>();
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private readonly refreshBatchMs: number;
   private readonly freshMs: number;
   private readonly maxAgeMs: number;
   private readonly lookupTimeoutMs: number;
@@ -66,6 +79,7 @@ export class KeyCache {
     this.known = new LRUCache({ max: options.maxEntries ?? 50_000 });
     this.unknown = new LRUCache({ max: options.maxUnknownEntries ?? options.maxEntries ?? 50_000 });
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? 1_800;
+    this.refreshBatchMs = options.refreshBatchMs ?? 50;
     this.now = options.now ?? Date.now;
   }
 
@@ -77,16 +91,44 @@ export class KeyCache {
       if (age < this.freshMs) return slot.entry;
       if (age < this.maxAgeMs) {
         // Serve the cached answer; refresh in the background. A failed refresh keeps the slot.
-        if (!slot.refreshing) {
-          slot.refreshing = this.load(hash).catch(() => slot.entry);
-          slot.refreshing.finally(() => {
-            slot.refreshing = undefined;
-          });
-        }
+        if (!slot.refreshing) this.refreshLater(hash, slot);
         return slot.entry;
       }
     }
     return this.load(hash);
+  }
+
+  private refreshLater(hash: string, slot: CacheSlot): void {
+    slot.refreshing = true;
+    this.due.set(hash, slot);
+    if (this.refreshTimer) return;
+    this.refreshTimer = setTimeout(() => this.refreshDue(), this.refreshBatchMs);
+    this.refreshTimer.unref();
+  }
+
+  /** One query for the slots due (a batch at most): each is stored anew; a failed query leaves them as they were. */
+  private refreshDue(): void {
+    this.refreshTimer = undefined;
+    const batch = [...this.due].slice(0, REFRESH_BATCH_MAX);
+    for (const [hash] of batch) this.due.delete(hash);
+    if (this.due.size > 0) {
+      this.refreshTimer = setTimeout(() => this.refreshDue(), 0);
+      this.refreshTimer.unref();
+    }
+    const hashes = batch.map(([hash]) => hash);
+    withTimeout(findKeysWithAccounts(this.db, hashes), this.lookupTimeoutMs)
+      .then((found) => {
+        for (const hash of hashes) {
+          const row = found.get(hash);
+          this.store(hash, row ? toAuthEntry(row.key, row.account) : null);
+        }
+      })
+      .catch(() => {
+        // Served as cached until their age says otherwise; the next request past FRESH_MS asks again.
+      })
+      .finally(() => {
+        for (const [, slot] of batch) slot.refreshing = false;
+      });
   }
 
   private load(hash: string): Promise<AuthEntry | null> {

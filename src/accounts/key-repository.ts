@@ -110,7 +110,14 @@ export async function listKeys(db: Db, accountId: string): Promise<KeyRow[]> {
 
 /** The key and its account in one round trip, for authentication. */
 export async function findKeyWithAccount(db: Db, hash: string): Promise<{ key: KeyRow; account: AccountRow } | undefined> {
-  const row = await db
+  return (await findKeysWithAccounts(db, [hash])).get(hash);
+}
+
+/** The keys of these hashes with their accounts, in one round trip, by hash: a hash of no key is absent. */
+export async function findKeysWithAccounts(db: Db, hashes: readonly string[]): Promise<Map<string, { key: KeyRow; account: AccountRow }>> {
+  const found = new Map<string, { key: KeyRow; account: AccountRow }>();
+  if (hashes.length === 0) return found;
+  const rows = await db
     .selectFrom('api_keys as k')
     .innerJoin('accounts as a', 'a.id', 'k.account_id')
     .select([
@@ -138,37 +145,41 @@ export async function findKeyWithAccount(db: Db, hash: string): Promise<{ key: K
       'a.created_at as account_created_at',
       'a.updated_at as account_updated_at',
     ])
-    .where('k.secret_hash', '=', hash)
-    .executeTakeFirst();
-  if (!row) return undefined;
-  return {
-    key: {
-      id: row.id,
-      account_id: row.account_id,
-      name: row.name,
-      mode: row.mode,
-      secret_hash: row.secret_hash,
-      last4: row.last4,
-      scopes: row.scopes,
-      allowed_ips: row.allowed_ips,
-      expires_at: row.expires_at,
-      revoked_at: row.revoked_at,
-      created_at: row.created_at,
-    },
-    account: {
-      id: row.account_id,
-      name: row.account_name,
-      plan_code: row.plan_code,
-      modules: row.modules,
-      api_enabled: row.api_enabled,
-      read_only: row.read_only,
-      burst_per_second: row.burst_per_second,
-      requests_per_minute_read: row.requests_per_minute_read,
-      requests_per_minute_write: row.requests_per_minute_write,
-      requests_per_day_total: row.requests_per_day_total,
-      is_demo: row.is_demo,
-      created_at: row.account_created_at,
-      updated_at: row.account_updated_at,
-    },
-  };
+    .where(
+      hashes.length === 1 ? sql<boolean>`k.secret_hash = ${hashes[0]}` : sql<boolean>`k.secret_hash = ANY(cast(${[...hashes]} as text[]))`,
+    )
+    .execute();
+  for (const row of rows) {
+    found.set(row.secret_hash, {
+      key: {
+        id: row.id,
+        account_id: row.account_id,
+        name: row.name,
+        mode: row.mode,
+        secret_hash: row.secret_hash,
+        last4: row.last4,
+        scopes: row.scopes,
+        allowed_ips: row.allowed_ips,
+        expires_at: row.expires_at,
+        revoked_at: row.revoked_at,
+        created_at: row.created_at,
+      },
+      account: {
+        id: row.account_id,
+        name: row.account_name,
+        plan_code: row.plan_code,
+        modules: row.modules,
+        api_enabled: row.api_enabled,
+        read_only: row.read_only,
+        burst_per_second: row.burst_per_second,
+        requests_per_minute_read: row.requests_per_minute_read,
+        requests_per_minute_write: row.requests_per_minute_write,
+        requests_per_day_total: row.requests_per_day_total,
+        is_demo: row.is_demo,
+        created_at: row.account_created_at,
+        updated_at: row.account_updated_at,
+      },
+    });
+  }
+  return found;
 }
