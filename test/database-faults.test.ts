@@ -169,10 +169,18 @@ describe('balcao serve started before its database', () => {
     const pg = await startOwnPostgres();
     try {
       await pg.stop();
-      const serving = spawnServe({ DATABASE_URL: pg.url });
+      let saidWaiting: () => void = () => {};
+      const waiting = new Promise<void>((resolve) => {
+        saidWaiting = resolve;
+      });
+      const serving = spawnServe(
+        { DATABASE_URL: pg.url },
+        { onLog: (stderr) => /the database does not answer yet \(/.test(stderr) && saidWaiting() },
+      );
       serving.catch(() => {}); // awaited below, once the database is up
-      // Down for a few of start-up's attempts (refused at once): it must neither give up nor start serving.
-      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      // Down (refused at once) until serve says it waits: it must neither give up nor start serving. On its word, not
+      // after a fixed pause: on a loaded machine the process may take longer than any pause to make its first attempt.
+      await Promise.race([waiting, serving.then(() => assert.fail('serve listened while its database was down'))]);
       await pg.start();
       const server = await serving;
       try {

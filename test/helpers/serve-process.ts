@@ -66,7 +66,8 @@ export async function seedAccount(
   }
 }
 
-export function spawnServe(env: Record<string, string>): Promise<ServeProcess> {
+/** `onLog` is told all of stderr so far at each chunk, before the process serves too: a test waits on what it says. */
+export function spawnServe(env: Record<string, string>, options: { onLog?: (stderr: string) => void } = {}): Promise<ServeProcess> {
   const { TEST_DATABASE_URL: _t, DATABASE_URL: _d, REDIS_URL: _r, ...rest } = process.env;
   const child = spawn(process.execPath, [BIN, 'serve', '--json'], {
     // No stop grace unless a test asks: a stop here has no balancer to wait for.
@@ -78,6 +79,7 @@ export function spawnServe(env: Record<string, string>): Promise<ServeProcess> {
   let stderr = '';
   child.stderr?.on('data', (d) => {
     stderr += d;
+    options.onLog?.(stderr);
   });
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
   return new Promise((resolve, reject) => {

@@ -122,9 +122,6 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.startupWaitMs = options.startupWaitMs ?? 5_000;
     this.client = new (loadRedisClient())(options.url, {
       lazyConnect: true,
-      // The charges of the requests in one turn of the event loop go to Redis as one pipeline: one write and one
-      // read per turn instead of one per request, in Node and in Redis alike.
-      enableAutoPipelining: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       connectTimeout,
