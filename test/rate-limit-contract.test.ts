@@ -259,8 +259,10 @@ describe('two limiters sharing one Redis', () => {
   test('enforce exactly the limit of one: N allowed in total out of M > N simultaneous requests', async () => {
     const prefix = redis.newPrefix();
     const clock = new FakeClock(T0 + 250);
-    const a = createRateLimiter({ redisUrl: redis.url, keyPrefix: prefix, now: clock.now, logger: recordingLogger().logger });
-    const b = createRateLimiter({ redisUrl: redis.url, keyPrefix: prefix, now: clock.now, logger: recordingLogger().logger });
+    // Slow answers on a loaded machine must not make either instance count on its own (rate-limit-failover tests that).
+    const shared = { redisUrl: redis.url, keyPrefix: prefix, now: clock.now, redisCommandTimeoutMs: 10_000 };
+    const a = createRateLimiter({ ...shared, logger: recordingLogger().logger });
+    const b = createRateLimiter({ ...shared, logger: recordingLogger().logger });
     try {
       const auth = authWith({ burst_per_second: 1000, requests_per_minute_write: 25 });
       const results = await Promise.all(Array.from({ length: 60 }, (_, i) => charge(i % 2 === 0 ? a : b, auth, 'write')));

@@ -51,6 +51,8 @@ export interface RateLimiterOptions {
   logger: FastifyBaseLogger;
   /** Namespace of the Redis keys (tests give each limiter group its own). */
   keyPrefix?: string;
+  /** Longest a Redis command may take before this instance counts on its own (RedisRateLimitStore's default: 250 ms). */
+  redisCommandTimeoutMs?: number;
 }
 
 /** SPEC part 8: requests without a usable key, per client IP. */
@@ -127,7 +129,13 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const now = options.now ?? Date.now;
   const keyPrefix = options.keyPrefix ?? 'balcao:rl:';
   const store: RateLimitStore = options.redisUrl
-    ? new RedisRateLimitStore({ url: options.redisUrl, logger: options.logger, keyPrefix, now })
+    ? new RedisRateLimitStore({
+        url: options.redisUrl,
+        logger: options.logger,
+        keyPrefix,
+        now,
+        commandTimeoutMs: options.redisCommandTimeoutMs,
+      })
     : new MemoryRateLimitStore();
   return createRateLimiterOver(store, now);
 }
