@@ -274,9 +274,17 @@ async function toUpdate(ctx: WriteContext, body: Body, current: Row): Promise<Ro
  *  change made in one statement is `changeFollowUp`, below. */
 async function afterChange(ctx: WriteContext, before: Row, after: Row): Promise<void> {
   // Nothing reads the entry back: it goes out with the commit (a failure still fails the change).
+  // Dated by the sale's new version, not the transaction's start: versions of one sale strictly increase in the order
+  // its changes commit, so the history (ordered by created_at) is the chain of changes even when they raced.
   if (after.status !== before.status && after.status != null)
     await ctx.tx.sendAhead(
-      insertStatement(ctx.trx, 'transaction_status_history', ctx.tenant, [historyRow(after.id, before.status, after.status)], false),
+      insertStatement(
+        ctx.trx,
+        'transaction_status_history',
+        ctx.tenant,
+        [historyRow(after.id, before.status, after.status, String(after.updated_at))],
+        false,
+      ),
     );
 }
 
@@ -332,7 +340,8 @@ export const saleWrite: WriteDescriptor = {
           db,
           'transaction_status_history',
           tenant,
-          { transaction_id: sql`id`, old_status: sql`before_status`, new_status: sql`status` },
+          // Dated by the new version, as afterChange does: the order of the changes' commits.
+          { transaction_id: sql`id`, old_status: sql`before_status`, new_status: sql`status`, created_at: sql`updated_at` },
           'changed',
           sql<SqlBool>`status IS DISTINCT FROM before_status AND status IS NOT NULL`,
         ),
