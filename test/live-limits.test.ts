@@ -6,7 +6,7 @@ import { after, describe, it } from 'node:test';
 import { createRateLimiter } from '../src/http/rate-limit.ts';
 import { openTestDatabase, startTestServer, type TestServer } from './helpers/harness.ts';
 import { recordingLogger } from './helpers/recording-logger.ts';
-import { startTestRedis } from './helpers/redis-server.ts';
+import { sharedLimiter, startTestRedis } from './helpers/redis-server.ts';
 
 const redis = await startTestRedis();
 const database = await openTestDatabase();
@@ -69,15 +69,7 @@ describe('rate_limit_status across two servers sharing one Redis', () => {
     const servers: TestServer[] = [];
     try {
       for (let i = 0; i < 2; i++) {
-        // Slow answers on a loaded machine must not make an instance count on its own (rate-limit-failover tests that).
-        const rateLimiter = createRateLimiter({
-          redisUrl: redis.url,
-          keyPrefix: prefix,
-          now,
-          logger: recordingLogger().logger,
-          redisCommandTimeoutMs: 10_000,
-        });
-        servers.push(await startTestServer({ database, now, rateLimiter }));
+        servers.push(await startTestServer({ database, now, rateLimiter: sharedLimiter(redis, prefix, now) }));
       }
       const [a, b] = servers as [TestServer, TestServer];
       const { key } = await a.createAccountWithKey({ rateLimits: LIMITS });

@@ -9,7 +9,7 @@ import { createRateLimiter, createRateLimiterOver, type RateLimiter } from '../s
 import { MemoryRateLimitStore } from '../src/infra/rate-limit/memory-store.ts';
 import { recordingLogger } from './helpers/recording-logger.ts';
 import { authWith } from './helpers/auth-context.ts';
-import { startTestRedis } from './helpers/redis-server.ts';
+import { sharedLimiter, startTestRedis } from './helpers/redis-server.ts';
 
 const redis = await startTestRedis();
 after(() => redis.close());
@@ -259,10 +259,8 @@ describe('two limiters sharing one Redis', () => {
   test('enforce exactly the limit of one: N allowed in total out of M > N simultaneous requests', async () => {
     const prefix = redis.newPrefix();
     const clock = new FakeClock(T0 + 250);
-    // Slow answers on a loaded machine must not make either instance count on its own (rate-limit-failover tests that).
-    const shared = { redisUrl: redis.url, keyPrefix: prefix, now: clock.now, redisCommandTimeoutMs: 10_000 };
-    const a = createRateLimiter({ ...shared, logger: recordingLogger().logger });
-    const b = createRateLimiter({ ...shared, logger: recordingLogger().logger });
+    const a = sharedLimiter(redis, prefix, clock.now);
+    const b = sharedLimiter(redis, prefix, clock.now);
     try {
       const auth = authWith({ burst_per_second: 1000, requests_per_minute_write: 25 });
       const results = await Promise.all(Array.from({ length: 60 }, (_, i) => charge(i % 2 === 0 ? a : b, auth, 'write')));

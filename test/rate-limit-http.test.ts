@@ -9,7 +9,7 @@ import { errors } from '../src/errors/app-error.ts';
 import { createRateLimiter } from '../src/http/rate-limit.ts';
 import { openTestDatabase, startTestServer, type TestResponse, type TestServer } from './helpers/harness.ts';
 import { recordingLogger } from './helpers/recording-logger.ts';
-import { startTestRedis } from './helpers/redis-server.ts';
+import { sharedLimiter, startTestRedis } from './helpers/redis-server.ts';
 
 const redis = await startTestRedis();
 // One database for every server of this file: rate limits are not stored there, and migrating is the slow part.
@@ -190,16 +190,7 @@ describe('two servers sharing one Redis', () => {
     const now = () => T0 + 600_100;
     const servers: TestServer[] = [];
     for (let i = 0; i < 2; i++) {
-      // Redis's answers may take long on a loaded machine: past the store's 250 ms an instance counts on its own
-      // (failing open, tested in rate-limit-failover), which is not what this test is about.
-      const rateLimiter = createRateLimiter({
-        redisUrl: redis.url,
-        keyPrefix: prefix,
-        now,
-        logger: recordingLogger().logger,
-        redisCommandTimeoutMs: 10_000,
-      });
-      const server = await startTestServer({ database, now, rateLimiter });
+      const server = await startTestServer({ database, now, rateLimiter: sharedLimiter(redis, prefix, now) });
       closers.push(() => server.close());
       servers.push(server);
     }

@@ -4,8 +4,10 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { Redis } from 'ioredis';
+import { createRateLimiter, type RateLimiter } from '../../src/http/rate-limit.ts';
 import { freePort } from './free-port.ts';
 import { until } from './poll.ts';
+import { recordingLogger } from './recording-logger.ts';
 
 export interface TestRedis {
   url: string;
@@ -15,6 +17,21 @@ export interface TestRedis {
   newPrefix(): string;
   /** Deletes the keys of every prefix handed out, then stops the server if this helper started it. */
   close(): Promise<void>;
+}
+
+/**
+ * One of several limiters counting in `redis` under one `prefix`, as instances sharing it do. Redis gets 10 s to
+ * answer: past the store's 250 ms an instance counts on its own (rate-limit-failover tests that), which a loaded
+ * machine would otherwise bring about in tests of exact shared counts.
+ */
+export function sharedLimiter(redis: TestRedis, prefix: string, now: () => number): RateLimiter {
+  return createRateLimiter({
+    redisUrl: redis.url,
+    keyPrefix: prefix,
+    now,
+    logger: recordingLogger().logger,
+    redisCommandTimeoutMs: 10_000,
+  });
 }
 
 export async function startTestRedis(): Promise<TestRedis> {
