@@ -57,6 +57,9 @@ const CITUS_INSTALLED = "select exists (select 1 from pg_extension where extname
 
 /** Read after a COMMIT on the same connection: the WAL insert position, at or past the commit record's end. */
 const COMMIT_POSITION = 'select pg_current_wal_insert_lsn()::text as lsn';
+/** The same, padded like IMMEDIATE_COMMIT: sent right behind a plain COMMIT, it writes both (and the transaction's
+ *  statements still held) at once, in one write where a padded COMMIT and the position took two. */
+const POSITION_BEHIND_COMMIT = `${COMMIT_POSITION} /*${' '.repeat(1024)}*/`;
 
 /** Client-side bounds of the waits the driver leaves open (0: none). */
 export interface WaitBounds {
@@ -270,20 +273,22 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
   /** COMMIT, written to the socket at once (see IMMEDIATE_COMMIT). */
   async commit(): Promise<void> {
     if (!this.reserved) throw new Error('commit on a connection that is not reserved');
-    const committing = this.onConnection(this.reserved.unsafe(IMMEDIATE_COMMIT, [], { prepare: false }));
-    // A write request's commit position travels right behind its COMMIT (commit-lsn.ts).
+    // A write request's commit position travels right behind its COMMIT (commit-lsn.ts). Behind a transaction
+    // pooler nothing may follow the COMMIT before its answer (see `alone`): there it is read after it.
     const scope = this.commitPosition;
     const reserved = this.reserved;
-    const readPosition = () => Promise.resolve(this.onConnection(reserved.unsafe(COMMIT_POSITION, [], { prepare: false })));
-    // Behind a transaction pooler nothing may follow the COMMIT before its answer (see `alone`): read after it.
-    const sentWithCommit = scope && !this.pooler ? readPosition() : undefined;
+    const positionBehind = scope !== undefined && !this.pooler;
+    // Executed in this order now, so the driver takes the COMMIT before the position (a query starts when awaited).
+    const committing = this.onConnection(reserved.unsafe(positionBehind ? 'commit' : IMMEDIATE_COMMIT, [], { prepare: false }).execute());
+    const readPosition = (text: string) => Promise.resolve(this.onConnection(reserved.unsafe(text, [], { prepare: false }).execute()));
+    const sentWithCommit = positionBehind ? readPosition(POSITION_BEHIND_COMMIT) : undefined;
     sentWithCommit?.catch(() => {}); // awaited below only once the commit succeeded
     this.endOnLane();
     await this.afterInFlight(committing);
     if (scope) {
       // Committed, position unknown (the connection broke in between): the key's reads stay on the primary. A lane
       // has no pooler, so its position was sent with the COMMIT.
-      const rows = (await (sentWithCommit ?? readPosition()).catch(() => [])) as unknown as { lsn: string }[];
+      const rows = (await (sentWithCommit ?? readPosition(COMMIT_POSITION)).catch(() => [])) as unknown as { lsn: string }[];
       noteCommit(scope, lsnToNumber(rows[0]?.lsn));
     }
   }
