@@ -66,22 +66,34 @@ export function unreadChangeStatement(
   return sharedStatementCache(trx).statement(OWNER, key, 0, bound, (v) => {
     const scope: Tenant = { accountId: String(v[0]), mode: tenant.mode };
     const set = setOfChanged(changed, v, 2);
-    const target = selectScoped(trx, d.table, scope, d.where)
-      .select(['id', ...(followUp?.before ?? []).map((column) => sql.ref(column).as(`${BEFORE_PREFIX}${column}`))])
-      .where('id', '=', v[1])
-      .forUpdate()
-      .as('target');
     const own = (column: string) => sql.ref(`${d.table}.${column}`);
-    const update = updateScoped(trx, d.table, scope)
-      // One microsecond past the stored version when the transaction's time is not later (query/version.ts).
-      .set({ ...set, updated_at: sql`greatest(now(), ${own('updated_at')} + interval '1 microsecond')` })
-      .from(target)
-      .whereRef(`${d.table}.id`, '=', 'target.id')
-      .returningAll(d.table)
-      .returning([
-        versionSql().as(VERSION_KEY),
-        ...(followUp?.before ?? []).map((column) => sql.ref(`target.${BEFORE_PREFIX}${column}`).as(`${BEFORE_PREFIX}${column}`)),
-      ]);
+    // One microsecond past the stored version when the transaction's time is not later (query/version.ts).
+    const changes = { ...set, updated_at: sql`greatest(now(), ${own('updated_at')} + interval '1 microsecond')` };
+    const before = followUp?.before ?? [];
+    // The values before the change are only in a row read (and locked) beside the UPDATE, whose RETURNING sees the
+    // new ones: that join is made only for a follow-up that reads them. Without it the UPDATE alone locks its row.
+    const update =
+      before.length === 0
+        ? updateScoped(trx, d.table, scope, d.where)
+            .set(changes)
+            .where('id', '=', v[1])
+            .returningAll()
+            .returning(versionSql().as(VERSION_KEY))
+        : updateScoped(trx, d.table, scope)
+            .set(changes)
+            .from(
+              selectScoped(trx, d.table, scope, d.where)
+                .select(['id', ...before.map((column) => sql.ref(column).as(`${BEFORE_PREFIX}${column}`))])
+                .where('id', '=', v[1])
+                .forUpdate()
+                .as('target'),
+            )
+            .whereRef(`${d.table}.id`, '=', 'target.id')
+            .returningAll(d.table)
+            .returning([
+              versionSql().as(VERSION_KEY),
+              ...before.map((column) => sql.ref(`target.${BEFORE_PREFIX}${column}`).as(`${BEFORE_PREFIX}${column}`)),
+            ]);
     const ctes: (readonly [string, RawBuilder<unknown> | Compilable])[] = [['changed', update]];
     if (followUp) ctes.push(['follow_up', followUp.sql(trx, scope)]);
     const tailSql = tail?.build(v.slice(tailAt));

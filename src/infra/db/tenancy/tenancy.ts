@@ -129,7 +129,12 @@ export function requireTenant<T extends Tenant>(tenant: T | null, action: 'read'
  *  (`transaction_type IN ('sale', 'order')`, `deleted_at IS NULL`) is only usable when the
  *  planner sees constants, even under a generic prepared plan. */
 export function selectScoped(db: Db | QueryCreator<any>, table: string, scope: Tenant, where?: FixedConditions): ScopedSelect {
-  let q: ScopedSelect = untyped(db).selectFrom(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
+  return withFixed(untyped(db).selectFrom(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode), where);
+}
+
+/** A resource's fixed conditions (`ResourceDescriptor.where`) added to a query. */
+function withFixed<Q extends { where(...args: any[]): Q }>(query: Q, where: FixedConditions | undefined): Q {
+  let q = query;
   for (const [column, allowed] of Object.entries(where ?? {})) {
     q =
       allowed === null
@@ -220,8 +225,13 @@ export function rowsAsJson(rows: readonly Values[]): string {
 
 /** An UPDATE that can only reach rows of the tenant; the caller adds `set` and its own conditions.
  *  `db` may carry common table expressions (`db.with(…)`), each scoped the same way. */
-export function updateScoped(db: Db | QueryCreator<any>, table: string, scope: Tenant): UpdateQueryBuilder<any, any, any, any> {
-  return untyped(db).updateTable(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode);
+export function updateScoped(
+  db: Db | QueryCreator<any>,
+  table: string,
+  scope: Tenant,
+  where?: FixedConditions,
+): UpdateQueryBuilder<any, any, any, any> {
+  return withFixed(untyped(db).updateTable(table).where(ACCOUNT_COLUMN, '=', scope.accountId).where('mode', '=', scope.mode), where);
 }
 
 /** A DELETE that can only reach rows of the tenant (resources soft-delete; this is for records
