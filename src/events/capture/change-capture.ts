@@ -55,6 +55,12 @@ const CLOSE_WAIT_MS = 10_000;
 /** Changes per capture transaction (a larger transaction of the source is never split). */
 const BATCH_CHANGES = 2_000;
 /**
+ * A batch starts at least this long after the one before, so that under steady writes each gathers the changes of
+ * several transactions: every batch is a transaction with its own statements, commit, NOTIFY and acknowledgement,
+ * which one-change batches paid for each change. After a quiet spell the first change is captured at once.
+ */
+const GATHER_MS = 10;
+/**
  * How long a capture batch may take before its session is given up: 10 s, and 1 ms more per change (a 100 000-row
  * UPDATE is one batch). A batch whose database went away can wait on its connection for ever, while PostgreSQL's
  * fast stop waits for this session to confirm what it was sent: a deadlock only ending the session breaks. The
@@ -297,6 +303,7 @@ export class LogicalCapture implements ChangeCapture {
     let mark = 0;
     let draining: Promise<void> | undefined;
     let failure: unknown;
+    let lastBatchAt = Number.NEGATIVE_INFINITY;
     // Batches commit one after another while the stream goes on being read.
     const drain = (): Promise<void> => {
       if (draining) return draining;
@@ -305,6 +312,9 @@ export class LogicalCapture implements ChangeCapture {
         await Promise.resolve();
         try {
           while (pending.length > 0 || mark > this.capturedThrough) {
+            const gathering = lastBatchAt + GATHER_MS - performance.now();
+            if (pending.length > 0 && pendingChanges < BATCH_CHANGES && gathering > 0)
+              await new Promise((resolve) => setTimeout(resolve, gathering));
             let take = 0;
             let changes = 0;
             while (take < pending.length && (take === 0 || changes + (pending[take]?.changes.length ?? 0) <= BATCH_CHANGES))
@@ -312,6 +322,7 @@ export class LogicalCapture implements ChangeCapture {
             const batch = pending.splice(0, take);
             pendingChanges -= changes;
             if (batch.length > 0) {
+              lastBatchAt = performance.now();
               const done = await within(
                 captureBatch(this.db, this.slot, position, batch, clock),
                 batchDeadlineMs(changes, this.batchesGivenUp),
