@@ -49,6 +49,8 @@ async function forgetEarlierWrites(url: string, loadedAt: string): Promise<numbe
     let removed = 0;
     // Marked as an import: the change capture passes over these deletions, which are no account's changes.
     await database.db.transaction().execute(async (trx) => {
+      // After a long run the events' deletion (cascading to their deliveries) outlasts a request's timeout.
+      await sql`SET LOCAL statement_timeout = 0`.execute(trx);
       await sql`SELECT balcao_mark_origin(${IMPORT_ORIGIN})`.execute(trx);
       for (const table of WRITTEN_TABLES) {
         const result = await sql`DELETE FROM ${sql.table(table)} WHERE created_at > ${loadedAt}`.execute(trx);

@@ -9,7 +9,8 @@
 // reads of keeping a copy in sync: counts, digests, includes on a list),
 // BENCH_LOADGEN (wrk or autocannon; wrk when it is installed), BENCH_WRK_THREADS (1),
 // BENCH_TRACES_BASELINE (a git ref, e.g. the commit before traces: the "traces off" scenario is paired with a
-// build of it, made in a temporary folder; unset: with OTEL_TRACES_EXPORTER=none, the other way to say off).
+// build of it, made in a temporary folder; unset: with OTEL_TRACES_EXPORTER=none, the other way to say off),
+// BENCH_PG_OPTIONS (more server options for the throwaway cluster, e.g. pg_stat_statements preloaded).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';

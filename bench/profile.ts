@@ -2,7 +2,8 @@
 // benchmark's throwaway PostgreSQL, summarized as where the busy time goes by part of the path
 // (bench/profile-parts.ts) and the functions and packages with the most self time.
 // Env: BENCH_DATABASE_URL (a running server instead: bench/bench-postgres.ts), BENCH_CUSTOMERS (default 50000),
-// BENCH_SECONDS (10), BENCH_PATH (first page);
+// BENCH_SECONDS (10), BENCH_PATH (first page), BENCH_CONNECTIONS (50; a few give a profile less coloured by the
+// time the server waits for a CPU, which the sampler counts as the running function's);
 // BENCH_PATH=/v1/sales profiles `POST /v1/sales` (10 items, a fresh Idempotency-Key each) instead, and
 // BENCH_PATH=/v1/customers/{id} a `PATCH` of new notes, spread over 1 000 customers.
 import { spawn } from 'node:child_process';
@@ -19,6 +20,7 @@ import { type CpuProfile, timeByPart } from './profile-parts.ts';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CUSTOMERS = Number(process.env.BENCH_CUSTOMERS ?? 50_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'balcao-profile-'));
 
 const { pg, dir } = await benchPostgres(CUSTOMERS);
@@ -70,10 +72,16 @@ try {
           ],
         }
       : {};
-  const warmUp = await autocannon({ url: url + target.replace('{id}', ids[0] ?? ''), connections: 50, duration: 2, headers, ...load });
+  const warmUp = await autocannon({
+    url: url + target.replace('{id}', ids[0] ?? ''),
+    connections: CONNECTIONS,
+    duration: 2,
+    headers,
+    ...load,
+  });
   const result = await autocannon({
     url: url + target.replace('{id}', ids[0] ?? ''),
-    connections: 50,
+    connections: CONNECTIONS,
     duration: SECONDS,
     headers,
     ...load,

@@ -63,6 +63,8 @@ export async function startPostgres(dir: string): Promise<ThrowawayPostgres> {
     '-c full_page_writes=off',
     '-c max_wal_size=4GB',
     '-c log_min_messages=warning',
+    // e.g. "-c shared_preload_libraries=pg_stat_statements" to see where the database's time goes
+    process.env.BENCH_PG_OPTIONS ?? '',
   ].join(' ');
   const [cmd, args] = pgCommand('pg_ctl', [
     '-D',
