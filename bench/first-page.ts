@@ -22,9 +22,10 @@ import { cpuSeconds } from './throwaway-servers.ts';
 import { wrk } from './wrk.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const LAUNCHER_FLAGS =
+/** The Node flags a checkout's `balcao` runs with (the `#!` line of its bin/balcao.js): each side launched as its own. */
+const launcherFlags = (checkout: string): string[] =>
   fs
-    .readFileSync(path.join(root, 'bin/balcao.js'), 'utf8')
+    .readFileSync(path.join(checkout, 'bin/balcao.js'), 'utf8')
     .split('\n')[0]!
     .match(/--[\w-]+(?:=\S+)?/g) ?? [];
 const CUSTOMERS = Number(process.env.BENCH_CUSTOMERS ?? 50_000);
@@ -105,7 +106,7 @@ function startBalcao(checkout: string, databaseUrl: string, logLevel?: string): 
   for (const name of ['REDIS_URL', 'LOG_LEVEL']) delete env[name]; // limits in process, the default log level: as served
   if (logLevel) env.LOG_LEVEL = logLevel;
   for (const name of Object.keys(env)) if (name.startsWith('OTEL_')) delete env[name];
-  const child = spawn(process.execPath, [...LAUNCHER_FLAGS, path.join(checkout, 'bin/balcao.js'), 'serve', '--json'], {
+  const child = spawn(process.execPath, [...launcherFlags(checkout), path.join(checkout, 'bin/balcao.js'), 'serve', '--json'], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // a session of its own, as a service (bench/http-bench.ts says why)
