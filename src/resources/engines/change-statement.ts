@@ -43,9 +43,9 @@ export function refusedUnreadChange(db: Db, err: unknown): boolean {
 const OWNER = { statement: 'unread change' };
 
 /**
- * The statement: `changed` (the UPDATE, joined to its row locked by id and the resource's fixed conditions, with
- * `before_<column>` for each column the follow-up reads), the follow-up and the tail's CTEs, then the changed row with
- * the tail's columns, or a failure when there was none.
+ * The statement: `changed` (the UPDATE of the row by id and the resource's fixed conditions; for a follow-up that reads
+ * columns as they were, joined to that row locked, with `before_<column>` for each), the follow-up and the tail's
+ * CTEs, then the changed row with the tail's columns, or a failure when there was none.
  */
 export function unreadChangeStatement(
   trx: Db,
