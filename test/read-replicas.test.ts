@@ -357,6 +357,9 @@ if (process.env.TEST_DATABASE_URL) {
           readDatabaseUrls: [pair.replica.url],
           readMaxLagMs: MAX_LAG_MS,
           redisUrl: redis.url,
+          // What is tested is a command waiting for the connection rather than failing at once; 250 ms (the
+          // default bound) is not always enough for a connection to be made on a loaded machine.
+          redisCommandTimeoutMs: 10_000,
         });
         routers.push(database);
         assert.ok(database.reads);
