@@ -212,10 +212,14 @@ async function recordsAsOfTheirChange(
 
 /** The record as its newest event showed it (the rare case of a record deleted before capture could read it). */
 async function lastEventObject(db: Db, change: RecordChange): Promise<Row | undefined> {
-  const { rows } = await sql<{ object: unknown }>`SELECT data->'object' AS object FROM events
-    WHERE team_id = ${change.tenant.accountId} AND mode = ${change.tenant.mode} AND resource = ${change.descriptor.name}
-      AND data->'object'->>'id' = ${change.id}
-    ORDER BY created_at DESC, id DESC LIMIT 1`.execute(db);
+  const rows = (await selectScoped(db, 'events', change.tenant)
+    .select(sql<unknown>`data->'object'`.as('object'))
+    .where('resource', '=', change.descriptor.name)
+    .where(sql`data->'object'->>'id'`, '=', change.id)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .execute()) as { object: unknown }[];
   const object = rows[0]?.object;
   return typeof object === 'string' ? (JSON.parse(object) as Row) : ((object as Row | undefined) ?? undefined);
 }
