@@ -74,7 +74,7 @@ DATABASE_URL=$COORD_URL/$DB node "$REPO/bin/balcao.js" migrate --json
 
 # Part of the suite against the coordinator: every test database is made on all three nodes,
 # migrated and distributed (test/helpers/citus.ts).
-TESTS=${CITUS_TESTS:-test/citus-ready-schema.test.ts test/read-resources.test.ts test/read-includes.test.ts test/write-resources.test.ts test/write-sales.test.ts test/idempotency.test.ts test/etags.test.ts test/batch.test.ts test/request-log.test.ts test/events-feed.test.ts test/webhooks.test.ts test/import-cli.test.ts test/export-roundtrip.test.ts}
+TESTS=${CITUS_TESTS:-test/citus-ready-schema.test.ts test/change-capture.test.ts test/capture-faults.test.ts test/read-resources.test.ts test/read-includes.test.ts test/write-resources.test.ts test/write-sales.test.ts test/idempotency.test.ts test/etags.test.ts test/batch.test.ts test/request-log.test.ts test/events-feed.test.ts test/webhooks.test.ts test/import-cli.test.ts test/export-roundtrip.test.ts test/data-subject.test.ts}
 log "tests against the coordinator: $TESTS"
 status=0
 for t in $TESTS; do

@@ -218,6 +218,7 @@ if (process.env.TEST_DATABASE_URL) {
         // Loaded as an import (no events), then changed in one transaction.
         await outside.begin(async (tx) => {
           await tx`SELECT balcao_mark_origin('{"import":true}')`;
+          await tx`INSERT INTO capture_marks (team_id, mode, origin) VALUES (${account.id}, 'live', '{"import":true}')`;
           await tx`INSERT INTO customers (team_id, mode, full_name) SELECT ${account.id}, 'live', 'Cliente ' || n FROM generate_series(1, 100000) n`;
         });
         await outside`UPDATE customers SET notes = 'revisado', updated_at = now() WHERE team_id = ${account.id}`;

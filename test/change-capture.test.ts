@@ -300,8 +300,10 @@ describe('change capture: every writer', () => {
 
   it('makes no event of an import, and readiness reports the capture', async () => {
     const { cursor } = await feed(s, key);
+    // Marked as `balcao import` marks its transaction: the logical message, and the account's mark row (Citus).
     await outside.commit(
       `SELECT balcao_mark_origin('{"import":true}')`,
+      insert('capture_marks', { origin: q('{"import":true}') }),
       insert('customers', { id: q(randomUUID()), full_name: q('Importado') }),
     );
     const marker = randomUUID();

@@ -109,7 +109,12 @@ describe('events feed', () => {
     );
     assert.ok(result);
     assert.equal((await s.request('GET', '/v1/customers', { key })).body.data.length, 1);
-    assert.deepEqual((await walk(s, key)).events, []);
+    // A write after it: the feed read waits for that write's event, which capture makes after any of the import's.
+    assert.equal((await s.request('POST', '/v1/suppliers', { key, body: { name: 'Depois' } })).status, 201);
+    assert.deepEqual(
+      (await walk(s, key)).events.map((e) => e.type),
+      ['supplier.created'],
+    );
   });
 
   it('walks forward from a stored cursor, with type and created_at filters', async () => {

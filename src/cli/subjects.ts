@@ -95,7 +95,7 @@ export function registerSubjectsCommand(program: Command): void {
         const { db } = database;
         if (!(await getAccount(db, tenant.accountId))) throw new CliError(`account ${tenant.accountId} not found`);
         // Events of changes made before the erasure are made first, so none is made after it with the person's data.
-        const { capturedUpToNow } = await import('../events/capture/change-capture.ts');
+        const { capturedUpToNow } = await import('../events/capture/engine-capture.ts');
         if (!(await capturedUpToNow(database, 30_000)))
           process.stderr.write(
             'warning: the change capture has not caught up (is a server running?); events of earlier changes may still name the person\n',

@@ -13,6 +13,7 @@ import { SQLSTATE } from '../errors/sqlstate.ts';
 import type { Database } from '../infra/db/engine/database.ts';
 import { conditionScoped, conditionScopedSql, copyScoped, insertScopedText, TENANT_COLUMNS } from '../infra/db/tenancy/tenancy.ts';
 import { isUuid } from '../schemas/formats.ts';
+import { IMPORT_ORIGIN, markOriginText } from '../events/capture/setup.ts';
 import { type BulkSession, inBulkTransaction, type OpenCopy } from './bulk-session.ts';
 import { quoteIdentifier } from '../infra/db/engine/identifiers.ts';
 import { type ColumnSpec, loadTableSpecs, type TableSpec } from './column-spec.ts';
@@ -237,6 +238,9 @@ class ImportRun {
   }
 
   async execute(session: BulkSession, records: AsyncIterable<SourceRecord> | Iterable<SourceRecord>): Promise<void> {
+    // Before any row: capture passes over the rest of the transaction undecoded (docs/events.md).
+    const mark = markOriginText(this.tenant, IMPORT_ORIGIN);
+    await session.query(mark.text, mark.params);
     try {
       for await (const record of records) {
         this.take(record);

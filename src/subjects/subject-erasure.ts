@@ -4,12 +4,12 @@
 // holds them is redacted: the stored responses of Idempotency-Keys, the write log (/v1/requests), the change feed's
 // payloads and webhook receivers' recorded answers. Recorded in the operator audit log. A second run changes nothing.
 // The rows change through plain UPDATEs: the change feed (change-data capture) is its own concern.
-import { ERASURE_ORIGIN } from '../events/capture/setup.ts';
+import { ERASURE_ORIGIN, MARKS_TABLE } from '../events/capture/setup.ts';
 import { sql } from 'kysely';
 import { recordAudit } from '../accounts/operator-audit.ts';
 import type { Tenant } from '../domain/tenant.ts';
 import type { Db } from '../infra/db/engine/database.ts';
-import { selectScoped, updateScoped } from '../infra/db/tenancy/tenancy.ts';
+import { insertScoped, selectScoped, updateScoped } from '../infra/db/tenancy/tenancy.ts';
 import { ERASED_CUSTOMER, FREE_TEXT, identifiersOf, mentionsAny, redactDocument, redactText } from './personal-data.ts';
 import { subjectRecords } from './subject-records.ts';
 
@@ -45,6 +45,7 @@ export async function eraseSubject(
     if (!locked) return undefined;
     // Marked for the change capture: the events of the erasure withhold the old values (docs/operations.md).
     await sql`SELECT balcao_mark_origin(${ERASURE_ORIGIN})`.execute(tx);
+    await insertScoped(tx, MARKS_TABLE, tenant, { origin: ERASURE_ORIGIN }).execute();
     const records = (await subjectRecords(tx, tenant, customerId))!;
     const identifiers = identifiersOf(records.customer);
 

@@ -4,7 +4,7 @@
 // database the change log is empty.
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { capturedUpToNow } from '../../src/events/capture/change-capture.ts';
+import { capturedUpToNow } from '../../src/events/capture/engine-capture.ts';
 import type { Database } from '../../src/infra/db/engine/database.ts';
 import { until } from './poll.ts';
 

@@ -8,7 +8,7 @@
 // Each batch of transactions commits its events together with the new position, moved by compare-and-set from
 // the one read: a batch captured twice (an old capturer not yet aware that another took over) fails instead.
 import { sql } from 'kysely';
-import type { Database, Db } from '../../infra/db/engine/database.ts';
+import type { Db } from '../../infra/db/engine/database.ts';
 import { within } from '../../infra/deadline.ts';
 import { beliefFailed, unlessNoneProve } from '../../infra/db/statements/belief-check.ts';
 import { type WriteTransaction, writeTransaction } from '../../infra/db/statements/write-transaction.ts';
@@ -99,7 +99,7 @@ async function captureBatch(
 }
 
 /** How far the slot's consumer has acknowledged (its confirmed position), or undefined when there is no such slot. */
-async function slotConfirmed(db: Db, slot: string): Promise<number | undefined> {
+export async function slotConfirmed(db: Db, slot: string): Promise<number | undefined> {
   const { rows } = await sql<{
     at: string | null;
   }>`SELECT (confirmed_flush_lsn - '0/0')::text AS at FROM pg_replication_slots WHERE slot_name = ${slot}`.execute(db);
@@ -152,6 +152,18 @@ export interface LogicalCaptureOptions {
   log: CaptureLog;
   /** How often an instance that does not hold the slot tries to take it. */
   retryMs?: number;
+  /** The server whose WAL is decoded, when it is not the one events are written to (a Citus worker): its slot,
+   *  settings and positions are read there. */
+  node?: { db: Db; name: string };
+  /** Publications streamed besides the served tables' (Citus: the origin marks'). */
+  publications?: readonly string[];
+  /** Tables whose rows mark their transaction's origin (Citus). */
+  marks?: ReplicationOptions['marks'];
+  /** Settings of the replication session. */
+  settings?: ReplicationOptions['settings'];
+  /** Captures only while this holds, else stands by (Citus: a worker's slot is streamed by the instance that
+   *  streams the coordinator's, so one instance captures the whole cluster). */
+  follows?: () => boolean;
 }
 
 /** PostgreSQL: the slot's stream, held by one instance at a time. */
@@ -171,12 +183,18 @@ export class LogicalCapture implements ChangeCapture {
   private batchesGivenUp = 0;
   private readonly noted = new Map<string, number>();
   private readonly waiters = new PositionWaiters();
+  /** Where the slot is: the database events are written to, or the Citus node whose WAL is decoded. */
+  private readonly nodeDb: Db;
+  /** The name of this capture's position (capture_progress.source): the slot's, and the node's on Citus. */
+  private source = '';
   recorded = 0;
 
   constructor(
     private readonly db: Db,
     private readonly options: LogicalCaptureOptions,
-  ) {}
+  ) {
+    this.nodeDb = options.node?.db ?? db;
+  }
 
   /** Resolves once the slot is there (made on first use) or capture said why it cannot run, within 45 s: changes
    *  committed after that are captured, so a server that listens only then loses none of its own writes. Making the
@@ -200,6 +218,7 @@ export class LogicalCapture implements ChangeCapture {
     try {
       const { rows } = await sql<{ db: string }>`SELECT current_database() AS db`.execute(this.db);
       this.slot = slotNameFor(rows[0]?.db ?? 'balcao');
+      this.source = this.options.node ? `${this.slot}@${this.options.node.name}` : this.slot;
     } catch (err) {
       this.setState('failing', String((err as Error).message));
     }
@@ -247,7 +266,12 @@ export class LogicalCapture implements ChangeCapture {
 
   /** One replication session: the slot checked (made on first use), then its stream captured until it ends. */
   private async session(): Promise<void> {
-    const { rows: settings } = await sql<{ wal_level: string }>`SELECT current_setting('wal_level') AS wal_level`.execute(this.db);
+    if (this.options.follows && !this.options.follows()) {
+      this.firstSettled();
+      this.setState('standby');
+      return;
+    }
+    const { rows: settings } = await sql<{ wal_level: string }>`SELECT current_setting('wal_level') AS wal_level`.execute(this.nodeDb);
     if (settings[0]?.wal_level !== 'logical') {
       this.firstSettled();
       this.setState(
@@ -257,8 +281,8 @@ export class LogicalCapture implements ChangeCapture {
       return;
     }
     const { rows: slots } = await sql<{ wal_status: string | null }>`SELECT wal_status FROM pg_replication_slots
-      WHERE slot_name = ${this.slot} AND database = current_database()`.execute(this.db);
-    let position = await readPosition(this.db, this.slot);
+      WHERE slot_name = ${this.slot} AND database = current_database()`.execute(this.nodeDb);
+    let position = await readPosition(this.db, this.source);
     if (this.closed) return;
     this.stream = await ReplicationStream.connect(this.replication());
     if (slots.length === 0) {
@@ -271,10 +295,10 @@ export class LogicalCapture implements ChangeCapture {
       }
       const made = await this.stream.createSlot(this.slot);
       if (made !== null)
-        await sql`INSERT INTO capture_progress (source, position) VALUES (${this.slot}, ${made}) ON CONFLICT (source) DO NOTHING`.execute(
+        await sql`INSERT INTO capture_progress (source, position) VALUES (${this.source}, ${made}) ON CONFLICT (source) DO NOTHING`.execute(
           this.db,
         );
-      position = await readPosition(this.db, this.slot);
+      position = await readPosition(this.db, this.source);
     } else if (slots[0]?.wal_status === 'lost') {
       this.firstSettled();
       this.setState('lost', `PostgreSQL removed WAL the replication slot ${this.slot} still needed (max_slot_wal_keep_size)`);
@@ -282,15 +306,28 @@ export class LogicalCapture implements ChangeCapture {
     }
     if (position === undefined) {
       // The slot was made by a capturer that stopped before recording where it starts: start where the slot is.
-      await sql`INSERT INTO capture_progress (source, position) VALUES (${this.slot}, ${(await slotConfirmed(this.db, this.slot)) ?? 0}) ON CONFLICT (source) DO NOTHING`.execute(
+      await sql`INSERT INTO capture_progress (source, position) VALUES (${this.source}, ${(await slotConfirmed(this.nodeDb, this.slot)) ?? 0}) ON CONFLICT (source) DO NOTHING`.execute(
         this.db,
       );
-      position = (await readPosition(this.db, this.slot)) ?? 0;
+      position = (await readPosition(this.db, this.source)) ?? 0;
     }
     // From here on the slot keeps every change: the server may take writes.
+    this.holding = true;
     this.firstSettled();
     if (this.closed) return;
-    await this.capture(this.stream, position);
+    try {
+      await this.capture(this.stream, position);
+    } finally {
+      this.holding = false;
+    }
+  }
+
+  /** This instance streams (or is about to stream) the slot. */
+  holding = false;
+
+  /** Ends the session now (the slot is let go); the next one starts after the usual pause. */
+  release(): void {
+    void this.stream?.close();
   }
 
   private async capture(stream: ReplicationStream, from: number): Promise<void> {
@@ -324,7 +361,7 @@ export class LogicalCapture implements ChangeCapture {
             if (batch.length > 0) {
               lastBatchAt = performance.now();
               const done = await within(
-                captureBatch(this.db, this.slot, position, batch, clock),
+                captureBatch(this.db, this.source, position, batch, clock),
                 batchDeadlineMs(changes, this.batchesGivenUp),
                 {
                   error: () => {
@@ -380,10 +417,12 @@ export class LogicalCapture implements ChangeCapture {
     return {
       url: this.options.url,
       slot: this.slot,
-      publication: PUBLICATION,
+      publications: [PUBLICATION, ...(this.options.publications ?? [])].join(','),
       originPrefix: ORIGIN_PREFIX,
       skippedOrigin: IMPORT_ORIGIN,
       connectTimeoutSeconds: 5,
+      ...(this.options.marks ? { marks: this.options.marks } : {}),
+      ...(this.options.settings ? { settings: this.options.settings } : {}),
     };
   }
 
@@ -408,7 +447,7 @@ export class LogicalCapture implements ChangeCapture {
     // Another instance captures: the slot's confirmed position says how far it got.
     const deadline = Date.now() + CAUGHT_UP_WAIT_MS;
     while (Date.now() < deadline && !this.closed) {
-      const at = (await slotConfirmed(this.db, this.slot)) ?? 0;
+      const at = (await slotConfirmed(this.nodeDb, this.slot)) ?? 0;
       if (at >= position) {
         this.advance(at);
         return;
@@ -422,13 +461,14 @@ export class LogicalCapture implements ChangeCapture {
     let sinceProgress = 0;
     let active = false;
     try {
-      const { rows } = await sql<{ bytes: string | null; active: boolean; since: string | null }>`
-        SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), s.confirmed_flush_lsn)::bigint::text AS bytes, s.active,
-          (SELECT extract(epoch from now() - updated_at)::text FROM capture_progress WHERE source = ${this.slot}) AS since
-        FROM pg_replication_slots s WHERE s.slot_name = ${this.slot}`.execute(this.db);
+      const { rows } = await sql<{ bytes: string | null; active: boolean }>`
+        SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), s.confirmed_flush_lsn)::bigint::text AS bytes, s.active
+        FROM pg_replication_slots s WHERE s.slot_name = ${this.slot}`.execute(this.nodeDb);
+      const { rows: progress } = await sql<{ since: string | null }>`
+        SELECT extract(epoch from now() - updated_at)::text AS since FROM capture_progress WHERE source = ${this.source}`.execute(this.db);
       lagBytes = rows[0]?.bytes == null ? null : Math.max(0, Number(rows[0].bytes));
       active = Boolean(rows[0]?.active);
-      sinceProgress = Number(rows[0]?.since ?? 0);
+      sinceProgress = Number(progress[0]?.since ?? 0);
     } catch {
       // unknown: reported as null
     }
@@ -599,34 +639,4 @@ export class OutboxCapture implements ChangeCapture {
     await this.caughtUp(undefined, CLOSE_WAIT_MS);
     this.closed = true;
   }
-}
-
-/** The capture of the database's engine. */
-export function changeCapture(database: Database, options: { url?: string; log: CaptureLog }): ChangeCapture {
-  if (database.engine === 'pglite') return new OutboxCapture(database.db, options.log);
-  return new LogicalCapture(database.db, { url: options.url ?? '', log: options.log });
-}
-
-/**
- * Waits until the changes committed so far are events, at most `withinMs`: true once they are (at once on the
- * embedded database, whose change log is read by whoever holds it), false when no capture passed them in time (no
- * server runs, or it is far behind). A command that rewrites what events hold (a data subject's erasure) waits first,
- * so no event of an earlier change is made after it.
- */
-export async function capturedUpToNow(database: Pick<Database, 'db' | 'engine'>, withinMs: number): Promise<boolean> {
-  if (database.engine === 'pglite') return true;
-  const { rows } = await sql<{ at: string }>`SELECT (pg_current_wal_lsn() - '0/0')::text AS at`.execute(database.db);
-  const target = Number(rows[0]?.at ?? 0);
-  const deadline = Date.now() + withinMs;
-  const slot = slotNameFor((await currentDatabase(database.db)) ?? '');
-  for (;;) {
-    if (((await slotConfirmed(database.db, slot)) ?? 0) >= target) return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function currentDatabase(db: Db): Promise<string | undefined> {
-  const { rows } = await sql<{ db: string }>`SELECT current_database() AS db`.execute(db);
-  return rows[0]?.db;
 }

@@ -77,6 +77,9 @@ export class PgOutputReader {
   constructor(
     private readonly originPrefix: string,
     private readonly skippedOrigin?: string,
+    /** Tables whose inserted rows mark their transaction's origin instead of being changes (Citus: the origin is
+     *  a row on the account's node, citus-capture.ts): each table's row → the origin text. */
+    private readonly marks?: ReadonlyMap<string, (row: RowImage) => string>,
   ) {}
 
   /** Reads one message; answers the transaction it completes (at its Commit), else undefined. */
@@ -141,6 +144,11 @@ export class PgOutputReader {
       [old, at] = tuple(msg, at + 1, relation, null);
     }
     if (msg[at] === 0x4e) [next, at] = tuple(msg, at + 1, relation, old);
+    const mark = this.marks?.get(relation.table);
+    if (mark) {
+      if (next && this.open.origin === null) this.open.origin = mark(next);
+      return;
+    }
     this.open.changes.push({ table: relation.table, op, old, new: next });
   }
 

@@ -5,7 +5,7 @@
 import type net from 'node:net';
 import type postgres from 'postgres';
 import { noDelaySocket } from '../../infra/db/engine/no-delay-socket.ts';
-import type { CapturedTransaction } from './captured.ts';
+import type { CapturedTransaction, RowImage } from './captured.ts';
 import { PG_EPOCH_US, PgOutputReader, positionText, readPosition } from './pgoutput.ts';
 import { hasSqlState } from '../../errors/database-errors.ts';
 import { SQLSTATE } from '../../errors/sqlstate.ts';
@@ -15,8 +15,13 @@ export type StreamItem = { kind: 'transaction'; transaction: CapturedTransaction
 export interface ReplicationOptions {
   url: string;
   slot: string;
-  publication: string;
+  /** The publications streamed, comma-separated. */
+  publications: string;
   originPrefix: string;
+  /** Tables whose rows mark their transaction's origin (PgOutputReader). */
+  marks?: ReadonlyMap<string, (row: RowImage) => string>;
+  /** Settings of the replication session (Citus: its change data capture decoder). */
+  settings?: Readonly<Record<string, string>>;
   /** A transaction marked with this origin before its changes has them skipped, not decoded (an import's rows). */
   skippedOrigin?: string;
   connectTimeoutSeconds: number;
@@ -53,7 +58,7 @@ export class ReplicationStream {
       max_lifetime: null,
       connect_timeout: options.connectTimeoutSeconds,
       onnotice: () => {},
-      connection: { replication: 'database', application_name: 'balcao capture', TimeZone: 'UTC', DateStyle: 'ISO' },
+      connection: { replication: 'database', application_name: 'balcao capture', TimeZone: 'UTC', DateStyle: 'ISO', ...options.settings },
       // Not in the driver's type declarations, though it reads it (src/connection.js).
       ...({
         socket: (target: Parameters<typeof noDelaySocket>[0]) => {
@@ -85,7 +90,7 @@ export class ReplicationStream {
     if (this.closed) return;
     const stream = (await this.sql
       .unsafe(
-        `START_REPLICATION SLOT ${options.slot} LOGICAL ${positionText(from)} (proto_version '1', publication_names '${options.publication}', messages 'true')`,
+        `START_REPLICATION SLOT ${options.slot} LOGICAL ${positionText(from)} (proto_version '1', publication_names '${options.publications}', messages 'true')`,
       )
       .writable()) as unknown as NodeJS.ReadableStream & NodeJS.WritableStream;
     if (this.closed) {
@@ -95,7 +100,7 @@ export class ReplicationStream {
     this.stream = stream;
     this.acked = from;
     this.received = from;
-    const reader = new PgOutputReader(options.originPrefix, options.skippedOrigin);
+    const reader = new PgOutputReader(options.originPrefix, options.skippedOrigin, options.marks);
     // The server ends a session that says nothing for wal_sender_timeout (60 s by default).
     this.statusTimer = setInterval(() => this.sendStatus(false), 5_000);
     this.statusTimer.unref();

@@ -10,8 +10,10 @@ import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Database, Db } from '../../infra/db/engine/database.ts';
 import { quoteIdentifier } from '../../infra/db/engine/identifiers.ts';
-import { migrate } from '../../infra/db/migrate/migrate.ts';
+import { LOCK_ID, migrate } from '../../infra/db/migrate/migrate.ts';
 import { SERVED_TABLES } from './served-tables.ts';
+import type { Tenant } from '../../domain/tenant.ts';
+import { insertScopedText } from '../../infra/db/tenancy/tenancy.ts';
 
 /** The publication the capture subscribes to. */
 export const PUBLICATION = 'balcao_capture';
@@ -21,6 +23,16 @@ export const ORIGIN_PREFIX = 'balcao.origin';
 export const IMPORT_ORIGIN = '{"import":true}';
 /** The origin text of a data subject's erasure (`balcao subjects erase`): its events withhold the old values. */
 export const ERASURE_ORIGIN = '{"erasure":true}';
+
+/** The table whose rows mark an import's or an erasure's transaction on the account's own node (migration 013). */
+export const MARKS_TABLE = 'capture_marks';
+
+/** Raw SQL: the row that marks the transaction of `scope`'s import or erasure with `origin` (Citus reads it; on
+ *  PostgreSQL and PGlite, where balcao_mark_origin() marks the transaction, it is only kept). */
+export const markOriginText = (scope: Tenant, origin: string) => insertScopedText(MARKS_TABLE, scope, { origin: { value: origin } });
+
+/** The lock the set-up of capture takes: the migrations' own (migrate.ts), so one instance sets up at a time. */
+export const SETUP_LOCK = LOCK_ID;
 
 const tables = () => [...SERVED_TABLES.keys()].sort();
 
@@ -53,7 +65,7 @@ export async function setUpCapture(database: Pick<Database, 'db' | 'engine'>): P
   await db.transaction().execute(async (trx) => {
     await sql`SET LOCAL statement_timeout = 0`.execute(trx);
     // The migrations' lock: one instance sets up, the others find it done.
-    await sql`SELECT pg_advisory_xact_lock(4242001)`.execute(trx);
+    await sql`SELECT pg_advisory_xact_lock(${SETUP_LOCK})`.execute(trx);
     const again = await sql<{ name: string }>`SELECT name FROM schema_migrations WHERE name = ${mark}`.execute(trx);
     if (again.rows.length > 0) return;
     for (const statement of statements) await sql.raw(statement).execute(trx);

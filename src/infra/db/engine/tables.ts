@@ -102,6 +102,14 @@ export interface BankAccounts {
   updated_at: TimestampText | null;
 }
 
+export interface CaptureMarks {
+  created_at: Generated<TimestampText>;
+  id: Generated<string>;
+  mode: string;
+  origin: string;
+  team_id: string;
+}
+
 export interface CaptureOutbox {
   at: Generated<TimestampText>;
   new_row: Json | null;
@@ -522,6 +530,7 @@ export interface DB {
   api_keys: ApiKeys;
   appointments: Appointments;
   bank_accounts: BankAccounts;
+  capture_marks: CaptureMarks;
   capture_outbox: CaptureOutbox;
   capture_progress: CaptureProgress;
   catalog_items: CatalogItems;

@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import type { Db } from '../engine/database.ts';
 
 const MIGRATIONS_DIR = migrationsDir(path.dirname(fileURLToPath(import.meta.url)));
-const LOCK_ID = 4_242_001;
+export const LOCK_ID = 4_242_001;
 
 export async function migrate(db: Db): Promise<string[]> {
   const files = fs
