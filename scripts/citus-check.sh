@@ -43,7 +43,7 @@ stop_all() {
 for port in $COORD $W1 $W2; do
   dir=$WORK/n$port
   su postgres -c "$PGBIN/initdb -D $dir -U postgres --auth=trust" >/dev/null
-  su postgres -c "$PGBIN/pg_ctl -D $dir -l $dir.log -w start -o '-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c shared_preload_libraries=citus -c fsync=off -c max_connections=300 -c max_prepared_transactions=200 -c wal_level=logical -c max_wal_senders=50 -c max_replication_slots=50'" >/dev/null
+  su postgres -c "$PGBIN/pg_ctl -D $dir -l $dir.log -w start -o '-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c shared_preload_libraries=citus -c fsync=off -c max_connections=300 -c max_prepared_transactions=200 -c wal_level=logical -c max_wal_senders=50 -c max_replication_slots=50 -c citus.enable_change_data_capture=on'" >/dev/null
 done
 psqlc() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U postgres "$@"; }
 log "cluster: coordinator 127.0.0.1:$COORD, workers :$W1 :$W2 (logs in $WORK)"
@@ -79,6 +79,7 @@ log "tests against the coordinator: $TESTS"
 status=0
 for t in $TESTS; do
   if (cd "$REPO" && TEST_DATABASE_URL=$COORD_URL/postgres TEST_CITUS_WORKERS=127.0.0.1:$W1,127.0.0.1:$W2 TEST_REDIS_URL= \
+      TEST_CITUS_NODE_DIRS=$W1=$WORK/n$W1,$W2=$WORK/n$W2 TEST_CITUS_PGBIN=$PGBIN \
       node --import tsx --test "$t" >"$WORK/$(basename "$t").log" 2>&1); then
     log "PASS $t"
   else

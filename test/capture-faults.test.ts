@@ -9,6 +9,7 @@ import { after, describe, it } from 'node:test';
 import postgres from 'postgres';
 import { noAnswerWithin, within } from '../src/infra/deadline.ts';
 import { captured } from './helpers/captured.ts';
+import { citusNodeDir, onCitus, restartCitusNode } from './helpers/citus.ts';
 import { startTestServer } from './helpers/harness.ts';
 import { until } from './helpers/poll.ts';
 import { startOwnPostgres } from './helpers/postgres-server.ts';
@@ -209,6 +210,51 @@ if (process.env.TEST_DATABASE_URL) {
         await pg.destroy();
       }
     });
+
+    if (onCitus() && process.env.TEST_CITUS_NODE_DIRS)
+      it('on Citus, loses and repeats nothing across a restart of the worker that holds the account', async () => {
+        const s = await startTestServer();
+        try {
+          const { account, key } = await s.createAccountWithKey();
+          const outside = postgres(s.database.sessionUrl as string, { max: 1, onnotice: () => {}, connect_timeout: 2 });
+          const [node] = await outside<{ port: number }[]>`SELECT n.nodeport AS port FROM pg_dist_placement p
+            JOIN pg_dist_node n ON n.groupid = p.groupid
+            WHERE p.shardid = get_shard_id_for_distribution_column('customers', ${account.id}::uuid)`;
+          const dir = citusNodeDir(Number(node?.port));
+          assert.ok(dir, `the data directory of the worker on port ${node?.port}`);
+          const inserted: string[] = [];
+          for (let i = 0; i < 120; i++) {
+            if (i === 40) restartCitusNode(dir);
+            const id = randomUUID();
+            // Refused while the worker restarts (the coordinator cannot reach it): nothing committed, no event.
+            const committed =
+              await outside`INSERT INTO customers (team_id, mode, id, full_name) VALUES (${account.id}, 'live', ${id}, ${`Nó ${i}`})`.then(
+                () => true,
+                () => false,
+              );
+            if (committed) inserted.push(id);
+          }
+          await outside.end();
+          assert.ok(inserted.length >= 80, `most inserts committed (${inserted.length})`);
+          await captured(s.database, 60_000);
+          const events: FeedEvent[] = [];
+          let cursor = '';
+          for (;;) {
+            const res = await s.request('GET', `/v1/events?sort=created_at&limit=100${cursor ? `&cursor=${cursor}` : ''}`, { key });
+            events.push(...res.body.data);
+            cursor = res.body.pagination.next_cursor;
+            if (!res.body.pagination.has_more) break;
+          }
+          assertOneCreationEach(events, inserted);
+          assert.deepEqual(
+            events.map((e) => e.data.object.id),
+            inserted,
+            'in commit order',
+          );
+        } finally {
+          await s.close();
+        }
+      });
 
     it('captures a 100 000-row UPDATE: one event per row, each once', async () => {
       const s = await startTestServer();

@@ -2,6 +2,7 @@
 // ("host:port,host:port"), a fresh database made on the coordinator (TEST_DATABASE_URL) is made on
 // every worker too, with the citus extension and the workers added (Citus keeps its node metadata
 // per database), and is distributed (migrations/citus/distribute.sql) once migrated.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,4 +56,25 @@ export async function distributeCitusDatabase(adminUrl: string, name: string): P
 
 export async function dropCitusDatabase(name: string): Promise<void> {
   for (const worker of workers()) await run(worker, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+}
+
+/** A worker's data directory by its port (TEST_CITUS_NODE_DIRS, "port=dir,…", set by scripts/citus-check.sh), for a
+ *  test that restarts it. */
+export function citusNodeDir(port: number): string | undefined {
+  for (const entry of (process.env.TEST_CITUS_NODE_DIRS ?? '').split(',')) {
+    const [at, dir] = entry.split('=');
+    if (Number(at) === port && dir) return dir;
+  }
+  return undefined;
+}
+
+/** Restarts the Citus node whose data directory is `dir` (fast stop, then start with its last options). */
+export function restartCitusNode(dir: string): void {
+  execFileSync(
+    'su',
+    ['postgres', '-c', `${process.env.TEST_CITUS_PGBIN ?? '/usr/lib/postgresql/15/bin'}/pg_ctl -D ${dir} -l ${dir}.log -m fast -w restart`],
+    {
+      stdio: 'ignore',
+    },
+  );
 }

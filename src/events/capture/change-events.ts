@@ -8,11 +8,11 @@
 // table and batch), so events and reads can never disagree on a field.
 import { sql } from 'kysely';
 import type { KeyMode } from '../../domain/api-keys.ts';
-import { type Tenant, tenantKey, tenantOfRow } from '../../domain/tenant.ts';
+import { type Tenant, tenantKey } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/engine/database.ts';
 import type { Row } from '../../infra/db/engine/row.ts';
 import { quoteIdentifier } from '../../infra/db/engine/identifiers.ts';
-import { selectScoped } from '../../infra/db/tenancy/tenancy.ts';
+import { selectScoped, tenantOfImage } from '../../infra/db/tenancy/tenancy.ts';
 import { outputRow } from '../../query/output.ts';
 import { descriptorMeta } from '../../query/row-meta.ts';
 import { eventObjectOf, type ResourceDescriptor } from '../../resources/descriptor.ts';
@@ -30,8 +30,7 @@ export interface EventOrigin {
 
 /** An event as capture writes it (the events table's columns). */
 export interface CapturedEvent {
-  team_id: string;
-  mode: KeyMode;
+  tenant: Tenant;
   type: string;
   resource: string;
   data: { object: Row; previous_attributes: Row | null };
@@ -120,7 +119,7 @@ function recordChanges(transaction: CapturedTransaction): RecordChange[] {
     const image = change.new ?? change.old;
     if (!table || !image) continue;
     const id = table.parentKey ? image[table.parentKey] : image.id;
-    const tenant = tenantOfRow(image.team_id, image.mode);
+    const tenant = tenantOfImage(image);
     if (typeof id !== 'string' || !tenant) continue;
     const key = recordKey({ descriptor: table.descriptor, tenant, id });
     let record = byKey.get(key);
@@ -302,8 +301,7 @@ export async function eventsOf(db: Db, transactions: readonly CapturedTransactio
     if (!object) continue;
     if (withhold && previous) previous = Object.fromEntries(Object.keys(previous).map((field) => [field, null]));
     events.push({
-      team_id: change.tenant.accountId,
-      mode: change.tenant.mode,
+      tenant: change.tenant,
       type: `${eventObjectOf(d)}.${action}`,
       resource: d.name,
       data: { object, previous_attributes: previous },
@@ -317,4 +315,4 @@ export async function eventsOf(db: Db, transactions: readonly CapturedTransactio
 }
 
 /** The channel key of an event's tenant. */
-export const eventChannel = (event: CapturedEvent): string => tenantKey({ accountId: event.team_id, mode: event.mode });
+export const eventChannel = (event: CapturedEvent): string => tenantKey(event.tenant);

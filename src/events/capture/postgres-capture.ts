@@ -110,8 +110,34 @@ export class PostgresCapture implements ChangeCapture {
     return this.nodes.reduce((sum, n) => sum + n.capture.recorded, 0);
   }
 
+  /** Why the database could not be asked what it is, while it cannot. */
+  private unreachable: string | undefined;
+  private starting: Promise<void> | undefined;
+
+  /** Resolves once the slots are there (as LogicalCapture's start), or at once while the database does not answer:
+   *  capture then starts in the background when it does. */
   async start(): Promise<void> {
-    const nodes = await this.clusterNodes();
+    let answered: () => void = () => {};
+    const unanswered = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    this.starting = (async () => {
+      for (;;) {
+        try {
+          return await this.startOn(await citusNodes(this.db));
+        } catch (err) {
+          if (this.closed) return;
+          this.unreachable = String((err as Error).message);
+          answered();
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+        }
+      }
+    })();
+    await Promise.race([this.starting, unanswered]);
+  }
+
+  private async startOn(nodes: CitusNode[] | undefined): Promise<void> {
+    this.unreachable = undefined;
     if (this.closed) return;
     if (!nodes) {
       this.nodes = [{ name: '', capture: new LogicalCapture(this.db, this.options) }];
@@ -122,6 +148,7 @@ export class PostgresCapture implements ChangeCapture {
     // The coordinator's slot first: the instance streaming it streams the workers' too.
     for (const node of nodes.filter((n) => n.coordinator)) await this.addNode(node);
     await Promise.all(nodes.filter((n) => !n.coordinator).map((node) => this.addNode(node)));
+    if (this.closed) return;
     this.rescan = setInterval(() => void this.addNewNodes(), NODES_EVERY_MS);
     this.rescan.unref();
     this.leading = setInterval(() => this.followCoordinator(), 1_000);
@@ -140,18 +167,6 @@ export class PostgresCapture implements ChangeCapture {
     for (const n of this.nodes) if (n.name !== COORDINATOR && n.capture.holding) n.capture.release();
   }
 
-  /** The cluster's nodes (undefined: not Citus), read again until the database answers. */
-  private async clusterNodes(): Promise<CitusNode[] | undefined> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await citusNodes(this.db);
-      } catch (err) {
-        if (this.closed || attempt >= 45) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 1_000));
-      }
-    }
-  }
-
   private async addNode(node: CitusNode): Promise<void> {
     const name = node.coordinator ? COORDINATOR : `${node.host}:${node.port}`;
     if (this.closed || this.nodes.some((n) => n.name === name)) return;
@@ -160,6 +175,7 @@ export class PostgresCapture implements ChangeCapture {
     if (!node.coordinator) {
       options.follows = () => this.coordinatorHeld();
       database = await openNode(this.options.url, node);
+      if (this.closed) return database.close();
       options.url = database.sessionUrl ?? '';
       options.node = { db: database.db, name };
     }
@@ -208,7 +224,14 @@ export class PostgresCapture implements ChangeCapture {
   async status(): Promise<CaptureStatus> {
     const all = await Promise.all(this.nodes.map(async (n) => ({ name: n.name, status: await n.capture.status() })));
     const first = all[0]?.status;
-    if (!this.citus || !first) return first ?? { state: this.closed ? 'stopped' : 'starting', lagBytes: null, lagSeconds: 0 };
+    if (!first)
+      return {
+        state: this.closed ? 'stopped' : this.unreachable ? 'failing' : 'starting',
+        lagBytes: null,
+        lagSeconds: 0,
+        ...(this.unreachable && !this.closed ? { reason: this.unreachable } : {}),
+      };
+    if (!this.citus) return first;
     let worst = first;
     for (const { status } of all) if (STATE_WEIGHT[status.state] > STATE_WEIGHT[worst.state]) worst = status;
     const reasons = all.flatMap(({ name, status }) => (status.reason ? [`${name}: ${status.reason}`] : []));
@@ -224,7 +247,11 @@ export class PostgresCapture implements ChangeCapture {
     this.closed = true;
     clearInterval(this.rescan);
     clearInterval(this.leading);
-    await Promise.all(this.nodes.map((n) => n.capture.close()));
+    const closeAll = () => Promise.all(this.nodes.map((n) => n.capture.close()));
+    // The nodes' captures first: a start in progress waits on them.
+    await closeAll();
+    await this.starting;
+    await closeAll();
     await Promise.all(this.nodes.map((n) => n.database?.close()));
   }
 }

@@ -12,6 +12,15 @@ import type { WriteTransaction } from '../../infra/db/statements/write-transacti
 import { DELIVERIES_CHANNEL, EVENTS_CHANNEL } from '../channels.ts';
 import { patternsMatching } from '../event-types.ts';
 import { type CapturedEvent, eventChannel } from './change-events.ts';
+import type { Tenant } from '../../domain/tenant.ts';
+import {
+  accountColumnSql,
+  columnsScopedSql,
+  sameScopeSql,
+  tenantColumnsOf,
+  tenantFields,
+  tenantsRecordsetSql,
+} from '../../infra/db/tenancy/tenancy.ts';
 
 /** Rows per statement: a large transaction's events go out in several. */
 const CHUNK = 1_000;
@@ -90,56 +99,52 @@ export async function recordEvents(
     const { id, createdAt } = clock.next(event.committedAtUs);
     return { event, id, createdAt };
   });
-  const perTenant = new Map<string, { team_id: string; mode: string; value: number; last_at: string }>();
+  const perTenant = new Map<string, { tenant: Tenant; value: number; last_at: string }>();
   for (const { event, createdAt } of rows) {
     const key = eventChannel(event);
-    const counter = perTenant.get(key) ?? { team_id: event.team_id, mode: event.mode, value: 0, last_at: createdAt };
+    const counter = perTenant.get(key) ?? { tenant: event.tenant, value: 0, last_at: createdAt };
     counter.value += 1;
     counter.last_at = createdAt;
     perTenant.set(key, counter);
   }
-  await send(sql`INSERT INTO tenant_counters (team_id, mode, name, value, last_at)
-    SELECT c.team_id, c.mode, ${EVENTS_COUNTER}, c.value, c.last_at
-    FROM json_to_recordset(cast(cast(${JSON.stringify([...perTenant.values()])} as text) as json)) AS c(team_id uuid, mode text, value bigint, last_at timestamptz)
-    ON CONFLICT (team_id, mode, name) DO UPDATE
+  const counters = JSON.stringify([...perTenant.values()].map(({ tenant, value, last_at }) => tenantFields(tenant, { value, last_at })));
+  await send(sql`INSERT INTO tenant_counters (${columnsScopedSql(['name', 'value', 'last_at'])})
+    SELECT ${tenantColumnsOf('c')}, ${EVENTS_COUNTER}, c.value, c.last_at
+    FROM ${tenantsRecordsetSql(counters, 'c', 'value bigint, last_at timestamptz')}
+    ON CONFLICT (${columnsScopedSql(['name'])}) DO UPDATE
       SET value = tenant_counters.value + excluded.value, last_at = greatest(excluded.last_at, tenant_counters.last_at)`);
   const fannedOut: SentAhead[] = [];
   for (let start = 0; start < rows.length; start += CHUNK) {
     const chunk = rows.slice(start, start + CHUNK);
     const json = JSON.stringify(
-      chunk.map(({ event, id, createdAt }) => ({
-        id,
-        team_id: event.team_id,
-        mode: event.mode,
-        type: event.type,
-        resource: event.resource,
-        data: event.data,
-        request_id: event.request_id,
-        origin: event.origin,
-        origin_key_id: event.origin_key_id,
-        created_at: createdAt,
-      })),
+      chunk.map(({ event, id, createdAt }) =>
+        tenantFields(event.tenant, {
+          id,
+          type: event.type,
+          resource: event.resource,
+          data: event.data,
+          request_id: event.request_id,
+          origin: event.origin,
+          origin_key_id: event.origin_key_id,
+          created_at: createdAt,
+        }),
+      ),
     );
     // The fan-out reads what picks the endpoints, not the events' records (the bulk of a batch's bytes).
     const routing = JSON.stringify(
-      chunk.map(({ event, id }) => ({
-        id,
-        team_id: event.team_id,
-        mode: event.mode,
-        patterns: patternsMatching(event.type),
-        origin_key_id: event.origin_key_id,
-      })),
+      chunk.map(({ event, id }) =>
+        tenantFields(event.tenant, { id, patterns: patternsMatching(event.type), origin_key_id: event.origin_key_id }),
+      ),
     );
-    await send(sql`INSERT INTO events (id, team_id, mode, type, resource, data, request_id, origin, origin_key_id, created_at)
-      SELECT e.id, e.team_id, e.mode, e.type, e.resource, e.data, e.request_id, e.origin, e.origin_key_id, e.created_at
-      FROM json_to_recordset(cast(cast(${json} as text) as json))
-        AS e(id uuid, team_id uuid, mode text, type text, resource text, data json, request_id text, origin json, origin_key_id uuid, created_at timestamptz)`);
+    await send(sql`INSERT INTO events (${columnsScopedSql(['id', 'type', 'resource', 'data', 'request_id', 'origin', 'origin_key_id', 'created_at'])})
+      SELECT ${tenantColumnsOf('e')}, e.id, e.type, e.resource, e.data, e.request_id, e.origin, e.origin_key_id, e.created_at
+      FROM ${tenantsRecordsetSql(json, 'e', 'id uuid, type text, resource text, data json, request_id text, origin json, origin_key_id uuid, created_at timestamptz')}`);
     // The delivery workers are woken by the statement that queued their deliveries, when it queued any.
     fannedOut.push(
-      await send(sql`WITH fanned AS (INSERT INTO webhook_deliveries (team_id, endpoint_id, event_id, next_attempt_at)
-        SELECT w.team_id, w.id, e.id, now()
-        FROM json_to_recordset(cast(cast(${routing} as text) as json)) AS e(id uuid, team_id uuid, mode text, patterns text[], origin_key_id text)
-        JOIN webhook_endpoints w ON w.team_id = e.team_id AND w.mode = e.mode
+      await send(sql`WITH fanned AS (INSERT INTO webhook_deliveries (${accountColumnSql()}, endpoint_id, event_id, next_attempt_at)
+        SELECT ${accountColumnSql('w')}, w.id, e.id, now()
+        FROM ${tenantsRecordsetSql(routing, 'e', 'id uuid, patterns text[], origin_key_id text')}
+        JOIN webhook_endpoints w ON ${sameScopeSql('w', 'e', 'tenant')}
         WHERE w.enabled AND w.enabled_events && e.patterns
           AND (e.origin_key_id IS NULL OR NOT (e.origin_key_id = ANY (w.excluded_key_ids)))
         RETURNING 1)

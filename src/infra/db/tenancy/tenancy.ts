@@ -15,7 +15,7 @@ import {
   type UpdateQueryBuilder,
 } from 'kysely';
 import { errors } from '../../../errors/app-error.ts';
-import type { Tenant } from '../../../domain/tenant.ts';
+import { type Tenant, tenantOfRow } from '../../../domain/tenant.ts';
 import type { Db } from '../engine/database.ts';
 
 /** The account's column on every account-owned table (Citus' distribution column). */
@@ -95,6 +95,25 @@ export const keyTenantSql = (alias: string, keyAlias: string): RawBuilder<SqlBoo
 /** The tenant's values as selected columns named after `TENANT_COLUMNS`, for an INSERT … SELECT. */
 export const tenantValuesAs = (scope: Tenant) =>
   [sql`cast(${scope.accountId} as uuid)`.as(ACCOUNT_COLUMN), sql`cast(${scope.mode} as text)`.as('mode')] as const;
+
+/** The tenant of a row image (a change capture's): undefined when it has no valid tenant columns. */
+export const tenantOfImage = (row: Readonly<Record<string, unknown>>): Tenant | null => tenantOfRow(row[ACCOUNT_COLUMN], row.mode);
+
+/** A row of several tenants' (one JSON recordset of a capture batch): the tenant's columns, then `values`. */
+export const tenantFields = <T extends object>(scope: Tenant, values: T) => ({
+  [ACCOUNT_COLUMN]: scope.accountId,
+  mode: scope.mode,
+  ...values,
+});
+
+/** A `sql`-tagged FROM item: the rows `tenantFields` made, sent as one JSON text, read back as `alias` with the
+ *  tenant's columns and `columns` (`name type, …`). The text is cast to json in SQL (postgres.js would encode a
+ *  json-typed parameter as JSON once more). */
+export const tenantsRecordsetSql = (json: string, alias: string, columns: string): RawBuilder<unknown> =>
+  sql`json_to_recordset(cast(cast(${json} as text) as json)) AS ${sql.raw(`${alias}(${ACCOUNT_COLUMN} uuid, mode text, ${columns})`)}`;
+
+/** A `sql`-tagged select list: the tenant's columns of `alias`, in the order of `columnsScopedSql`. */
+export const tenantColumnsOf = (alias: string): RawBuilder<unknown> => sql.raw(TENANT_COLUMNS.map((c) => `${alias}.${c}`).join(', '));
 
 /** The key of a row of a queue that serves every tenant (webhook deliveries): its account and its id. */
 export interface AccountKey {
