@@ -7,7 +7,6 @@
 // record exactly as GET returns it, made by the read engine's projection over the row image (one statement per
 // table and batch), so events and reads can never disagree on a field.
 import { sql } from 'kysely';
-import type { KeyMode } from '../../domain/api-keys.ts';
 import { type Tenant, tenantKey } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/engine/database.ts';
 import type { Row } from '../../infra/db/engine/row.ts';
