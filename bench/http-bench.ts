@@ -284,7 +284,7 @@ async function captureThroughput(url: string, accountId: string, rows: number, s
     const t0 = performance.now();
     await sql`UPDATE customers SET notes = 'capture bench ' || now() WHERE id IN (
       SELECT id FROM customers WHERE team_id = ${accountId} AND mode = 'live' ORDER BY id LIMIT ${rows})`;
-    const [{ at } = { at: '0' }] = await sql`SELECT (pg_current_wal_lsn() - '0/0')::text AS at`;
+    const [{ at } = { at: '0' }] = await sql`SELECT (pg_current_wal_insert_lsn() - '0/0')::text AS at`;
     const committed = performance.now();
     for (;;) {
       const [slot] =

@@ -35,8 +35,10 @@ export async function capturedUpToNow(
   return true;
 }
 
+/** The insert position, not the written one: under `synchronous_commit = off` a commit answered may not be written
+ *  yet, and a slot passes the written position before it has decoded that commit. */
 async function slotPassesNow(db: Db, slot: string, deadline: number): Promise<boolean> {
-  const { rows } = await sql<{ at: string }>`SELECT (pg_current_wal_lsn() - '0/0')::text AS at`.execute(db);
+  const { rows } = await sql<{ at: string }>`SELECT (pg_current_wal_insert_lsn() - '0/0')::text AS at`.execute(db);
   const target = Number(rows[0]?.at ?? 0);
   for (;;) {
     if (((await slotConfirmed(db, slot)) ?? 0) >= target) return true;
