@@ -98,6 +98,13 @@ async function captureBatch(
   return { ...(await recording.recorded), position: to };
 }
 
+/** The server's WAL insert position: past the commit of every transaction answered so far (the written position
+ *  is not, under `synchronous_commit = off`). */
+export async function walInsertPosition(db: Db): Promise<number> {
+  const { rows } = await sql<{ at: string }>`SELECT (pg_current_wal_insert_lsn() - '0/0')::text AS at`.execute(db);
+  return Number(rows[0]?.at ?? 0);
+}
+
 /** How far the slot's consumer has acknowledged (its confirmed position), or undefined when there is no such slot. */
 export async function slotConfirmed(db: Db, slot: string): Promise<number | undefined> {
   const { rows } = await sql<{

@@ -1,7 +1,7 @@
 // The capture of the database's engine, and the wait for it that commands use.
 import { sql } from 'kysely';
 import type { Database, Db } from '../../infra/db/engine/database.ts';
-import { type CaptureLog, type ChangeCapture, OutboxCapture, slotConfirmed } from './change-capture.ts';
+import { type CaptureLog, type ChangeCapture, OutboxCapture, slotConfirmed, walInsertPosition } from './change-capture.ts';
 import { citusNodes, openNode, PostgresCapture } from './postgres-capture.ts';
 import { slotNameFor } from './replication-stream.ts';
 
@@ -35,11 +35,8 @@ export async function capturedUpToNow(
   return true;
 }
 
-/** The insert position, not the written one: under `synchronous_commit = off` a commit answered may not be written
- *  yet, and a slot passes the written position before it has decoded that commit. */
 async function slotPassesNow(db: Db, slot: string, deadline: number): Promise<boolean> {
-  const { rows } = await sql<{ at: string }>`SELECT (pg_current_wal_insert_lsn() - '0/0')::text AS at`.execute(db);
-  const target = Number(rows[0]?.at ?? 0);
+  const target = await walInsertPosition(db);
   for (;;) {
     if (((await slotConfirmed(db, slot)) ?? 0) >= target) return true;
     if (Date.now() >= deadline) return false;

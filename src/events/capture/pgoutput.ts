@@ -78,7 +78,7 @@ export class PgOutputReader {
     private readonly originPrefix: string,
     private readonly skippedOrigin?: string,
     /** Tables whose inserted rows mark their transaction's origin instead of being changes (Citus: the origin is
-     *  a row on the account's node, citus-capture.ts): each table's row → the origin text. */
+     *  a row on the account's node, postgres-capture.ts): each table's row → the origin text. */
     private readonly marks?: ReadonlyMap<string, (row: RowImage) => string>,
   ) {}
 

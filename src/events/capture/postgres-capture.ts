@@ -9,7 +9,14 @@
 // an erasure's is their capture_marks row. Both tables are published for inserts only, on Citus only.
 import { sql } from 'kysely';
 import { type Database, type Db, openDatabase } from '../../infra/db/engine/database.ts';
-import { type CaptureState, type CaptureStatus, type ChangeCapture, LogicalCapture, type LogicalCaptureOptions } from './change-capture.ts';
+import {
+  type CaptureState,
+  type CaptureStatus,
+  type ChangeCapture,
+  LogicalCapture,
+  type LogicalCaptureOptions,
+  walInsertPosition,
+} from './change-capture.ts';
 import { apiOriginText } from './change-events.ts';
 import { MARKS_TABLE, SETUP_LOCK } from './setup.ts';
 
@@ -211,10 +218,7 @@ export class PostgresCapture implements ChangeCapture {
     // passed it, those writes are events. (Which node holds the account is Citus's to know.)
     await Promise.all(
       this.nodes.map(async ({ capture, database }) => {
-        const { rows } = await sql<{ at: string }>`SELECT (pg_current_wal_insert_lsn() - '0/0')::text AS at`.execute(
-          database?.db ?? this.db,
-        );
-        capture.written(tenantKey, Number(rows[0]?.at ?? 0));
+        capture.written(tenantKey, await walInsertPosition(database?.db ?? this.db));
         await capture.caughtUp(tenantKey);
       }),
     ).catch((err) => this.options.log.warn({ err }, 'change capture: a node’s position could not be read'));

@@ -96,7 +96,7 @@ export const keyTenantSql = (alias: string, keyAlias: string): RawBuilder<SqlBoo
 export const tenantValuesAs = (scope: Tenant) =>
   [sql`cast(${scope.accountId} as uuid)`.as(ACCOUNT_COLUMN), sql`cast(${scope.mode} as text)`.as('mode')] as const;
 
-/** The tenant of a row image (a change capture's): undefined when it has no valid tenant columns. */
+/** The tenant of a row image (a change capture's): null when it has no valid tenant columns. */
 export const tenantOfImage = (row: Readonly<Record<string, unknown>>): Tenant | null => tenantOfRow(row[ACCOUNT_COLUMN], row.mode);
 
 /** A row of several tenants' (one JSON recordset of a capture batch): the tenant's columns, then `values`. */
