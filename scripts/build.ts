@@ -31,4 +31,10 @@ await build({
   // Bundled CommonJS packages (Fastify, Ajv, pino…) call require() for Node's own modules.
   banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
   sourcemap: true,
+  // A process keeps each loaded chunk's source as a string for V8 to compile functions lazily. Comments and
+  // indentation were a third of it, and one non-ASCII character in a comment stores a whole chunk two bytes a
+  // character: 5.4 MB of a served process's heap for 2.9 MB of files. Stacks keep their lines through the map.
+  minifyWhitespace: true,
+  // Licence comments (`/*!`) go to a .LEGAL.txt file beside their chunk, shipped with it.
+  legalComments: 'external',
 });

@@ -5,14 +5,12 @@ import { PLAN_CODES, PLANS } from '../domain/plans.ts';
 import { ANONYMOUS_PER_MINUTE } from '../http/rate-limit.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../query/plan.ts';
 import { ERROR_PAGES_PATH, EXAMPLE_ERRORS_URL } from './problem-responses.ts';
+import { thousands } from '../schemas/plain-text.ts';
 import { type ResourceDescriptor, writableOf } from '../resources/descriptor.ts';
 
 export const API_TITLE = 'Balcão API';
 export const API_VERSION = '1.0.0';
 export const SECURITY_SCHEME = 'bearerAuth';
-
-// Not toLocaleString: its first call loads the ICU locale data, a quarter of a second at start-up.
-const thousands = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
 function planTable(): string {
   const rows = PLAN_CODES.map((code) => {

@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import { ERROR_CATALOGUE } from '../errors/catalogue.ts';
 import { SECURITY_SCHEME, securityScheme } from './document-info.ts';
 import { exampleOf } from './examples.ts';
+import { byCodeUnits } from '../schemas/plain-text.ts';
 import { DEPRECATION_HEADERS, headerUse, RATE_LIMIT_HEADERS, REQUEST_PARAMETERS, RESPONSE_HEADERS } from './headers.ts';
 import { deprecationText } from '../http/deprecation.ts';
 import { SchemaNamer } from './named-schemas.ts';
@@ -181,7 +182,7 @@ function finishOperation(op: Json, f: RouteFacts, tagged: boolean, { namer, reso
     }
   }
   Object.assign(op.responses, problems.forOperation(problemCodesFor(f), f.public));
-  op.responses = Object.fromEntries(Object.entries(op.responses).sort(([a], [b]) => a.localeCompare(b)));
+  op.responses = Object.fromEntries(Object.entries(op.responses).sort(([a], [b]) => byCodeUnits(a, b)));
 }
 
 /**

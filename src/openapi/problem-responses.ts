@@ -6,6 +6,7 @@ import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors/catalogu
 import { EXTERNAL_ID_RESOURCES, externalIdConflict } from '../resources/engines/external-id.ts';
 import { headerUse, RATE_LIMIT_HEADERS } from './headers.ts';
 import type { RouteFacts } from './route-facts.ts';
+import { byCodeUnits } from '../schemas/plain-text.ts';
 
 /** Methods whose body Fastify parses: each can meet a 413, a 415 or malformed JSON (422). */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -193,7 +194,7 @@ export class ProblemResponses {
   }
 
   components(): Record<string, Json> {
-    return Object.fromEntries([...this.responses].sort(([a], [b]) => a.localeCompare(b)));
+    return Object.fromEntries([...this.responses].sort(([a], [b]) => byCodeUnits(a, b)));
   }
 
   private use(status: number, codes: readonly ErrorCode[], isPublic: boolean): string {

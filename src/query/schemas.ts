@@ -4,6 +4,7 @@ import { type TObject, type TSchema, Type } from '@sinclair/typebox';
 import type { QueryableResource } from './contract.ts';
 import { COUNT_KINDS, DEFAULT_LIMIT, DEFAULT_SORT, EXACT_COUNT_BELOW, MAX_LIMIT, MAX_LIST_VALUES } from './plan.ts';
 import { rowMeta } from './row-meta.ts';
+import { thousands } from '../schemas/plain-text.ts';
 
 const OPERATOR_DOC: Record<string, string> = {
   eq: 'equal to',
@@ -41,7 +42,7 @@ export function listQuerySchema(d: QueryableResource): TObject {
     fields: Type.String({ description: `Comma list of fields to return (\`id\` always is): ${fields.join(', ')}.` }),
     count: Type.String({
       enum: [...COUNT_KINDS],
-      description: `Adds \`pagination.total_count\` (records matching the filters, whatever the cursor) and \`pagination.total_count_kind\`. \`exact\` counts them; \`estimated\` counts up to ${EXACT_COUNT_BELOW.toLocaleString('en-US')} and takes PostgreSQL\u2019s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 \`service_unavailable\` naming it.`,
+      description: `Adds \`pagination.total_count\` (records matching the filters, whatever the cursor) and \`pagination.total_count_kind\`. \`exact\` counts them; \`estimated\` counts up to ${thousands(EXACT_COUNT_BELOW)} and takes PostgreSQL\u2019s planner estimate past that. Without it nothing is counted. A count past the statement timeout is a 503 \`service_unavailable\` naming it.`,
     }),
   };
   const includes = Object.keys(d.includes ?? {});
