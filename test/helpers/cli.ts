@@ -83,11 +83,11 @@ const childEnv = (env: Record<string, string>) => {
 };
 
 /**
- * V8 flags of the short-lived commands the tests run. Each one compiles PGlite's WebAssembly afresh, and V8's
- * optimizing tier then recompiles its hot functions in the background for a process that ends a second later:
+ * V8 flags of the commands and servers the tests run. Each one compiles PGlite's WebAssembly afresh, and V8's
+ * optimizing tier then recompiles its hot functions in the background for a process that ends seconds later:
  * `--liftoff-only` took `balcao migrate` on a new embedded folder from 5.6–6.0 to 4.0–4.4 s of CPU, and
- * `accounts list` from 1.05 to 0.57 s. Served processes (`startServe`, serve-process.ts) keep V8's defaults:
- * they run under load, where optimized code pays.
+ * `accounts list` from 1.05 to 0.57 s. The flag concerns WebAssembly only (no JavaScript tier, no behaviour), so
+ * a served process in a test, which answers a few hundred requests, takes it too; `balcao` as installed does not.
  */
 export const COMMAND_NODE_FLAGS = ['--liftoff-only'];
 
@@ -146,7 +146,9 @@ export function startServe(
   args: string[] = [],
 ): Promise<RunningServer & { announced: any }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, command, '--json', ...args], { env: childEnv({ PORT: '0', HOST: '127.0.0.1', ...env }) });
+    const child = spawn(process.execPath, [...COMMAND_NODE_FLAGS, BIN, command, '--json', ...args], {
+      env: childEnv({ PORT: '0', HOST: '127.0.0.1', ...env }),
+    });
     killAtEnd(child);
     let stdout = '';
     let stderr = '';
