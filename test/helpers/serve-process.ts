@@ -8,7 +8,7 @@ import { createKey } from '../../src/accounts/key-repository.ts';
 import { MODULES } from '../../src/domain/modules.ts';
 import { openDatabase } from '../../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../../src/events/capture/setup.ts';
-import { BIN, COMMAND_NODE_FLAGS, killAtEnd, type ScratchEnv, scratchEnv } from './cli.ts';
+import { BIN, killAtEnd, type ScratchEnv, SERVER_NODE_FLAGS, scratchEnv } from './cli.ts';
 import { UNLIMITED } from './write-fixtures.ts';
 
 export interface ServeProcess {
@@ -69,7 +69,7 @@ export async function seedAccount(
 /** `onLog` is told all of stderr so far at each chunk, before the process serves too: a test waits on what it says. */
 export function spawnServe(env: Record<string, string>, options: { onLog?: (stderr: string) => void } = {}): Promise<ServeProcess> {
   const { TEST_DATABASE_URL: _t, DATABASE_URL: _d, REDIS_URL: _r, ...rest } = process.env;
-  const child = spawn(process.execPath, [...COMMAND_NODE_FLAGS, BIN, 'serve', '--json'], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, BIN, 'serve', '--json'], {
     // No stop grace unless a test asks: a stop here has no balancer to wait for.
     env: { ...rest, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', BALCAO_METRICS_PORT: '0', BALCAO_SHUTDOWN_GRACE_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
