@@ -39,13 +39,14 @@ const SLOW_FIRST = [
 /**
  * V8 flags of every test file's process. Each process compiles PGlite's WebAssembly afresh and opens its
  * databases for seconds at most: V8's optimizing tiers recompile the hot functions in the background, CPU that
- * its short life never earns back. `--liftoff-only` (WebAssembly): a file of write tests 8.75 → 7.09 s of CPU;
- * `--no-opt` (JavaScript) then: etags 5.6–6.3 → 4.6–5.1 s, write-sales 8.6–9.2 → 7.3–7.7 s, the longest files
- * (fuzz-routes, export-roundtrip, webhooks) within ±10 %. The `balcao` commands and servers the tests start take
- * their own (COMMAND_NODE_FLAGS, SERVER_NODE_FLAGS in test/helpers/cli.ts).
+ * its short life never earns back. `--liftoff-only` (WebAssembly): a file of write tests 8.75 → 7.09 s of CPU.
+ * Not `--no-opt` (JavaScript): it saved small files a sixth of their CPU (etags 5.6–6.3 → 4.6–5.1 s), but a file
+ * that drives traffic and receives webhooks itself (topology.test.ts) slowed so much with two suites on two cores
+ * that deliveries to it were retried past its wait. The `balcao` commands and servers the tests start take their
+ * own (COMMAND_NODE_FLAGS, SERVER_NODE_FLAGS in test/helpers/cli.ts).
  * Source maps put a failure's stack on the TypeScript lines; Node reads a map only when a stack needs it.
  */
-const TEST_PROCESS_FLAGS = ['--liftoff-only', '--no-opt', '--enable-source-maps'];
+const TEST_PROCESS_FLAGS = ['--liftoff-only', '--enable-source-maps'];
 
 /** Test files at once. Most of a test file's time is spent waiting (on its child processes, on a server's
  *  timers, on the network), so more files than cores keep the cores busy; BALCAO_TEST_CONCURRENCY overrides. */
