@@ -256,27 +256,100 @@ if (process.env.TEST_DATABASE_URL) {
         }
       });
 
-    it('captures a 100 000-row UPDATE: one event per row, each once', async () => {
-      const s = await startTestServer();
+    it('captures a 100 000-row UPDATE of wide rows in a capped heap: one event per row, each once', async () => {
+      // The server's heap is capped far below what the transaction's row images take whole (100 000 rows, each with
+      // a 1 000-character note before and after): capture holds one part of it at a time (parted-capture.ts).
+      const scratch = await scratchWithKey();
+      const server = await spawnServe({ ...scratch.env, NODE_OPTIONS: '--max-old-space-size=128' });
+      const outside = postgres(scratch.env.DATABASE_URL as string, { max: 1, onnotice: () => {} });
       try {
-        const { account } = await s.createAccountWithKey();
-        const outside = postgres(s.database.sessionUrl as string, { max: 1, onnotice: () => {} });
         // Loaded as an import (no events), then changed in one transaction.
         await outside.begin(async (tx) => {
           await tx`SELECT balcao_mark_origin('{"import":true}')`;
-          await tx`INSERT INTO capture_marks (team_id, mode, origin) VALUES (${account.id}, 'live', '{"import":true}')`;
-          await tx`INSERT INTO customers (team_id, mode, full_name) SELECT ${account.id}, 'live', 'Cliente ' || n FROM generate_series(1, 100000) n`;
+          await tx`INSERT INTO capture_marks (team_id, mode, origin) VALUES (${scratch.accountId}, 'live', '{"import":true}')`;
+          await tx`INSERT INTO customers (team_id, mode, full_name, notes)
+            SELECT ${scratch.accountId}, 'live', 'Cliente ' || n, repeat('a', 1000) FROM generate_series(1, 100000) n`;
         });
-        await outside`UPDATE customers SET notes = 'revisado', updated_at = now() WHERE team_id = ${account.id}`;
-        await outside.end();
-        await captured(s.database, 180_000);
-        const reader = postgres(s.database.sessionUrl as string, { max: 1, onnotice: () => {} });
-        const [counts] = await reader`SELECT count(*)::int AS events, count(DISTINCT data->'object'->>'id')::int AS records,
-            count(*) FILTER (WHERE type <> 'customer.updated')::int AS others,
-            count(*) FILTER (WHERE data->'object'->>'notes' = 'revisado' AND cast(data->'previous_attributes' as jsonb) ? 'notes')::int AS with_notes
-          FROM events WHERE team_id = ${account.id}`;
-        await reader.end();
+        await outside`UPDATE customers SET notes = repeat('b', 990) || right(id::text, 10), updated_at = now() WHERE team_id = ${scratch.accountId}`;
+        const exited = server.exited.then((code) =>
+          assert.fail(`balcao serve exited (${code}) while capturing: ${server.logs().slice(-400)}`),
+        );
+        const counts = await Promise.race([
+          exited,
+          until(
+            'the UPDATE captured',
+            async () => {
+              const [row] = await outside`SELECT count(*)::int AS events, count(DISTINCT data->'object'->>'id')::int AS records,
+                count(*) FILTER (WHERE type <> 'customer.updated')::int AS others,
+                count(*) FILTER (WHERE data->'object'->>'notes' LIKE 'bbb%' AND data->'previous_attributes'->>'notes' LIKE 'aaa%')::int AS with_notes
+              FROM events WHERE team_id = ${scratch.accountId}`;
+              return row;
+            },
+            { withinMs: 180_000, done: (row) => Number(row?.events) > 0 },
+          ),
+        ]);
         assert.deepEqual(counts, { events: 100_000, records: 100_000, others: 0, with_notes: 100_000 });
+        assert.equal(await readyCapture(server), 'capturing', 'the capped server is still up and capturing');
+      } finally {
+        await outside.end();
+        server.child.kill('SIGTERM');
+        await server.exited;
+        await scratch.cleanup();
+      }
+    });
+
+    it("captures a transaction too large to hold at once as one: a record changed in two parts is one event, and a mark at its end is every event's origin", async () => {
+      const s = await startTestServer();
+      try {
+        const { account, key, keyId } = await s.createAccountWithKey();
+        const kept = await s.request('POST', '/v1/customers', {
+          key,
+          body: { full_name: 'Kept', phone: '+5511999990000' },
+          headers: { 'idempotency-key': randomUUID() },
+        });
+        assert.equal(kept.status, 201, kept.text);
+        const keptId = kept.body.data.id as string;
+        const outside = postgres(s.database.sessionUrl as string, { max: 1, onnotice: () => {} });
+        const gone = randomUUID();
+        // More changes than a part holds (replication-stream.ts PART_CHANGES): Kept's first update and Gone's insert in
+        // the first part; a new customer's update, Kept's second and Gone's deletion in the last. The origin mark
+        // comes last, as an API write's may.
+        await outside.begin(async (tx) => {
+          await tx`UPDATE customers SET notes = 'first' WHERE id = ${keptId}`;
+          await tx`INSERT INTO customers (team_id, mode, id, full_name) VALUES (${account.id}, 'live', ${gone}, 'Gone')`;
+          await tx`INSERT INTO customers (team_id, mode, full_name) SELECT ${account.id}, 'live', 'Lote ' || lpad(n::text, 4, '0')
+            FROM generate_series(1, 2500) n`;
+          await tx`UPDATE customers SET notes = 'changed later' WHERE team_id = ${account.id} AND full_name = 'Lote 0001'`;
+          await tx`UPDATE customers SET notes = 'second' WHERE id = ${keptId}`;
+          await tx`DELETE FROM customers WHERE id = ${gone}`;
+          await tx`SELECT balcao_mark_origin(${JSON.stringify({ key_id: keyId, request_id: 'req_late_mark' })})`;
+        });
+        await outside.end();
+        await captured(s.database, 60_000);
+        const events = (await wholeFeed(s.url, key)) as (FeedEvent & {
+          origin: unknown;
+          data: { object: { id: string; full_name: string; notes: string | null }; previous_attributes: unknown };
+        })[];
+        const [created, ...ofTransaction] = events;
+        assert.equal(created?.type, 'customer.created');
+        assert.equal(ofTransaction.length, 2_501, 'one event per record: Kept once, each new customer once, none for Gone');
+        const [keptEvent, ...batch] = ofTransaction;
+        assert.equal(keptEvent?.type, 'customer.updated');
+        assert.equal(keptEvent?.data.object.id, keptId);
+        assert.equal(keptEvent?.data.object.notes, 'second');
+        assert.deepEqual(keptEvent?.data.previous_attributes, { notes: null }, 'from before the transaction to after it');
+        assert.ok(
+          batch.every((e) => e.type === 'customer.created'),
+          'each new customer created',
+        );
+        assert.deepEqual(
+          batch.map((e) => e.data.object.full_name),
+          Array.from({ length: 2500 }, (_, i) => `Lote ${String(i + 1).padStart(4, '0')}`),
+          'in the order of their first change',
+        );
+        assert.equal(batch[0]?.data.object.notes, 'changed later', 'a creation changed in a later part shows its last state');
+        assert.ok(!events.some((e) => e.data.object.id === gone), 'no event for a record created and deleted within the transaction');
+        for (const e of ofTransaction) assert.deepEqual(e.origin, { type: 'api', key_id: keyId, request_id: 'req_late_mark' });
       } finally {
         await s.close();
       }

@@ -22,4 +22,9 @@ export interface CapturedTransaction {
   /** The text its writer marked it with (balcao_mark_origin), or null: a writer other than Balcão. */
   origin: string | null;
   changes: RowChange[];
+  /** A transaction too large to hold whole is handed over in parts as it is read (PostgreSQL sends it after its
+   *  commit, in one piece): a part before its Commit has `part` set (its position is not known yet, its origin may
+   *  be), and the last one, read at the Commit, has `parted` set. */
+  part?: true;
+  parted?: true;
 }

@@ -14,6 +14,7 @@ import { beliefFailed, unlessNoneProve } from '../../infra/db/statements/belief-
 import { type WriteTransaction, writeTransaction } from '../../infra/db/statements/write-transaction.ts';
 import type { CapturedTransaction } from './captured.ts';
 import { eventsOf } from './change-events.ts';
+import { CapturedAlready, PartedCapture } from './parted-capture.ts';
 import { EventClock, latestEventUs, type Recorded, recordEvents } from './record-events.ts';
 import { type ReplicationOptions, ReplicationStream, slotNameFor } from './replication-stream.ts';
 import { IMPORT_ORIGIN, ORIGIN_PREFIX, PUBLICATION } from './setup.ts';
@@ -397,24 +398,67 @@ export class LogicalCapture implements ChangeCapture {
       })();
       return draining;
     };
-    for await (const item of stream.changes(this.replication(), from)) {
-      if (this.closed) break;
-      if (failure) throw failure;
-      if (this.state !== 'capturing') this.setState('capturing');
-      if (item.kind === 'caught-up') {
-        mark = Math.max(mark, item.position);
-        this.behind = pending.length > 0;
-        void drain();
-        continue;
+    /** The large transaction being captured part by part, if any. */
+    let parted: PartedCapture | undefined;
+    try {
+      for await (const item of stream.changes(this.replication(), from)) {
+        if (this.closed) break;
+        if (failure) throw failure;
+        if (this.state !== 'capturing') this.setState('capturing');
+        if (item.kind === 'caught-up') {
+          mark = Math.max(mark, item.position);
+          this.behind = pending.length > 0;
+          void drain();
+          continue;
+        }
+        const { transaction } = item;
+        if (transaction.part || transaction.parted) {
+          // Too large to hold at once: captured part by part (parted-capture.ts), after everything before it.
+          this.behind = true;
+          if (!parted) {
+            while (draining || pending.length > 0) await drain();
+            if (failure) throw failure;
+            parted = new PartedCapture(this.db, this.source, position, clock, (err) =>
+              beliefFailed(err) ? new CaptureOvertaken(this.source) : err,
+            );
+          }
+          const capturing = parted;
+          const captured = await within(
+            capturing.add(transaction).then(() => (transaction.part ? undefined : capturing.done)),
+            batchDeadlineMs(transaction.changes.length, this.batchesGivenUp),
+            {
+              error: () => {
+                this.batchesGivenUp += 1;
+                return new Error('a part of a large transaction was not captured in time; its session starts again');
+              },
+            },
+          ).catch((err: unknown) => {
+            if (err instanceof CapturedAlready) return undefined;
+            throw err;
+          });
+          if (transaction.part) continue;
+          parted = undefined;
+          this.batchesGivenUp = 0;
+          if (captured) {
+            position = captured.position;
+            this.recorded += captured.events;
+            this.lastCommitUs = transaction.committedAtUs;
+          }
+          stream.acknowledge(position);
+          this.advance(position);
+          continue;
+        }
+        if (transaction.position <= from) continue;
+        this.behind = true;
+        pending.push(transaction);
+        pendingChanges += transaction.changes.length;
+        // The stream is held while several batches wait, so a backlog is read no faster than it is captured.
+        if (pendingChanges >= 4 * BATCH_CHANGES) await drain();
+        else void drain();
       }
-      const { transaction } = item;
-      if (transaction.position <= from) continue;
-      this.behind = true;
-      pending.push(transaction);
-      pendingChanges += transaction.changes.length;
-      // The stream is held while several batches wait, so a backlog is read no faster than it is captured.
-      if (pendingChanges >= 4 * BATCH_CHANGES) await drain();
-      else void drain();
+    } finally {
+      // A session that ends within a large transaction rolls its capture back: the next one streams it again.
+      parted?.abandon();
     }
     await draining;
     if (failure) throw failure;

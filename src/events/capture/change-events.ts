@@ -38,6 +38,19 @@ export interface CapturedEvent {
   origin_key_id: string | null;
   /** Microseconds since the Unix epoch: the transaction's commit. */
   committedAtUs: number;
+  /** Which record (table, tenant, id): one event per transaction and record. */
+  record: string;
+  descriptor: ResourceDescriptor;
+  /** The record as served after the change, or null when it is no longer served. */
+  served: Row | null;
+  /** The change's previous values are withheld (an erasure's). */
+  withheld: boolean;
+}
+
+/** The event as written: its type and data. */
+export interface WrittenEvent {
+  type: string;
+  data: { object: Row; previous_attributes: Row | null };
 }
 
 /** One record's changes within one transaction. */
@@ -298,7 +311,7 @@ export async function eventsOf(db: Db, transactions: readonly CapturedTransactio
       }
     }
     if (!object) continue;
-    if (withhold && previous) previous = Object.fromEntries(Object.keys(previous).map((field) => [field, null]));
+    if (withhold && previous) previous = withheld(previous);
     events.push({
       tenant: change.tenant,
       type: `${eventObjectOf(d)}.${action}`,
@@ -308,9 +321,50 @@ export async function eventsOf(db: Db, transactions: readonly CapturedTransactio
       origin,
       origin_key_id: origin.key_id ?? null,
       committedAtUs: transaction.committedAtUs,
+      record: recordKey(change),
+      descriptor: d,
+      served: action === 'deleted' && !objectOf(d, change.after) ? null : object,
+      withheld: withhold,
     });
   }
   return events;
+}
+
+const withheld = (previous: Row): Row => Object.fromEntries(Object.keys(previous).map((field) => [field, null]));
+
+/**
+ * One record's event from two parts of one large transaction (change-capture.ts): `prior` as written for the
+ * earlier parts, `next` the record's event in a later part. The record before the transaction is read back from
+ * `prior` (an update's object with its previous attributes; a deletion's object stands in for it). Null when the
+ * record was not served before the transaction and is not after it: no event.
+ */
+export function mergedEvent(prior: WrittenEvent, next: CapturedEvent): WrittenEvent | null {
+  const d = next.descriptor;
+  const priorAction = prior.type.slice(prior.type.lastIndexOf('.') + 1);
+  const before =
+    priorAction === 'created'
+      ? null
+      : priorAction === 'updated'
+        ? { ...prior.data.object, ...(prior.data.previous_attributes ?? {}) }
+        : prior.data.object;
+  const after = next.served;
+  if (!before && !after) return null;
+  let action: EventAction;
+  let object: Row;
+  let previous: Row | null = null;
+  if (!before) {
+    action = 'created';
+    object = after as Row;
+  } else if (!after) {
+    action = 'deleted';
+    object = next.data.object;
+  } else {
+    object = after;
+    action = softDeleted(d, after) && !softDeleted(d, before) ? 'deleted' : 'updated';
+    if (action === 'updated') previous = changedAttributes(before, after);
+  }
+  if (next.withheld && previous) previous = withheld(previous);
+  return { type: `${eventObjectOf(d)}.${action}`, data: { object, previous_attributes: previous } };
 }
 
 /** The channel key of an event's tenant. */

@@ -80,9 +80,12 @@ export class PgOutputReader {
     /** Tables whose inserted rows mark their transaction's origin instead of being changes (Citus: the origin is
      *  a row on the account's node, postgres-capture.ts): each table's row → the origin text. */
     private readonly marks?: ReadonlyMap<string, (row: RowImage) => string>,
+    /** Changes held at most: a transaction with more is handed over in parts of this many (captured.ts). */
+    private readonly partChanges = Number.POSITIVE_INFINITY,
   ) {}
 
-  /** Reads one message; answers the transaction it completes (at its Commit), else undefined. */
+  /** Reads one message; answers the transaction it completes (at its Commit), or a part of a large one, else
+   *  undefined. */
   read(msg: Buffer): CapturedTransaction | undefined {
     switch (msg[0]) {
       case 0x42: // B: final LSN, commit time, xid
@@ -101,19 +104,29 @@ export class PgOutputReader {
         return undefined;
       case 0x49: // I: relation, 'N', new tuple
         this.change(msg, 'insert');
-        return undefined;
+        return this.partWhenFull();
       case 0x55:
         this.change(msg, 'update');
-        return undefined;
+        return this.partWhenFull();
       case 0x44:
         this.change(msg, 'delete');
-        return undefined;
+        return this.partWhenFull();
       case 0x4d: // M: flags, LSN, prefix, length, content
         this.readMessage(msg);
         return undefined;
       default: // Origin, Type, Truncate: nothing an event is made of
         return undefined;
     }
+  }
+
+  /** The open transaction's changes so far as a part, once they are `partChanges`; the transaction goes on. */
+  private partWhenFull(): CapturedTransaction | undefined {
+    const open = this.open;
+    if (!open || open.changes.length < this.partChanges) return undefined;
+    const part: CapturedTransaction = { ...open, part: true };
+    open.changes = [];
+    open.parted = true;
+    return part;
   }
 
   private readRelation(msg: Buffer): void {

@@ -86,13 +86,14 @@ export interface Recorded {
   tenants: string[];
 }
 
-/** The batch's writes, sent ahead in `tx` (they travel with its COMMIT); `recorded` settles once they answered. */
+/** The batch's writes, sent ahead in `tx` (they travel with its COMMIT); `recorded` settles once they answered.
+ *  `ids`: the events' ids, in their order. */
 export async function recordEvents(
   tx: WriteTransaction,
   events: readonly CapturedEvent[],
   clock: EventClock,
-): Promise<{ recorded: Promise<Recorded> }> {
-  if (events.length === 0) return { recorded: Promise.resolve({ events: 0, deliveries: 0, tenants: [] }) };
+): Promise<{ recorded: Promise<Recorded>; ids: string[] }> {
+  if (events.length === 0) return { recorded: Promise.resolve({ events: 0, deliveries: 0, tenants: [] }), ids: [] };
   const trx = tx.db;
   const send = (statement: RawBuilder<unknown>) => tx.sendAhead(statement.compile(trx));
   const rows = events.map((event) => {
@@ -130,26 +131,14 @@ export async function recordEvents(
         }),
       ),
     );
-    // The fan-out reads what picks the endpoints, not the events' records (the bulk of a batch's bytes).
-    const routing = JSON.stringify(
-      chunk.map(({ event, id }) =>
-        tenantFields(event.tenant, { id, patterns: patternsMatching(event.type), origin_key_id: event.origin_key_id }),
-      ),
-    );
     await send(sql`INSERT INTO events (${columnsScopedSql(['id', 'type', 'resource', 'data', 'request_id', 'origin', 'origin_key_id', 'created_at'])})
       SELECT ${tenantColumnsOf('e')}, e.id, e.type, e.resource, e.data, e.request_id, e.origin, e.origin_key_id, e.created_at
       FROM ${tenantsRecordsetSql(json, 'e', 'id uuid, type text, resource text, data json, request_id text, origin json, origin_key_id uuid, created_at timestamptz')}`);
-    // The delivery workers are woken by the statement that queued their deliveries, when it queued any.
     fannedOut.push(
-      await send(sql`WITH fanned AS (INSERT INTO webhook_deliveries (${accountColumnSql()}, endpoint_id, event_id, next_attempt_at)
-        SELECT ${accountColumnSql('w')}, w.id, e.id, now()
-        FROM ${tenantsRecordsetSql(routing, 'e', 'id uuid, patterns text[], origin_key_id text')}
-        JOIN webhook_endpoints w ON ${sameScopeSql('w', 'e', 'tenant')}
-        WHERE w.enabled AND w.enabled_events && e.patterns
-          AND (e.origin_key_id IS NULL OR NOT (e.origin_key_id = ANY (w.excluded_key_ids)))
-        RETURNING 1)
-      SELECT count(*)::int AS deliveries, (SELECT count(pg_notify(${DELIVERIES_CHANNEL}, '')) FROM (SELECT 1 FROM fanned LIMIT 1) AS queued) AS woken
-      FROM fanned`),
+      await fanOut(
+        tx,
+        chunk.map(({ event, id }) => ({ tenant: event.tenant, id, type: event.type, origin_key_id: event.origin_key_id })),
+      ),
     );
   }
   const tenants = [...perTenant.keys()];
@@ -160,5 +149,33 @@ export async function recordEvents(
     return { events: rows.length, deliveries, tenants };
   });
   recorded.catch(() => {}); // the transaction's COMMIT reports a failure first
-  return { recorded };
+  return { recorded, ids: rows.map(({ id }) => id) };
+}
+
+/** What picks an event's webhook endpoints. */
+export interface EventRouting {
+  tenant: Tenant;
+  id: string;
+  type: string;
+  origin_key_id: string | null;
+}
+
+/** One delivery per subscribed enabled endpoint of each event's tenant that does not exclude the key it was written
+ *  through, sent ahead in `tx`; the delivery workers are woken by the statement when it queued any. It reads what
+ *  picks the endpoints, not the events' records (the bulk of a batch's bytes). */
+export function fanOut(tx: WriteTransaction, events: readonly EventRouting[]): Promise<SentAhead> {
+  const routing = JSON.stringify(
+    events.map(({ tenant, id, type, origin_key_id }) => tenantFields(tenant, { id, patterns: patternsMatching(type), origin_key_id })),
+  );
+  return tx.sendAhead(
+    sql`WITH fanned AS (INSERT INTO webhook_deliveries (${accountColumnSql()}, endpoint_id, event_id, next_attempt_at)
+        SELECT ${accountColumnSql('w')}, w.id, e.id, now()
+        FROM ${tenantsRecordsetSql(routing, 'e', 'id uuid, patterns text[], origin_key_id text')}
+        JOIN webhook_endpoints w ON ${sameScopeSql('w', 'e', 'tenant')}
+        WHERE w.enabled AND w.enabled_events && e.patterns
+          AND (e.origin_key_id IS NULL OR NOT (e.origin_key_id = ANY (w.excluded_key_ids)))
+        RETURNING 1)
+      SELECT count(*)::int AS deliveries, (SELECT count(pg_notify(${DELIVERIES_CHANNEL}, '')) FROM (SELECT 1 FROM fanned LIMIT 1) AS queued) AS woken
+      FROM fanned`.compile(tx.db),
+  );
 }

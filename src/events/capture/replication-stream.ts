@@ -12,6 +12,9 @@ import { SQLSTATE } from '../../errors/sqlstate.ts';
 
 export type StreamItem = { kind: 'transaction'; transaction: CapturedTransaction } | { kind: 'caught-up'; position: number };
 
+/** Changes of one transaction held at most while it is read: a larger one comes in parts (captured.ts). */
+export const PART_CHANGES = 2_000;
+
 export interface ReplicationOptions {
   url: string;
   slot: string;
@@ -100,7 +103,7 @@ export class ReplicationStream {
     this.stream = stream;
     this.acked = from;
     this.received = from;
-    const reader = new PgOutputReader(options.originPrefix, options.skippedOrigin, options.marks);
+    const reader = new PgOutputReader(options.originPrefix, options.skippedOrigin, options.marks, PART_CHANGES);
     // The server ends a session that says nothing for wal_sender_timeout (60 s by default).
     this.statusTimer = setInterval(() => this.sendStatus(false), 5_000);
     this.statusTimer.unref();
@@ -111,7 +114,8 @@ export class ReplicationStream {
         const message = chunk.subarray(25);
         if (message[0] === 0x42) open = true;
         const transaction = reader.read(message);
-        if (transaction) {
+        if (transaction?.part) yield { kind: 'transaction', transaction };
+        else if (transaction) {
           open = false;
           this.received = Math.max(this.received, transaction.position);
           yield { kind: 'transaction', transaction };
