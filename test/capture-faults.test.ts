@@ -322,7 +322,10 @@ if (process.env.TEST_DATABASE_URL) {
           await tx`UPDATE customers SET notes = 'changed later' WHERE team_id = ${account.id} AND full_name = 'Lote 0001'`;
           await tx`UPDATE customers SET notes = 'second' WHERE id = ${keptId}`;
           await tx`DELETE FROM customers WHERE id = ${gone}`;
-          await tx`SELECT balcao_mark_origin(${JSON.stringify({ key_id: keyId, request_id: 'req_late_mark' })})`;
+          // The mark as PostgreSQL reads it (a logical message) and as Citus does (a row on the account's node).
+          const origin = JSON.stringify({ key_id: keyId, request_id: 'req_late_mark' });
+          await tx`SELECT balcao_mark_origin(${origin})`;
+          await tx`INSERT INTO capture_marks (team_id, mode, origin) VALUES (${account.id}, 'live', ${origin})`;
         });
         await outside.end();
         await captured(s.database, 60_000);

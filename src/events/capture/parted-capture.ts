@@ -124,8 +124,7 @@ export class PartedCapture {
         WHERE ${scope} AND id = ${emitted.id}`.execute(tx.db);
       const prior = rows[0];
       if (!prior) continue;
-      const data = (typeof prior.data === 'string' ? JSON.parse(prior.data) : prior.data) as WrittenEvent['data'];
-      const merged = mergedEvent({ type: prior.type, data }, event);
+      const merged = mergedEvent({ type: prior.type, data: parsed(prior.data) as WrittenEvent['data'] }, event);
       if (!merged) {
         // Not served before the transaction, nor after it: no event (its deliveries go with it).
         await sql`DELETE FROM events WHERE ${scope} AND id = ${emitted.id}`.execute(tx.db);
@@ -155,15 +154,25 @@ export class PartedCapture {
       }
       const origin = marked === 'erasure' ? { type: 'outside' as const } : marked;
       await sql`UPDATE events SET origin = ${JSON.stringify(origin)}, request_id = ${origin.request_id ?? null},
-          origin_key_id = ${origin.key_id ?? null},
-          data = CASE WHEN ${marked === 'erasure'} AND json_typeof(data->'previous_attributes') = 'object'
-            THEN json_build_object('object', data->'object', 'previous_attributes',
-              (SELECT coalesce(json_object_agg(k, null), '{}'::json) FROM json_object_keys(data->'previous_attributes') AS k))
-            ELSE data END
+          origin_key_id = ${origin.key_id ?? null}
         WHERE id = ANY (cast(${ids} as uuid[]))`.execute(tx.db);
+      if (marked === 'erasure') await this.withholdPrevious(tx, chunk);
       await this.routeAgain(tx, chunk, origin.key_id ?? null);
     }
     if (marked === 'import') this.emitted.clear();
+  }
+
+  /** An erasure's events name the fields it changed, without their old (personal) values (change-events.ts). */
+  private async withholdPrevious(tx: WriteTransaction, events: readonly Emitted[]): Promise<void> {
+    for (const { id, tenant } of events) {
+      const scope = conditionScopedSql(tenant);
+      const { rows } = await sql<{ data: unknown }>`SELECT data FROM events WHERE ${scope} AND id = ${id}`.execute(tx.db);
+      const data = parsed(rows[0]?.data);
+      if (!data?.previous_attributes) continue;
+      const previous = Object.fromEntries(Object.keys(data.previous_attributes).map((field) => [field, null]));
+      await sql`UPDATE events SET data = ${JSON.stringify({ ...data, previous_attributes: previous })}
+        WHERE ${scope} AND id = ${id}`.execute(tx.db);
+    }
   }
 
   /** The events' deliveries chosen again (their type or origin changed). */
@@ -177,3 +186,7 @@ export class PartedCapture {
     await rows;
   }
 }
+
+/** An event's data as the driver gives it (a json column: parsed already, or text). */
+const parsed = (data: unknown): WrittenEvent['data'] | undefined =>
+  (typeof data === 'string' ? JSON.parse(data) : data) as WrittenEvent['data'] | undefined;
