@@ -416,7 +416,7 @@ export class LogicalCapture implements ChangeCapture {
           // Too large to hold at once: captured part by part (parted-capture.ts), after everything before it.
           this.behind = true;
           if (!parted) {
-            while (draining || pending.length > 0) await drain();
+            while (!failure && (draining || pending.length > 0)) await drain();
             if (failure) throw failure;
             parted = new PartedCapture(this.db, this.source, position, clock, (err) =>
               beliefFailed(err) ? new CaptureOvertaken(this.source) : err,
