@@ -259,18 +259,20 @@ if (process.env.TEST_DATABASE_URL) {
     it('captures a 100 000-row UPDATE of wide rows in a capped heap: one event per row, each once', async () => {
       // The server's heap is capped far below what the transaction's row images take whole (100 000 rows, each with
       // a 1 000-character note before and after): capture holds one part of it at a time (parted-capture.ts).
-      const scratch = await scratchWithKey();
-      const server = await spawnServe({ ...scratch.env, NODE_OPTIONS: '--max-old-space-size=128' });
-      const outside = postgres(scratch.env.DATABASE_URL as string, { max: 1, onnotice: () => {} });
+      // On a PostgreSQL of its own: its long transactions would hold up every other test's slot being made.
+      const pg = await startOwnPostgres();
+      const { url, accountId } = await accountOn(pg.url);
+      const server = await spawnServe({ DATABASE_URL: url, NODE_OPTIONS: '--max-old-space-size=128' });
+      const outside = postgres(url, { max: 1, onnotice: () => {} });
       try {
         // Loaded as an import (no events), then changed in one transaction.
         await outside.begin(async (tx) => {
           await tx`SELECT balcao_mark_origin('{"import":true}')`;
-          await tx`INSERT INTO capture_marks (team_id, mode, origin) VALUES (${scratch.accountId}, 'live', '{"import":true}')`;
+          await tx`INSERT INTO capture_marks (team_id, mode, origin) VALUES (${accountId}, 'live', '{"import":true}')`;
           await tx`INSERT INTO customers (team_id, mode, full_name, notes)
-            SELECT ${scratch.accountId}, 'live', 'Cliente ' || n, repeat('a', 1000) FROM generate_series(1, 100000) n`;
+            SELECT ${accountId}, 'live', 'Cliente ' || n, repeat('a', 1000) FROM generate_series(1, 100000) n`;
         });
-        await outside`UPDATE customers SET notes = repeat('b', 990) || right(id::text, 10), updated_at = now() WHERE team_id = ${scratch.accountId}`;
+        await outside`UPDATE customers SET notes = repeat('b', 990) || right(id::text, 10), updated_at = now() WHERE team_id = ${accountId}`;
         const exited = server.exited.then((code) =>
           assert.fail(`balcao serve exited (${code}) while capturing: ${server.logs().slice(-400)}`),
         );
@@ -282,7 +284,7 @@ if (process.env.TEST_DATABASE_URL) {
               const [row] = await outside`SELECT count(*)::int AS events, count(DISTINCT data->'object'->>'id')::int AS records,
                 count(*) FILTER (WHERE type <> 'customer.updated')::int AS others,
                 count(*) FILTER (WHERE data->'object'->>'notes' LIKE 'bbb%' AND data->'previous_attributes'->>'notes' LIKE 'aaa%')::int AS with_notes
-              FROM events WHERE team_id = ${scratch.accountId}`;
+              FROM events WHERE team_id = ${accountId}`;
               return row;
             },
             { withinMs: 180_000, done: (row) => Number(row?.events) > 0 },
@@ -294,7 +296,7 @@ if (process.env.TEST_DATABASE_URL) {
         await outside.end();
         server.child.kill('SIGTERM');
         await server.exited;
-        await scratch.cleanup();
+        await pg.destroy();
       }
     });
 

@@ -78,14 +78,22 @@ export class ReplicationStream {
   /** Makes the slot; answers its consistent point, or null when it exists already. */
   async createSlot(slot: string): Promise<number | null> {
     if (this.closed) throw new Error('the replication session is closed');
+    const making = this.sql.unsafe(`CREATE_REPLICATION_SLOT ${slot} LOGICAL pgoutput NOEXPORT_SNAPSHOT`);
+    this.making = { cancel: () => making.cancel(), settled: making.then(noop, noop) };
     try {
-      const [made] = await this.sql.unsafe(`CREATE_REPLICATION_SLOT ${slot} LOGICAL pgoutput NOEXPORT_SNAPSHOT`);
+      const [made] = await making;
       return lsnNumber(String(made?.consistent_point));
     } catch (err) {
       if (hasSqlState(err, SQLSTATE.duplicateObject)) return null;
       throw err;
+    } finally {
+      this.making = undefined;
     }
   }
+
+  /** The slot being made: it waits for the transactions running when it started, and a closed connection does not
+   *  interrupt that wait, so the server's session (and the slot, active) would outlive this one. */
+  private making: { cancel(): void; settled: Promise<void> } | undefined;
 
   /** Streams the slot's transactions committed after `from`, then `caught-up` marks whenever the server has
    *  sent everything up to a position. Ends (or throws) when the session ends. */
@@ -158,6 +166,13 @@ export class ReplicationStream {
 
   async close(): Promise<void> {
     this.closed = true;
+    const making = this.making;
+    if (making) {
+      // Cancelled, it ends at once and the unfinished slot goes with it; its answer (the cancellation) is awaited,
+      // boundedly, so that the database is free of it when close() returns.
+      making.cancel();
+      await Promise.race([making.settled, new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+    }
     clearInterval(this.statusTimer);
     this.stopped.abort();
     (this.stream as unknown as { destroy?(): void } | undefined)?.destroy?.();
@@ -166,6 +181,8 @@ export class ReplicationStream {
     for (const socket of this.sockets) socket.destroy();
   }
 }
+
+const noop = (): void => {};
 
 function writePosition(buf: Buffer, at: number, position: number): void {
   buf.writeUInt32BE(Math.floor(position / 2 ** 32), at);
