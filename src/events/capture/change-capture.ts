@@ -10,10 +10,10 @@
 import { sql } from 'kysely';
 import type { Db } from '../../infra/db/engine/database.ts';
 import { within } from '../../infra/deadline.ts';
-import { beliefFailed, unlessNoneProve } from '../../infra/db/statements/belief-check.ts';
 import { type WriteTransaction, writeTransaction } from '../../infra/db/statements/write-transaction.ts';
 import type { CapturedTransaction } from './captured.ts';
 import { eventsOf } from './change-events.ts';
+import { CaptureOvertaken, movePosition } from './capture-position.ts';
 import { CapturedAlready, PartedCapture } from './parted-capture.ts';
 import { EventClock, latestEventUs, type Recorded, recordEvents } from './record-events.ts';
 import { type ReplicationOptions, ReplicationStream, slotNameFor } from './replication-stream.ts';
@@ -85,13 +85,7 @@ async function captureBatch(
   const recording = await writeTransaction(db, {}, async (tx) => {
     await tx.sendAhead(sql`SET LOCAL statement_timeout = 0`.compile(tx.db));
     // Moved from where this capturer left it, or not at all: another capturer took over meanwhile.
-    const overtaken = (err: unknown) => (beliefFailed(err) ? new CaptureOvertaken(source) : err);
-    await tx.sendAhead(
-      sql`WITH moved AS (UPDATE capture_progress SET position = ${to}, updated_at = now()
-        WHERE source = ${source} AND position = ${from} RETURNING 1)
-        SELECT ${unlessNoneProve(sql<number>`(SELECT count(*) FROM moved)`)} AS moved`.compile(tx.db),
-      overtaken,
-    );
+    await movePosition(tx, source, from, to);
     const recording = await recordEvents(tx, await eventsOf(tx.db, transactions), clock);
     await also?.(tx, to);
     return recording;
@@ -112,13 +106,6 @@ export async function slotConfirmed(db: Db, slot: string): Promise<number | unde
     at: string | null;
   }>`SELECT (confirmed_flush_lsn - '0/0')::text AS at FROM pg_replication_slots WHERE slot_name = ${slot}`.execute(db);
   return rows[0]?.at == null ? undefined : Number(rows[0].at);
-}
-
-/** Another capturer moved the position: this one's view is stale, and it starts over from the table. */
-class CaptureOvertaken extends Error {
-  constructor(source: string) {
-    super(`capture of ${source}: the position moved under this capturer`);
-  }
 }
 
 async function readPosition(db: Db, source: string): Promise<number | undefined> {
@@ -368,15 +355,10 @@ export class LogicalCapture implements ChangeCapture {
             pendingChanges -= changes;
             if (batch.length > 0) {
               lastBatchAt = performance.now();
-              const done = await within(
+              const done = await this.bounded(
                 captureBatch(this.db, this.source, position, batch, clock),
-                batchDeadlineMs(changes, this.batchesGivenUp),
-                {
-                  error: () => {
-                    this.batchesGivenUp += 1;
-                    return new Error(`a capture batch of ${changes} changes did not end in time; its session starts again`);
-                  },
-                },
+                changes,
+                `a capture batch of ${changes} changes`,
               );
               this.batchesGivenUp = 0;
               position = done.position;
@@ -418,20 +400,13 @@ export class LogicalCapture implements ChangeCapture {
           if (!parted) {
             while (!failure && (draining || pending.length > 0)) await drain();
             if (failure) throw failure;
-            parted = new PartedCapture(this.db, this.source, position, clock, (err) =>
-              beliefFailed(err) ? new CaptureOvertaken(this.source) : err,
-            );
+            parted = new PartedCapture(this.db, this.source, position, clock);
           }
           const capturing = parted;
-          const captured = await within(
+          const captured = await this.bounded(
             capturing.add(transaction).then(() => (transaction.part ? undefined : capturing.done)),
-            batchDeadlineMs(transaction.changes.length, this.batchesGivenUp),
-            {
-              error: () => {
-                this.batchesGivenUp += 1;
-                return new Error('a part of a large transaction was not captured in time; its session starts again');
-              },
-            },
+            transaction.changes.length,
+            'a part of a large transaction',
           ).catch((err: unknown) => {
             if (err instanceof CapturedAlready) return undefined;
             throw err;
@@ -462,6 +437,17 @@ export class LogicalCapture implements ChangeCapture {
     }
     await draining;
     if (failure) throw failure;
+  }
+
+  /** `work` (a batch, or a part of a large transaction, of `changes` changes) within its deadline (batchDeadlineMs);
+   *  past it the session starts again, and the next deadline is longer. */
+  private bounded<T>(work: Promise<T>, changes: number, what: string): Promise<T> {
+    return within(work, batchDeadlineMs(changes, this.batchesGivenUp), {
+      error: () => {
+        this.batchesGivenUp += 1;
+        return new Error(`${what} did not end in time; its session starts again`);
+      },
+    });
   }
 
   private replication(): ReplicationOptions {

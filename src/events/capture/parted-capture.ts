@@ -8,10 +8,9 @@
 import { sql } from 'kysely';
 import type { Tenant } from '../../domain/tenant.ts';
 import type { Db } from '../../infra/db/engine/database.ts';
-import { unlessNoneProve } from '../../infra/db/statements/belief-check.ts';
-import type { FailureMeaning } from '../../infra/db/statements/send-ahead.ts';
 import { type WriteTransaction, writeTransaction } from '../../infra/db/statements/write-transaction.ts';
 import { conditionScopedSql } from '../../infra/db/tenancy/tenancy.ts';
+import { movePosition } from './capture-position.ts';
 import type { CapturedTransaction } from './captured.ts';
 import { type CapturedEvent, eventsOf, mergedEvent, originOf, type WrittenEvent } from './change-events.ts';
 import { type EventClock, fanOut, recordEvents } from './record-events.ts';
@@ -45,8 +44,6 @@ export class PartedCapture {
     private readonly source: string,
     private readonly from: number,
     private readonly clock: EventClock,
-    /** What the position's compare-and-set failing means (another capturer took over). */
-    private readonly overtaken: FailureMeaning,
   ) {
     this.done = writeTransaction(db, {}, (tx) => this.run(tx));
     this.done.catch(() => {}); // whoever hands the next part, or awaits the end, hears the failure
@@ -90,12 +87,7 @@ export class PartedCapture {
         continue;
       }
       await this.settleOrigin(tx, part.origin);
-      await tx.sendAhead(
-        sql`WITH moved AS (UPDATE capture_progress SET position = ${part.position}, updated_at = now()
-          WHERE source = ${this.source} AND position = ${this.from} RETURNING 1)
-          SELECT ${unlessNoneProve(sql<number>`(SELECT count(*) FROM moved)`)} AS moved`.compile(tx.db),
-        this.overtaken,
-      );
+      await movePosition(tx, this.source, this.from, part.position);
       processed();
       return { events: this.emitted.size, position: part.position };
     }
