@@ -98,6 +98,33 @@ describe('ETags and conditional requests', () => {
     assert.equal(stale.body.data.full_name, 'B');
   });
 
+  it('answers a conditional GET with includes: 304 while the sale is unchanged, the sale and its includes once it changed', async () => {
+    const { key } = await writer(s);
+    const created = await s.request('POST', '/v1/sales', { key, body: { items: [item(), item()] } });
+    const path = `/v1/sales/${created.body.data.id}?include=items,status_history`;
+    const tag = created.headers.get('etag') as string;
+    const current = await s.request('GET', path, { key, headers: { 'if-none-match': tag } });
+    assert.equal(current.status, 304);
+    assert.equal(current.text, '');
+    assert.equal(current.headers.get('etag'), tag);
+    const changed = await s.request('PATCH', `/v1/sales/${created.body.data.id}`, { key, body: { status: 'completed' } });
+    assert.equal(changed.status, 200, changed.text);
+    const fresh = await s.request('GET', path, { key, headers: { 'if-none-match': tag } });
+    assert.equal(fresh.status, 200);
+    assert.equal(fresh.headers.get('etag'), changed.headers.get('etag'));
+    assert.equal(fresh.body.data.items.length, 2);
+    assert.deepEqual(
+      fresh.body.data.status_history.map((h: { new_status: string }) => h.new_status),
+      ['pending', 'completed'],
+    );
+    const again = await s.request('GET', path, { key, headers: { 'if-none-match': `"other", ${changed.headers.get('etag')}` } });
+    assert.equal(again.status, 304);
+    // Another account's sale, or none, stays a 404 whatever the tag.
+    const other = await writer(s);
+    const foreign = await s.request('GET', path, { key: other.key, headers: { 'if-none-match': '*' } });
+    assert.equal(foreign.status, 404);
+  });
+
   it('refuses a stale If-Match with 412 precondition_failed and writes nothing; * and the current tag pass', async () => {
     const { key } = await writer(s);
     const created = await s.request('POST', '/v1/customers', { key, body: { full_name: 'C', phone: '3' } });

@@ -172,7 +172,33 @@ function plannedRows(row: Row | undefined): number {
   return Number.isFinite(rows) ? Math.round(rows) : 0;
 }
 
-export async function getRecord(db: Db, d: ResourceDescriptor, tenant: Tenant | null, id: string, query: unknown): Promise<RecordResult> {
+/** A conditional GET whose copy is current: only the tag is known, nothing else was read. */
+export interface CurrentCopy {
+  etag: string;
+  notModified: true;
+}
+
+/**
+ * GET by id. `isCurrent` (a conditional GET's If-None-Match) is asked the tag as soon as the record's row is read: when
+ * the client's copy is current the answer is a 304, so the includes are not read at all.
+ */
+export async function getRecord(db: Db, d: ResourceDescriptor, tenant: Tenant | null, id: string, query: unknown): Promise<RecordResult>;
+export async function getRecord(
+  db: Db,
+  d: ResourceDescriptor,
+  tenant: Tenant | null,
+  id: string,
+  query: unknown,
+  isCurrent: (etag: string) => boolean,
+): Promise<RecordResult | CurrentCopy>;
+export async function getRecord(
+  db: Db,
+  d: ResourceDescriptor,
+  tenant: Tenant | null,
+  id: string,
+  query: unknown,
+  isCurrent?: (etag: string) => boolean,
+): Promise<RecordResult | CurrentCopy> {
   const scope = requireTenant(tenant, 'read');
   const plan = planItem(d, parseItemQuery(query));
   // A malformed id cannot name a record: the same 404 as an unknown one or another account's.
@@ -182,6 +208,7 @@ export async function getRecord(db: Db, d: ResourceDescriptor, tenant: Tenant | 
   const [row] = (await db.executeQuery(getStatement(db, d, plan.fields, id, scope, extra))).rows as (Row | undefined)[];
   if (!row) throw errors.notFound();
   const etag = takeEtag(row);
+  if (isCurrent?.(etag)) return { etag, notModified: true };
   const meta = descriptorMeta(d);
   const data = responseRowOutput(plan.fields, meta)(row);
   // The includes are independent reads: they go out together.

@@ -99,12 +99,16 @@ function registerResource(app: TypedApp, read: ReadRunner, d: ResourceDescriptor
     },
     async (request, reply) => {
       const { id } = request.params;
-      const result = await read(request.auth?.keyId, (db) => getRecord(db, d, request.tenant, id, request.query));
+      const noneMatch = request.headers['if-none-match'];
+      const isCurrent = noneMatch === undefined ? undefined : (etag: string) => noneMatchHits(noneMatch, etag);
+      const result = await read(request.auth?.keyId, (db) =>
+        isCurrent ? getRecord(db, d, request.tenant, id, request.query, isCurrent) : getRecord(db, d, request.tenant, id, request.query),
+      );
       reply.header('etag', result.etag);
       // The client's copy is current: no body (the read was counted like any other). Sent undefined, not null: Fastify
       // serializes a null to `null` and announces its Content-Length of 4, a body the 304 does not carry, and a client
       // that trusts the length (wrk's HTTP parser) waits for those 4 bytes on a kept-alive connection.
-      if (noneMatchHits(request.headers['if-none-match'], result.etag)) return reply.code(304).send(undefined as unknown as null);
+      if ('notModified' in result) return reply.code(304).send(undefined as unknown as null);
       serializeWith(reply, result.sparse ? item.sparse : item.whole);
       return itemEnvelope(request, result.data);
     },
