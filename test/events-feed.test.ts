@@ -3,6 +3,7 @@
 // walks that always return a cursor; filters; the long poll; scopes, modules, accounts and modes.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { longPollHooks } from '../src/events/event-routes.ts';
 import { importObject } from '../src/import/stream-import.ts';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
@@ -153,6 +154,30 @@ describe('events feed', () => {
     );
     assert.equal((await s.request('GET', '/v1/events?sort=updated_at', { key })).body.detail, 'sort_field_not_allowed:updated_at');
     assert.equal((await s.request('GET', '/v1/events?sort=created_at&wait=31', { key })).body.detail, 'invalid_wait');
+  });
+
+  it('lists no event older than 30 days, newest first, forward, and with keys left out', async () => {
+    const { key } = await writer(s);
+    const ids: string[] = [];
+    for (const name of ['Old', 'Month', 'Now']) {
+      const created = await s.request('POST', '/v1/customers', { key, body: { full_name: name, phone: '1' } });
+      assert.equal(created.status, 201, created.text);
+      ids.push(created.body.data.id);
+    }
+    const events = (await walk(s, key)).events;
+    assert.equal(events.length, 3);
+    const [old, month] = events as [Event, Event, Event];
+    await sql`UPDATE events SET created_at = created_at - interval '31 days' WHERE id = ${old.id}`.execute(s.db);
+    await sql`UPDATE events SET created_at = created_at - interval '29 days' WHERE id = ${month.id}`.execute(s.db);
+    const names = (page: Event[]) => page.map((e) => e.data.object.full_name);
+    const newest = await s.request('GET', '/v1/events?limit=10', { key });
+    assert.equal(newest.status, 200, newest.text);
+    assert.deepEqual(names(newest.body.data), ['Now', 'Month']);
+    assert.deepEqual(names((await walk(s, key)).events), ['Month', 'Now']);
+    // Leaving out another key's writes takes the list's other path: the same retention.
+    const others = await s.request('GET', '/v1/events?limit=10&filter[origin_key_id][neq]=00000000-0000-4000-8000-000000000001', { key });
+    assert.equal(others.status, 200, others.text);
+    assert.deepEqual(names(others.body.data), ['Now', 'Month']);
   });
 
   it('holds a long poll until an event arrives', async () => {

@@ -7,7 +7,7 @@ import type { AuthContext, Tenant } from '../domain/tenant.ts';
 import type { Pagination } from '../http/envelope.ts';
 import type { Db } from '../infra/db/engine/database.ts';
 import { selectScoped } from '../infra/db/tenancy/tenancy.ts';
-import { CURSOR_KEY, compileList } from '../query/compile.ts';
+import { CURSOR_KEY, compileList, listStatement, type Query } from '../query/compile.ts';
 import type { QueryableResource } from '../query/contract.ts';
 import { encodeCursor } from '../query/cursor.ts';
 import { outputRow } from '../query/output.ts';
@@ -40,10 +40,21 @@ export function readableEventResources(auth: AuthContext): string[] {
   });
 }
 
-/** The events descriptor narrowed to the visible resources (literal values from a fixed list). */
-const visibleEvents = (resources: readonly string[]): QueryableResource => ({ ...EVENTS_QUERYABLE, where: { resource: resources } });
+/** The events descriptor narrowed to the visible resources (literal values from a fixed list): one object per set of
+ *  resources, since the statement cache keeps a list's SQL text per descriptor. */
+const narrowed = new Map<string, QueryableResource>();
+const visibleEvents = (resources: readonly string[]): QueryableResource => {
+  const name = resources.join(',');
+  let d = narrowed.get(name);
+  if (!d) {
+    d = { ...EVENTS_QUERYABLE, where: { resource: [...resources] } };
+    narrowed.set(name, d);
+  }
+  return d;
+};
 
 const retentionCutoff = () => sql`now() - interval '${sql.raw(String(RETENTION_DAYS))} days'`;
+const withinRetention = (q: Query): Query => q.where('created_at', '>', retentionCutoff());
 
 /** Where a forward walk over an empty feed starts: before every event. */
 const START_CURSOR = encodeCursor('created_at', '1970-01-01T00:00:00.000000Z', '00000000-0000-0000-0000-000000000000');
@@ -95,12 +106,19 @@ export async function listEvents(db: Db, tenant: Tenant, resources: readonly str
   const meta = rowMeta(eventRow);
   const given = typeof (query as Row | null)?.cursor === 'string' && (query as Row).cursor !== '' ? String((query as Row).cursor) : null;
   const rows: Row[] = [];
-  if (resources.length > 0) {
+  if (resources.length > 0 && !notExcluded) {
+    // The page's statements from their cached text, as a resource's list (query/compile.ts).
+    for (let segment = 0; rows.length <= plan.limit; segment++) {
+      const statement = listStatement(db, d, plan, tenant, segment, plan.limit + 1 - rows.length, withinRetention);
+      if (!statement) break;
+      rows.push(...((await db.executeQuery(statement)).rows as Row[]));
+    }
+  } else if (resources.length > 0 && notExcluded) {
+    // Keys left out are values the cached text could not carry: this list is built each time.
     for (const segment of compileList(db, d, plan, tenant)) {
       const need = plan.limit + 1 - rows.length;
       if (need <= 0) break;
-      const kept = notExcluded ? segment.where(notExcluded) : segment;
-      rows.push(...((await kept.where('created_at', '>', retentionCutoff()).limit(sql.lit(need)).execute()) as Row[]));
+      rows.push(...((await withinRetention(segment.where(notExcluded)).limit(sql.lit(need)).execute()) as Row[]));
     }
   }
   const hasMore = rows.length > plan.limit;

@@ -189,6 +189,9 @@ function listShape(plan: ListPlan): string | null {
  * every execution again (a custom plan); with the number in the text, it keeps one generic plan per
  * connection wherever that plan costs no more than the custom ones (docs/performance.md, "Fifth
  * round"). A limit is an integer of 1..101, so a shape has at most that many texts.
+ *
+ * `within` adds conditions written in the text, with no value of their own (the feed's retention): the same for
+ * every call with this `d`, since the cached text is the owner's.
  */
 export function listStatement(
   db: Db,
@@ -197,6 +200,7 @@ export function listStatement(
   scope: Tenant,
   segment: number,
   limit: number,
+  within: (q: Query) => Query = (q) => q,
 ): CompiledQuery | undefined {
   const values: unknown[] = [];
   // As text, the way the builders above send every value.
@@ -206,7 +210,7 @@ export function listStatement(
   return statementCache(db).statement(d, shape === null ? null : `${shape}|${rows}`, segment, values, (bound) => {
     let i = 0;
     const [p, s] = mapListValues(plan, scope, () => bound[i++]);
-    return compileList(db, d, p, s).map((q) => q.limit(sql.lit(rows)));
+    return compileList(db, d, p, s).map((q) => within(q).limit(sql.lit(rows)));
   });
 }
 
