@@ -106,19 +106,19 @@ export async function listEvents(db: Db, tenant: Tenant, resources: readonly str
   const meta = rowMeta(eventRow);
   const given = typeof (query as Row | null)?.cursor === 'string' && (query as Row).cursor !== '' ? String((query as Row).cursor) : null;
   const rows: Row[] = [];
-  if (resources.length > 0 && !notExcluded) {
-    // The page's statements from their cached text, as a resource's list (query/compile.ts).
-    for (let segment = 0; rows.length <= plan.limit; segment++) {
-      const statement = listStatement(db, d, plan, tenant, segment, plan.limit + 1 - rows.length, withinRetention);
-      if (!statement) break;
-      rows.push(...((await db.executeQuery(statement)).rows as Row[]));
-    }
-  } else if (resources.length > 0 && notExcluded) {
+  if (resources.length > 0 && notExcluded) {
     // Keys left out are values the cached text could not carry: this list is built each time.
     for (const segment of compileList(db, d, plan, tenant)) {
       const need = plan.limit + 1 - rows.length;
       if (need <= 0) break;
       rows.push(...((await withinRetention(segment.where(notExcluded)).limit(sql.lit(need)).execute()) as Row[]));
+    }
+  } else if (resources.length > 0) {
+    // The page's statements from their cached text, as a resource's list (query/compile.ts).
+    for (let segment = 0; rows.length <= plan.limit; segment++) {
+      const statement = listStatement(db, d, plan, tenant, segment, plan.limit + 1 - rows.length, withinRetention);
+      if (!statement) break;
+      rows.push(...((await db.executeQuery(statement)).rows as Row[]));
     }
   }
   const hasMore = rows.length > plan.limit;

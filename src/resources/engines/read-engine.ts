@@ -178,19 +178,15 @@ export interface CurrentCopy {
   notModified: true;
 }
 
+/** What names the record a GET by id reads. */
+type RecordArgs = [db: Db, d: ResourceDescriptor, tenant: Tenant | null, id: string, query: unknown];
+
 /**
  * GET by id. `isCurrent` (a conditional GET's If-None-Match) is asked the tag as soon as the record's row is read: when
  * the client's copy is current the answer is a 304, so the includes are not read at all.
  */
-export async function getRecord(db: Db, d: ResourceDescriptor, tenant: Tenant | null, id: string, query: unknown): Promise<RecordResult>;
-export async function getRecord(
-  db: Db,
-  d: ResourceDescriptor,
-  tenant: Tenant | null,
-  id: string,
-  query: unknown,
-  isCurrent: (etag: string) => boolean,
-): Promise<RecordResult | CurrentCopy>;
+export function getRecord(...args: RecordArgs): Promise<RecordResult>;
+export function getRecord(...args: [...RecordArgs, isCurrent: (etag: string) => boolean]): Promise<RecordResult | CurrentCopy>;
 export async function getRecord(
   db: Db,
   d: ResourceDescriptor,

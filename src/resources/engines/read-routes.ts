@@ -100,10 +100,8 @@ function registerResource(app: TypedApp, read: ReadRunner, d: ResourceDescriptor
     async (request, reply) => {
       const { id } = request.params;
       const noneMatch = request.headers['if-none-match'];
-      const isCurrent = noneMatch === undefined ? undefined : (etag: string) => noneMatchHits(noneMatch, etag);
-      const result = await read(request.auth?.keyId, (db) =>
-        isCurrent ? getRecord(db, d, request.tenant, id, request.query, isCurrent) : getRecord(db, d, request.tenant, id, request.query),
-      );
+      const isCurrent = (etag: string) => noneMatchHits(noneMatch, etag);
+      const result = await read(request.auth?.keyId, (db) => getRecord(db, d, request.tenant, id, request.query, isCurrent));
       reply.header('etag', result.etag);
       // The client's copy is current: no body (the read was counted like any other). Sent undefined, not null: Fastify
       // serializes a null to `null` and announces its Content-Length of 4, a body the 304 does not carry, and a client
