@@ -112,6 +112,9 @@ describe('webhooks', () => {
       assert.ok(rows[2].next_attempt_at);
       assert.equal(rows[0].next_attempt_at, null);
       assert.equal(rows[2].response_body.length, 1024, 'at most 1 kB of the answer is kept');
+      // The two failures started a failing streak; the success that followed ended it.
+      const streak = await s.db.selectFrom('webhook_endpoints').select('failing_since').where('id', '=', ep.id).executeTakeFirstOrThrow();
+      assert.equal(streak.failing_since, null);
       const page = await s.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries?limit=2`, { key });
       const rest = await s.request('GET', `/v1/webhook-endpoints/${ep.id}/deliveries?limit=2&cursor=${page.body.pagination.next_cursor}`, {
         key,
@@ -365,6 +368,31 @@ describe('webhooks on a graceful stop', () => {
       await receiver.close();
       await database.close();
       await database.drop();
+    }
+  });
+});
+
+describe('webhooks with one endpoint that does not answer', () => {
+  it('posts to the other endpoints meanwhile', async () => {
+    const slow = await startReceiver(() => 'hang');
+    const quick = await startReceiver();
+    // The slow endpoint's attempt stays open for the whole test: the worker must not wait for it.
+    const s = await startTestServer({ env: { ...LOCAL, BALCAO_WEBHOOK_TIMEOUT_SECONDS: '120' } });
+    try {
+      const first = await writer(s);
+      const second = await writer(s);
+      await endpoint(s, first.key, slow.url);
+      await endpoint(s, second.key, quick.url);
+      await s.request('POST', '/v1/suppliers', { key: first.key, body: { name: 'Held' } });
+      await slow.until((r) => r.length === 1);
+      await s.request('POST', '/v1/suppliers', { key: second.key, body: { name: 'Delivered' } });
+      await quick.until((r) => r.length === 1);
+      assert.equal(JSON.parse(quick.received[0]?.body ?? '{}').data.object.name, 'Delivered');
+      assert.equal(slow.hangingOpen(), 1, 'the slow endpoint\u2019s attempt is still waiting for its answer');
+    } finally {
+      await slow.close();
+      await quick.close();
+      await s.close();
     }
   });
 });

@@ -29,7 +29,10 @@ import { type AttemptOutcome, postWebhook } from './post-webhook.ts';
 import { signatureHeader } from './signing.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
 
-const BATCH = 10;
+/** Deliveries claimed by one query at most. */
+const BATCH = 50;
+/** Attempts posted at once by one worker: a slow endpoint holds one of these, not the others' turn. */
+const MAX_IN_FLIGHT = 50;
 const LEASE_MARGIN_MS = 10_000;
 /** Longest sleep when nothing is due: bounds how late a lease left by a killed instance is noticed. */
 const IDLE_MS = 30_000;
@@ -71,10 +74,14 @@ export class DeliveryWorker {
   private readonly owner = randomUUID();
   private readonly leaseMs: number;
   private timer: NodeJS.Timeout | undefined;
+  private timerAt = 0;
   private retentionTimer: NodeJS.Timeout | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private running: Promise<void> | undefined;
   private again = false;
+  /** The last claim found more due than it took: each attempt that ends looks again. */
+  private backlog = false;
+  private readonly inFlight = new Set<Promise<void>>();
   private stopped = false;
   private readonly abort = new AbortController();
   /** Attempts recorded by this worker since start, by outcome (webhook-metrics.ts reads them); `given_up` counts
@@ -95,7 +102,7 @@ export class DeliveryWorker {
   async start(): Promise<void> {
     this.unlisten = await this.database.listen(DELIVERIES_CHANNEL, () => this.kick());
     this.retentionTimer = setInterval(() => void this.purgeExpired(), RETENTION_EVERY_MS).unref();
-    this.timer = setTimeout(() => this.kick(), FIRST_CYCLE_AFTER_MS).unref();
+    this.wakeAt(Date.now() + FIRST_CYCLE_AFTER_MS);
   }
 
   /** Stops claiming; lets attempts in flight finish for a moment, then aborts and releases them. */
@@ -104,11 +111,13 @@ export class DeliveryWorker {
     clearTimeout(this.timer);
     clearInterval(this.retentionTimer);
     await this.unlisten?.().catch(() => {});
-    if (this.running) {
+    await this.running;
+    if (this.inFlight.size > 0) {
+      const settled = Promise.all(this.inFlight).then(() => 'done');
       const grace = new Promise((resolve) => setTimeout(resolve, STOP_GRACE_MS).unref());
-      if ((await Promise.race([this.running.then(() => 'done'), grace])) !== 'done') {
+      if ((await Promise.race([settled, grace])) !== 'done') {
         this.abort.abort();
-        await this.running;
+        await settled;
       }
     }
   }
@@ -121,6 +130,7 @@ export class DeliveryWorker {
       return;
     }
     clearTimeout(this.timer);
+    this.timer = undefined;
     this.running = this.cycle()
       .catch((err) => this.log.error({ err }, 'webhook delivery cycle failed'))
       .finally(() => {
@@ -129,7 +139,7 @@ export class DeliveryWorker {
         if (this.again) {
           this.again = false;
           this.kick();
-        } else void this.scheduleNext();
+        } else if (!(this.backlog && this.inFlight.size > 0)) void this.scheduleNext(); // else an attempt's end looks again
       });
   }
 
@@ -146,16 +156,45 @@ export class DeliveryWorker {
       this.log.error({ err }, 'webhook scheduling failed');
     }
     if (this.stopped || this.running) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.kick(), wait).unref();
+    this.wakeAt(Date.now() + wait);
   }
 
+  /** Sets the timer of the next cycle to `at`, or keeps an earlier one: a cycle that finds nothing due schedules again. */
+  private wakeAt(at: number): void {
+    if (this.stopped || (this.timer && this.timerAt <= at)) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.kick();
+      },
+      Math.max(0, at - Date.now()),
+    ).unref();
+  }
+
+  /**
+   * Claims as many due deliveries as there is room for and starts posting them, without waiting for them: an
+   * attempt that ends makes room, and looks again when the last claim left some due (a NOTIFY or the timer
+   * brings the rest). So one slow endpoint delays its own deliveries only.
+   */
   private async cycle(): Promise<void> {
     for (;;) {
-      if (this.stopped) return;
-      const { claimed, due } = await this.claim();
-      await Promise.all(claimed.map((c) => this.deliver(c)));
-      if (due < BATCH) return;
+      const room = MAX_IN_FLIGHT - this.inFlight.size;
+      if (this.stopped || room <= 0) return;
+      const limit = Math.min(room, BATCH);
+      const { claimed, due } = await this.claim(limit);
+      for (const c of claimed) {
+        const attempt: Promise<void> = this.deliver(c)
+          .catch((err: unknown) => this.log.error({ err, delivery: c.id }, 'webhook attempt failed to run'))
+          .finally(() => {
+            this.inFlight.delete(attempt);
+            if (this.backlog) this.kick();
+          });
+        this.inFlight.add(attempt);
+      }
+      this.backlog = due >= limit;
+      if (!this.backlog) return;
     }
   }
 
@@ -165,13 +204,13 @@ export class DeliveryWorker {
    * re-checked after its lock and left out). No FOR UPDATE, which Citus refuses across shards;
    * `due` tells the cycle whether more may be waiting.
    */
-  private async claim(): Promise<{ claimed: Claimed[]; due: number }> {
+  private async claim(limit: number): Promise<{ claimed: Claimed[]; due: number }> {
     const db = this.database.db;
     const { rows: due } = await sql<AccountKey>`
       SELECT ${accountColumnSql('d')} AS account_id, d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameScopeSql('e', 'd', 'account')} AND e.id = d.endpoint_id
       WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) AND e.enabled
       ORDER BY d.next_attempt_at
-      LIMIT ${BATCH}`.execute(db);
+      LIMIT ${limit}`.execute(db);
     if (due.length === 0) return { claimed: [], due: 0 };
     const { rows } = await sql<AccountKey>`
       UPDATE webhook_deliveries SET lease_until = now() + cast(${`${this.leaseMs} milliseconds`} as interval), lease_owner = ${this.owner}
@@ -258,6 +297,45 @@ export class DeliveryWorker {
     const delay = outcome.ok ? undefined : schedule[attempt - 1];
     const status = outcome.ok ? 'succeeded' : delay === undefined ? 'failed' : 'pending';
     const nextAt = delay === undefined ? null : new Date(Date.now() + withJitter(delay));
+    if (outcome.ok) await this.recordSuccess(c, attempt, outcome);
+    else {
+      await this.recordFailure(c, attempt, status, nextAt, outcome);
+      // Attempts end after their cycle: the retry's time is known here, with no query.
+      if (nextAt) this.wakeAt(nextAt.getTime());
+    }
+    this.outcomes[outcome.ok ? 'succeeded' : 'failed'] += 1;
+    if (status === 'failed') this.outcomes.given_up += 1;
+    if (!outcome.ok) this.log.info({ delivery: c.id, attempt, status: outcome.status, error: outcome.error }, 'webhook attempt failed');
+  }
+
+  /**
+   * The common outcome in one statement, so one round trip and one commit: the delivery marked succeeded, its
+   * attempt recorded, and its endpoint no longer failing. A delivery deleted while it was posted (its endpoint
+   * deleted, or its event past retention) updates no row, and then nothing else is written. The attempt's values
+   * are cast: in a SELECT list PostgreSQL does not infer them from the columns they go to.
+   */
+  private async recordSuccess(c: Claimed, attempt: number, outcome: AttemptOutcome): Promise<void> {
+    const scope = conditionScopedSql({ accountId: c.accountId });
+    await sql`
+      WITH delivered AS (
+        UPDATE webhook_deliveries
+        SET status = 'succeeded', attempt_count = ${attempt}, next_attempt_at = NULL, lease_until = NULL, lease_owner = NULL
+        WHERE ${scope} AND id = ${c.id}
+        RETURNING id
+      ), recorded AS (
+        INSERT INTO webhook_attempts (${columnsScopedSql(['delivery_id', 'endpoint_id', 'event_id', 'event_type', 'attempt_number', 'response_status', 'error', 'response_body', 'duration_ms'])})
+        SELECT cast(${c.accountId} as uuid), cast(${c.mode} as text), id, cast(${c.endpoint_id} as uuid), cast(${String(c.event.id)} as uuid),
+               cast(${String(c.event.type)} as text), cast(${attempt} as integer), cast(${outcome.status} as integer), cast(${outcome.error} as text),
+               cast(${outcome.body} as text), cast(${outcome.durationMs} as integer)
+        FROM delivered
+      )
+      UPDATE webhook_endpoints SET failing_since = NULL
+      WHERE ${scope} AND id = ${c.endpoint_id} AND failing_since IS NOT NULL AND EXISTS (SELECT 1 FROM delivered)`.execute(
+      this.database.db,
+    );
+  }
+
+  private async recordFailure(c: Claimed, attempt: number, status: string, nextAt: Date | null, outcome: AttemptOutcome): Promise<void> {
     await this.database.db.transaction().execute(async (trx) => {
       const updated = await sql`
         UPDATE webhook_deliveries
@@ -271,12 +349,6 @@ export class DeliveryWorker {
                 ${outcome.status}, ${outcome.error}, ${outcome.body}, ${outcome.durationMs}, ${nextAt?.toISOString() ?? null})`.execute(
         trx,
       );
-      if (outcome.ok) {
-        await sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE ${conditionScopedSql({ accountId: c.accountId })} AND id = ${c.endpoint_id} AND failing_since IS NOT NULL`.execute(
-          trx,
-        );
-        return;
-      }
       // Two statements, not one with now() inside CASE/COALESCE, which Citus refuses in an UPDATE:
       // the first sees the failing_since of before this failure, as one statement's CASE would.
       await sql`
@@ -289,9 +361,6 @@ export class DeliveryWorker {
         trx,
       );
     });
-    this.outcomes[outcome.ok ? 'succeeded' : 'failed'] += 1;
-    if (status === 'failed') this.outcomes.given_up += 1;
-    if (!outcome.ok) this.log.info({ delivery: c.id, attempt, status: outcome.status, error: outcome.error }, 'webhook attempt failed');
   }
 
   /** Retention: events (with their deliveries and attempts) go after RETENTION_DAYS. */

@@ -16,6 +16,8 @@ export type Answer = number | 'hang';
 export interface Receiver {
   url: string;
   received: Received[];
+  /** Requests answered 'hang' whose sender still waits (has not given up and closed the connection). */
+  hangingOpen(): number;
   /** Resolves once `check(received)` is true; rejects after `ms`. */
   until(check: (received: Received[]) => boolean, ms?: number): Promise<void>;
   close(): Promise<void>;
@@ -41,6 +43,7 @@ export async function startReceiver(respond: (r: Received, index: number) => Ans
       for (const w of waiters) w();
       if (answer === 'hang') {
         hanging.add(res);
+        res.once('close', () => hanging.delete(res));
         return;
       }
       res.writeHead(answer, { 'content-type': 'text/plain' }).end(answer >= 400 ? 'x'.repeat(5000) : 'ok');
@@ -52,6 +55,7 @@ export async function startReceiver(respond: (r: Received, index: number) => Ans
   return {
     url: `http://127.0.0.1:${port}/hook`,
     received,
+    hangingOpen: () => hanging.size,
     until(check, ms = 20_000) {
       if (check(received)) return Promise.resolve();
       return new Promise((resolve, reject) => {
