@@ -30,7 +30,7 @@ import { signatureHeader } from './signing.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
 
 /** Deliveries claimed by one query at most. */
-const BATCH = 50;
+const BATCH = 20;
 /** Attempts posted at once by one worker: a slow endpoint holds one of these, not the others' turn. */
 const MAX_IN_FLIGHT = 50;
 const LEASE_MARGIN_MS = 10_000;
