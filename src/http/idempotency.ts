@@ -3,7 +3,7 @@
 // It does so one way: a part of the write's tail (`KeyInWrite.beside`), which records a new key, or stores the
 // response under a claim taken before. Other POSTs claim it in preValidation (`claim`: or replay / refuse); onSend
 // stores any other response (a 422) or releases the key. Other methods never declare these hooks.
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, errors } from '../errors/app-error.ts';
 import {
@@ -49,9 +49,7 @@ type RecordBeside = (written: { record?: Row; object?: Row; placeholders?: reado
 
 /** Hash of method, path (without query) and canonical body. */
 export function requestSignature(method: string, path: string, body: unknown): string {
-  return createHash('sha256')
-    .update(`${method}\n${path}\n${canonicalJson(body)}`)
-    .digest('hex');
+  return hash('sha256', `${method}\n${path}\n${canonicalJson(body)}`, 'hex');
 }
 
 /** A key still in flight, a key used for another request, a key of the wrong size. */

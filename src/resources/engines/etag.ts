@@ -2,16 +2,15 @@
 // the record's id and its updated_at at microsecond precision, read in the statement that reads the
 // record anyway (no extra round trip). Every change goes through the write engine, which moves
 // updated_at strictly forward (docs/decisions.md), so the tag changes when, and only when, the record does.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { VERSION_KEY } from '../../query/version.ts';
 
 export { VERSION_KEY, versionSql } from '../../query/version.ts';
 
 /** The strong tag of one version of one record: opaque, compared byte for byte. */
 export function etagOf(id: unknown, version: unknown): string {
-  const digest = createHash('sha256')
-    .update(`${String(id)}|${version == null ? '' : String(version)}`)
-    .digest('base64url');
+  // One-shot `crypto.hash`, as for API keys (domain/api-keys.ts): every answered record is tagged.
+  const digest = hash('sha256', `${String(id)}|${version == null ? '' : String(version)}`, 'base64url');
   return `"${digest.slice(0, 27)}"`;
 }
 
