@@ -372,7 +372,7 @@ describe('webhooks on a graceful stop', () => {
   });
 });
 
-describe('webhooks with one endpoint that does not answer', () => {
+describe('webhooks to endpoints that do not answer', () => {
   it('posts to the other endpoints meanwhile', async () => {
     const slow = await startReceiver(() => 'hang');
     const quick = await startReceiver();
@@ -392,6 +392,33 @@ describe('webhooks with one endpoint that does not answer', () => {
     } finally {
       await slow.close();
       await quick.close();
+      await s.close();
+    }
+  });
+
+  it('posts at most 20 attempts at once to one endpoint', async () => {
+    const receiver = await startReceiver(() => 'hang');
+    const s = await startTestServer({ env: { ...LOCAL, BALCAO_WEBHOOK_TIMEOUT_SECONDS: '120' } });
+    try {
+      const { key } = await writer(s);
+      const ep = await endpoint(s, key, receiver.url);
+      // One transaction of 25 creations: its 25 deliveries are made together; a claim takes 20 at most, and the next
+      // one must leave the full endpoint's other 5 due.
+      const operations = Array.from({ length: 25 }, (_, i) => ({ method: 'POST', path: '/v1/suppliers', body: { name: `F${i}` } }));
+      const batch = await s.request('POST', '/v1/batch', { key, body: { atomic: true, operations } });
+      assert.equal(batch.status, 200, batch.text);
+      await receiver.until((r) => r.length === 20);
+      await captured(s.database);
+      const deliveries = await s.db
+        .selectFrom('webhook_deliveries')
+        .select(['lease_owner', 'attempt_count'])
+        .where('endpoint_id', '=', ep.id)
+        .execute();
+      assert.equal(deliveries.length, 25);
+      assert.equal(deliveries.filter((d) => d.lease_owner !== null).length, 20, 'twenty leased and posted, five left due');
+      assert.equal(receiver.hangingOpen(), 20);
+    } finally {
+      await receiver.close();
       await s.close();
     }
   });

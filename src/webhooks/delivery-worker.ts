@@ -33,6 +33,8 @@ import type { Tracing } from '../telemetry/tracing.ts';
 const BATCH = 20;
 /** Attempts posted at once by one worker: a slow endpoint holds one of these, not the others' turn. */
 const MAX_IN_FLIGHT = 50;
+/** Attempts posted at once to one endpoint by one worker: a burst of events does not flood one receiver. */
+const PER_ENDPOINT = 20;
 const LEASE_MARGIN_MS = 10_000;
 /** Longest sleep when nothing is due: bounds how late a lease left by a killed instance is noticed. */
 const IDLE_MS = 30_000;
@@ -57,6 +59,8 @@ interface Claimed {
   secret: string;
   previous_secret: string | null;
   event: Row;
+  /** Its POST has ended (delivery-worker `posted`). */
+  posted?: boolean;
 }
 
 /** What an attempt's span says of its outcome: the status, or the kind of failure (never the answer's body). */
@@ -82,6 +86,8 @@ export class DeliveryWorker {
   /** The last claim found more due than it took: each attempt that ends looks again. */
   private backlog = false;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Attempts in flight by endpoint id. */
+  private readonly atEndpoint = new Map<string, number>();
   private stopped = false;
   private readonly abort = new AbortController();
   /** Attempts recorded by this worker since start, by outcome (webhook-metrics.ts reads them); `given_up` counts
@@ -176,48 +182,74 @@ export class DeliveryWorker {
   /**
    * Claims as many due deliveries as there is room for and starts posting them, without waiting for them: an
    * attempt that ends makes room, and looks again when the last claim left some due (a NOTIFY or the timer
-   * brings the rest). So one slow endpoint delays its own deliveries only.
+   * brings the rest). So one slow endpoint delays its own deliveries only, and gets at most PER_ENDPOINT at once.
    */
   private async cycle(): Promise<void> {
     for (;;) {
       const room = MAX_IN_FLIGHT - this.inFlight.size;
       if (this.stopped || room <= 0) return;
       const limit = Math.min(room, BATCH);
-      const { claimed, due } = await this.claim(limit);
+      const { claimed, due, heldBack } = await this.claim(limit);
       for (const c of claimed) {
+        this.atEndpoint.set(c.endpoint_id, (this.atEndpoint.get(c.endpoint_id) ?? 0) + 1);
         const attempt: Promise<void> = this.deliver(c)
           .catch((err: unknown) => this.log.error({ err, delivery: c.id }, 'webhook attempt failed to run'))
           .finally(() => {
             this.inFlight.delete(attempt);
+            this.posted(c);
             if (this.backlog) this.kick();
           });
         this.inFlight.add(attempt);
       }
-      this.backlog = due >= limit;
+      // Held back for a full endpoint: due, and claimed once one of that endpoint's attempts ends.
+      this.backlog = due >= limit || heldBack;
       if (!this.backlog) return;
     }
+  }
+
+  /** The endpoint's POST of `c` has ended (called again when its attempt ends: counted once). Its turn at the
+   *  endpoint is over even while the attempt is being recorded: PER_ENDPOINT bounds the receiver's load. */
+  private posted(c: Claimed): void {
+    if (c.posted) return;
+    c.posted = true;
+    const left = (this.atEndpoint.get(c.endpoint_id) ?? 1) - 1;
+    if (left > 0) this.atEndpoint.set(c.endpoint_id, left);
+    else this.atEndpoint.delete(c.endpoint_id);
+    if (this.backlog) this.kick();
   }
 
   /**
    * Due deliveries no live lease holds, leased to this worker: the due ones are read, then leased by
    * an UPDATE that checks again that no lease holds them (a row another worker leased meanwhile is
    * re-checked after its lock and left out). No FOR UPDATE, which Citus refuses across shards;
-   * `due` tells the cycle whether more may be waiting.
+   * `due` tells the cycle whether more may be waiting, `heldBack` that some due ones wait for room at their endpoint.
    */
-  private async claim(limit: number): Promise<{ claimed: Claimed[]; due: number }> {
+  private async claim(limit: number): Promise<{ claimed: Claimed[]; due: number; heldBack: boolean }> {
     const db = this.database.db;
-    const { rows: due } = await sql<AccountKey>`
-      SELECT ${accountColumnSql('d')} AS account_id, d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameScopeSql('e', 'd', 'account')} AND e.id = d.endpoint_id
+    const full = [...this.atEndpoint].filter(([, n]) => n >= PER_ENDPOINT).map(([id]) => id);
+    const { rows: due } = await sql<AccountKey & { endpoint_id: string }>`
+      SELECT ${accountColumnSql('d')} AS account_id, d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON ${sameScopeSql('e', 'd', 'account')} AND e.id = d.endpoint_id
       WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) AND e.enabled
+        ${full.length > 0 ? sql`AND d.endpoint_id <> ALL(cast(${full} as uuid[]))` : sql``}
       ORDER BY d.next_attempt_at
       LIMIT ${limit}`.execute(db);
-    if (due.length === 0) return { claimed: [], due: 0 };
+    if (due.length === 0) return { claimed: [], due: 0, heldBack: false };
+    // At most PER_ENDPOINT in flight per endpoint: the rest stays due for a later claim.
+    const taken = new Map<string, number>();
+    const fits = due.filter((r) => {
+      const n = (this.atEndpoint.get(r.endpoint_id) ?? 0) + (taken.get(r.endpoint_id) ?? 0);
+      if (n >= PER_ENDPOINT) return false;
+      taken.set(r.endpoint_id, (taken.get(r.endpoint_id) ?? 0) + 1);
+      return true;
+    });
+    const heldBack = fits.length < due.length;
+    if (fits.length === 0) return { claimed: [], due: due.length, heldBack };
     const { rows } = await sql<AccountKey>`
       UPDATE webhook_deliveries SET lease_until = now() + cast(${`${this.leaseMs} milliseconds`} as interval), lease_owner = ${this.owner}
-      WHERE ${keysScopedSql(due)}
+      WHERE ${keysScopedSql(fits)}
         AND status = 'pending' AND (lease_until IS NULL OR lease_until < now())
       RETURNING ${accountColumnSql()} AS account_id, id`.execute(db);
-    if (rows.length === 0) return { claimed: [], due: due.length };
+    if (rows.length === 0) return { claimed: [], due: due.length, heldBack };
     // The queue serves every tenant: deliveries are addressed by the ids just claimed, and each
     // carries the tenant of its event into its attempt.
     const found = (
@@ -241,7 +273,7 @@ export class DeliveryWorker {
       previous_secret: (r.previous_secret as string | null) ?? null,
       event: outputRow(r, meta.fields, meta),
     }));
-    return { claimed, due: due.length };
+    return { claimed, due: due.length, heldBack };
   }
 
   private deliver(c: Claimed): Promise<void> {
@@ -276,6 +308,7 @@ export class DeliveryWorker {
       signal: this.abort.signal,
     });
     if (span) describeAttempt(span, outcome);
+    this.posted(c);
     try {
       if (outcome.aborted) await this.release(c);
       else await this.record(c, outcome);
