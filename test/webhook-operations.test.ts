@@ -191,6 +191,9 @@ describe('webhook operations', () => {
           .sort(),
       );
       for (const r of receiver.received) assert.equal(JSON.stringify(events.find((e) => e.id === r.id)), r.body);
+      // Received is not yet recorded: a replay while an attempt is in flight is that attempt (redelivery.ts), so the
+      // next replay waits for both attempts to be recorded.
+      await until('the first replay is recorded', () => attemptsOf(s, key, ep.id), { done: (rows) => rows.length === 2 });
 
       const since = await s.request('POST', `/v1/webhook-endpoints/${ep.id}/replay`, { key, body: { since: '2020-01-01T00:00:00Z' } });
       assert.deepEqual(since.body.data, { queued: 3, has_more: false, next_cursor: null });
