@@ -36,6 +36,18 @@ const MAX_IN_FLIGHT = 50;
 /** Attempts posted at once to one endpoint by one worker: a burst of events does not flood one receiver. */
 const PER_ENDPOINT = 20;
 const LEASE_MARGIN_MS = 10_000;
+/** An attempt's columns as both records insert them (a failure adds its next_attempt_at). */
+const ATTEMPT_COLUMNS = [
+  'delivery_id',
+  'endpoint_id',
+  'event_id',
+  'event_type',
+  'attempt_number',
+  'response_status',
+  'error',
+  'response_body',
+  'duration_ms',
+];
 /** Longest sleep when nothing is due: bounds how late a lease left by a killed instance is noticed. */
 const IDLE_MS = 30_000;
 const DISABLE_AFTER_DAYS = 5;
@@ -86,7 +98,7 @@ export class DeliveryWorker {
   /** The last claim found more due than it took: each attempt that ends looks again. */
   private backlog = false;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Attempts in flight by endpoint id. */
+  /** POSTs in flight by endpoint id (an attempt's record no longer counts: see `posted`). */
   private readonly atEndpoint = new Map<string, number>();
   private stopped = false;
   private readonly abort = new AbortController();
@@ -242,8 +254,8 @@ export class DeliveryWorker {
       taken.set(r.endpoint_id, (taken.get(r.endpoint_id) ?? 0) + 1);
       return true;
     });
+    // Never empty: full endpoints are left out by the query, so the first row always fits.
     const heldBack = fits.length < due.length;
-    if (fits.length === 0) return { claimed: [], due: due.length, heldBack };
     const { rows } = await sql<AccountKey>`
       UPDATE webhook_deliveries SET lease_until = now() + cast(${`${this.leaseMs} milliseconds`} as interval), lease_owner = ${this.owner}
       WHERE ${keysScopedSql(fits)}
@@ -356,7 +368,7 @@ export class DeliveryWorker {
         WHERE ${scope} AND id = ${c.id}
         RETURNING id
       ), recorded AS (
-        INSERT INTO webhook_attempts (${columnsScopedSql(['delivery_id', 'endpoint_id', 'event_id', 'event_type', 'attempt_number', 'response_status', 'error', 'response_body', 'duration_ms'])})
+        INSERT INTO webhook_attempts (${columnsScopedSql(ATTEMPT_COLUMNS)})
         SELECT cast(${c.accountId} as uuid), cast(${c.mode} as text), id, cast(${c.endpoint_id} as uuid), cast(${String(c.event.id)} as uuid),
                cast(${String(c.event.type)} as text), cast(${attempt} as integer), cast(${outcome.status} as integer), cast(${outcome.error} as text),
                cast(${outcome.body} as text), cast(${outcome.durationMs} as integer)
@@ -377,7 +389,7 @@ export class DeliveryWorker {
       // Deleted while it was posted (its endpoint deleted, or its event past retention): nothing left to record.
       if (Number(updated.numAffectedRows ?? 0) === 0) return;
       await sql`
-        INSERT INTO webhook_attempts (${columnsScopedSql(['delivery_id', 'endpoint_id', 'event_id', 'event_type', 'attempt_number', 'response_status', 'error', 'response_body', 'duration_ms', 'next_attempt_at'])})
+        INSERT INTO webhook_attempts (${columnsScopedSql([...ATTEMPT_COLUMNS, 'next_attempt_at'])})
         VALUES (${valuesScopedSql(c)}, ${c.id}, ${c.endpoint_id}, ${String(c.event.id)}, ${String(c.event.type)}, ${attempt},
                 ${outcome.status}, ${outcome.error}, ${outcome.body}, ${outcome.durationMs}, ${nextAt?.toISOString() ?? null})`.execute(
         trx,
