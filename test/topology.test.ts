@@ -146,8 +146,10 @@ if (!FULL) {
         TOPOLOGY_PGBOUNCER_PORT: String(bouncer),
         TOPOLOGY_REDIS_PORT: String(redis),
         TOPOLOGY_INSTANCE_PORTS: `${p1} ${p2} ${p3}`,
-        // Webhooks to the loopback receiver; attempts bounded short so a killed instance's lease ends soon.
-        TOPOLOGY_ENV: 'BALCAO_WEBHOOK_ALLOW_PRIVATE=1\nBALCAO_WEBHOOK_TIMEOUT_SECONDS=1\nBALCAO_WEBHOOK_RETRY_SCHEDULE=1,1,1,1,1',
+        // Webhooks to the loopback receiver. The timeout bounds a killed instance's lease (2 × timeout + a
+        // margin) yet is far above a loaded loopback answer: an answer slower than the timeout is a failed
+        // attempt, made again, and the test would see an id twice outside any stop.
+        TOPOLOGY_ENV: 'BALCAO_WEBHOOK_ALLOW_PRIVATE=1\nBALCAO_WEBHOOK_TIMEOUT_SECONDS=5\nBALCAO_WEBHOOK_RETRY_SCHEDULE=1,1,1,1,1',
       };
       up = true;
       await must(SCRIPT, ['up'], env);
