@@ -97,6 +97,7 @@ export async function startPostgres(dir: string): Promise<ThrowawayPostgres> {
 
 export interface ThrowawayRedis {
   url: string;
+  pid: number;
   stop(): void;
 }
 
@@ -118,7 +119,7 @@ export async function startRedis(): Promise<ThrowawayRedis> {
   };
   process.once('exit', stop);
   for (let i = 0; i < 100 && !spawnError; i++) {
-    if (await canConnect(port)) return { url: `redis://127.0.0.1:${port}`, stop };
+    if (await canConnect(port)) return { url: `redis://127.0.0.1:${port}`, pid: child.pid as number, stop };
     await new Promise((r) => setTimeout(r, 50));
   }
   stop();
@@ -216,9 +217,14 @@ export function waitForLine(child: ChildProcess, what: string): Promise<string> 
     });
     child.stdout?.on('data', (d) => {
       out += d;
-      if (out.includes('\n')) {
+      // V8's traces (`[bailout …`, from diagnosis flags) go to stdout too: the server's line is the first other one.
+      const line = out
+        .split('\n')
+        .slice(0, -1)
+        .find((l) => !l.startsWith('['));
+      if (line !== undefined) {
         clearTimeout(timer);
-        resolve(out.split('\n')[0]!);
+        resolve(line);
       }
     });
     child.once('exit', (code) => reject(new Error(`${what} exited with ${code}: ${err}`)));

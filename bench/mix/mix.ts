@@ -12,6 +12,11 @@
 // comes from: BENCH_MIX_ONLY (operations of MIX by name, separated by ';': only those are sent) and BENCH_MIX_SIDES
 // (balcao,bare,pgbench: the sides measured; pgbench replays the whole mix whatever BENCH_MIX_ONLY says);
 // BENCH_MIX_PROFILE=<folder>: `balcao serve` runs with `--cpu-prof` into that folder, one profile per round.
+// BENCH_MIX_NODE_FLAGS: more flags for `balcao serve`'s node (`--trace-deopt`), BENCH_MIX_STDOUT=<file>: where its
+// output goes (appended).
+// BENCH_MIX_PERF=<folder>: each measured round is recorded by `perf record -a -g` (every process and the kernel,
+// on-CPU time only), into <folder>/<side>-<round>.data; the servers run with `--perf-basic-prof` so that their
+// JavaScript frames have names (`perf report -i <file> --sort comm,dso,sym`).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -39,6 +44,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? (QUICK ? 5 : 10));
 const PAIRS = Number(process.env.BENCH_PAIRS ?? (QUICK ? 2 : 3));
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? (QUICK ? 3 : 8));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const PERF_DIR = process.env.BENCH_MIX_PERF ? path.resolve(process.env.BENCH_MIX_PERF) : undefined;
 const WRK_THREADS = Number(process.env.BENCH_WRK_THREADS ?? 1);
 const SEQUENCE_LENGTH = 20_000;
 const dir = process.env.BENCH_DIR ?? path.join(os.tmpdir(), 'balcao-bench-mix');
@@ -63,6 +69,10 @@ interface Round {
   rss: number;
   nodeCpuMs: number;
   pgCpuMs: number;
+  /** Redis's CPU per request (the rate-limit counters; none for the bare server). */
+  redisCpuMs: number;
+  /** Every process's CPU per request, the kernel's included (all cores busy time, /proc/stat): what the 2 cores gave. */
+  machineCpuMs: number;
   /** Database transactions per request answered (the server's own background work included). */
   transactionsPerRequest: number;
 }
@@ -73,18 +83,21 @@ async function startBalcao(databaseUrl: string, redisUrl: string): Promise<Serve
   delete env.LOG_LEVEL;
   env.BALCAO_WEBHOOK_ALLOW_PRIVATE = '1'; // the receiver is on loopback
   const profile = process.env.BENCH_MIX_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_MIX_PROFILE)}`] : [];
+  if (PERF_DIR) profile.push('--perf-basic-prof');
+  if (process.env.BENCH_MIX_NODE_FLAGS) profile.push(...process.env.BENCH_MIX_NODE_FLAGS.split(' '));
   const child = spawn(process.execPath, [...LAUNCHER_FLAGS, ...profile, path.join(root, 'bin/balcao.js'), 'serve', '--json'], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
+  if (process.env.BENCH_MIX_STDOUT) child.stdout?.pipe(fs.createWriteStream(process.env.BENCH_MIX_STDOUT, { flags: 'a' }));
   const line = await waitForLine(child, 'balcao serve');
   child.stderr?.resume();
   return { base: JSON.parse(line).url, pid: child.pid!, stop: () => stopChild(child) };
 }
 
 async function startBare(databaseUrl: string): Promise<Server> {
-  const child = spawn(process.execPath, [path.join(root, 'bench/mix/bare-mix-server.js')], {
+  const child = spawn(process.execPath, [...(PERF_DIR ? ['--perf-basic-prof'] : []), path.join(root, 'bench/mix/bare-mix-server.js')], {
     env: { ...process.env, DATABASE_URL: databaseUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
@@ -102,6 +115,14 @@ function processCpu(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** Busy CPU seconds of the whole machine, every core (user, nice, system, irq, softirq, steal). */
+function machineCpu(): number {
+  const [cpu] = fs.readFileSync('/proc/stat', 'utf8').split('\n');
+  const f = (cpu ?? '').trim().split(/\s+/).slice(1).map(Number);
+  const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0);
+  return busy / 100;
 }
 
 /**
@@ -196,20 +217,27 @@ async function measure(
   requests: readonly HttpRequest[],
   seconds: number,
   postmaster: number,
+  redisPid: number,
   sql: postgres.Sql,
+  perfFile?: string,
 ): Promise<Round> {
   const transactionsBefore = await transactions(sql);
   const nodeBefore = processCpu(server.pid);
   const pgBefore = postgresCpu(postmaster);
+  const redisBefore = processCpu(redisPid);
+  const machineBefore = machineCpu();
   let rss = 0;
   const sampler = setInterval(() => {
     rss = Math.max(rss, rssMb(server.pid));
   }, 250);
+  const perf = perfFile ? recordPerf(perfFile, seconds) : undefined;
   try {
     const r = await wrkSequence({ base: server.base, requests, connections: CONNECTIONS, seconds, threads: WRK_THREADS });
     const total = r.requests || 1;
     const nodeCpuMs = ((processCpu(server.pid) - nodeBefore) * 1000) / total;
     const pgCpuMs = ((postgresCpu(postmaster) - pgBefore) * 1000) / total;
+    const redisCpuMs = ((processCpu(redisPid) - redisBefore) * 1000) / total;
+    const machineCpuMs = ((machineCpu() - machineBefore) * 1000) / total;
     await sleep(1_100);
     return {
       rps: r.rps,
@@ -222,11 +250,24 @@ async function measure(
       rss,
       nodeCpuMs,
       pgCpuMs,
+      redisCpuMs,
+      machineCpuMs,
       transactionsPerRequest: ((await transactions(sql)) - transactionsBefore) / total,
     };
   } finally {
     clearInterval(sampler);
+    await perf;
   }
+}
+
+/** `perf record` of the whole machine for the round's seconds (BENCH_MIX_PERF). */
+function recordPerf(file: string, seconds: number): Promise<void> {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const child = spawn('perf', ['record', '-a', '-g', '-F', '499', '-o', file, '--', 'sleep', String(seconds)], { stdio: 'ignore' });
+  return new Promise((resolve) => {
+    child.once('error', () => resolve());
+    child.once('exit', () => resolve());
+  });
 }
 
 /** The first requests of each operation sent once, their statuses tallied: an operation that fails is said, not averaged in. */
@@ -275,6 +316,8 @@ function summary(label: string, rounds: Round[]): Round {
       rss: 0,
       nodeCpuMs: Number.NaN,
       pgCpuMs: Number.NaN,
+      redisCpuMs: Number.NaN,
+      machineCpuMs: Number.NaN,
       transactionsPerRequest: Number.NaN,
     };
   }
@@ -290,10 +333,12 @@ function summary(label: string, rounds: Round[]): Round {
     rss: Math.max(...rounds.map((x) => x.rss)),
     nodeCpuMs: m((x) => x.nodeCpuMs),
     pgCpuMs: m((x) => x.pgCpuMs),
+    redisCpuMs: m((x) => x.redisCpuMs),
+    machineCpuMs: m((x) => x.machineCpuMs),
     transactionsPerRequest: m((x) => x.transactionsPerRequest),
   };
   console.log(
-    `  ${label.padEnd(18)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(1).padStart(6)} ms  p99 ${r.p99.toFixed(1).padStart(7)} ms  mean ${r.mean.toFixed(1)} ms  max ${r.max.toFixed(0)} ms  errors ${r.errors}/${r.requests}  ${r.rss ? `RSS ${r.rss.toFixed(0)} MB  ` : ''}CPU/req node ${r.nodeCpuMs.toFixed(2)} ms, PostgreSQL ${r.pgCpuMs.toFixed(2)} ms${Number.isNaN(r.transactionsPerRequest) ? '' : `  transactions/req ${r.transactionsPerRequest.toFixed(2)}`}`,
+    `  ${label.padEnd(18)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(1).padStart(6)} ms  p99 ${r.p99.toFixed(1).padStart(7)} ms  mean ${r.mean.toFixed(1)} ms  max ${r.max.toFixed(0)} ms  errors ${r.errors}/${r.requests}  ${r.rss ? `RSS ${r.rss.toFixed(0)} MB  ` : ''}CPU/req node ${r.nodeCpuMs.toFixed(2)} ms, PostgreSQL ${r.pgCpuMs.toFixed(2)} ms, Redis ${r.redisCpuMs.toFixed(2)} ms, machine ${r.machineCpuMs.toFixed(2)} ms${Number.isNaN(r.transactionsPerRequest) ? '' : `  transactions/req ${r.transactionsPerRequest.toFixed(2)}`}`,
   );
   return r;
 }
@@ -344,6 +389,7 @@ try {
       if (!SIDES.has(side)) continue;
       if (side === 'pgbench') {
         let before = postgresCpu(postmaster);
+        let machineBefore = machineCpu();
         const r = await pgbenchMix({
           port: pg.port,
           database: dbName,
@@ -353,6 +399,7 @@ try {
           scale: SCALE,
           onWarm: () => {
             before = postgresCpu(postmaster);
+            machineBefore = machineCpu();
           },
         });
         await quiet(sql);
@@ -366,6 +413,8 @@ try {
           rss: 0,
           nodeCpuMs: 0,
           pgCpuMs: ((postgresCpu(postmaster) - before) * 1000) / total,
+          redisCpuMs: 0,
+          machineCpuMs: ((machineCpu() - machineBefore) * 1000) / total,
           transactionsPerRequest: Number.NaN,
         });
         continue;
@@ -381,7 +430,9 @@ try {
           await settled(server, sql);
           receiver.record = true;
         }
-        rounds[side].push(await measure(server, requests, SECONDS, postmaster, sql));
+        rounds[side].push(
+          await measure(server, requests, SECONDS, postmaster, redis.pid, sql, PERF_DIR && path.join(PERF_DIR, `${side}-${pair}.data`)),
+        );
         if (side === 'balcao') {
           // The deliveries of the round's events, bounded: a backlog left at the stop is said, not hidden.
           if (!(await settled(server, sql))) console.log('  (webhook deliveries still pending 2 minutes after the round)');
