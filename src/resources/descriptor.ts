@@ -151,6 +151,13 @@ export interface WriteRules {
   toInsert?(ctx: WriteContext, body: Body): Promise<Row> | Row;
   /** The creation's own plan (a sale's); default: its INSERT, answered with the row it returns. */
   planCreation?: CreationPlanner;
+  /**
+   * The default plan answers the new record from the values it inserts, not from the row the INSERT returns: the
+   * creation then awaits nothing before its commit, and its INSERT carries the write's tail (one statement, one round
+   * trip). Only for a table whose every column defaulting to something other than null is set by `toInsert`
+   * (`created_at` from this process's clock, as a sale's), and whose columns store what they are sent as it is printed.
+   */
+  answersFromValues?: boolean;
   /** The columns a PATCH sets, from the body and the locked current row. Default: the body. */
   toUpdate?(ctx: WriteContext, body: Body, current: Row): Promise<Row> | Row;
   /** After a PATCH or DELETE changed the row, in its transaction (status history), on the locked path. */

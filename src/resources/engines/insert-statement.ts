@@ -3,8 +3,10 @@
 // inserts with Kysely on every request (ten item rows of fourteen values) was the largest share of
 // Kysely in the profile of `POST /v1/sales` (docs/performance.md).
 import type { KeyMode } from '../../domain/api-keys.ts';
-import type { Tenant } from '../../domain/tenant.ts';
-import type { CompiledQuery, QueryCreator, RawBuilder } from 'kysely';
+import { boundTenant, type Tenant, tenantValues } from '../../domain/tenant.ts';
+import { type Compilable, type CompiledQuery, type QueryCreator, type RawBuilder, sql } from 'kysely';
+import type { Shaped } from '../../infra/db/statements/sql-shape.ts';
+import type { StatementTail } from '../descriptor.ts';
 import type { Db } from '../../infra/db/engine/database.ts';
 import { insertScoped } from '../../infra/db/tenancy/tenancy.ts';
 import { sharedStatementCache } from '../../infra/db/statements/statement-cache.ts';
@@ -105,4 +107,54 @@ function buildInserts(trx: Db, tenant: Tenant, inserts: readonly TableRows[], re
   const last = inserts[inserts.length - 1] as TableRows;
   const insert = insertScoped(db, last.table, tenant, last.rows);
   return returning ? insert.returningAll() : insert;
+}
+
+interface CteChain {
+  with(name: string, cte: () => RawBuilder<unknown>): CteChain;
+  selectNoFrom(selections: readonly unknown[]): Compilable;
+}
+
+/** The cache's owner of the inserts that carry a write's tail. */
+const CARRYING_TAIL = { statement: 'insert carrying the tail' };
+
+/**
+ * The INSERT of one row with the write's tail (origin mark, write-log entry, key record) as CTEs of the same
+ * statement, answering the tail's columns: one statement where the INSERT and the tail took two, and nothing to await
+ * between them. Undefined for a row with a SQL fragment among its values (a JSON column's cast): that row's insert
+ * and its tail go as two statements.
+ */
+export function insertCarryingTail(
+  trx: Db,
+  table: string,
+  tenant: Tenant,
+  row: Row,
+  tail: Shaped<StatementTail>,
+): CompiledQuery | undefined {
+  const columns: string[] = [];
+  const values: unknown[] = tenantValues(tenant);
+  for (const column in row) {
+    const value = row[column];
+    if (value === undefined) continue;
+    if (isSqlFragment(value)) return undefined;
+    columns.push(column);
+    values.push(value);
+  }
+  const tailAt = values.length;
+  for (const value of tail.values) values.push(value);
+  const key = `${table}|${columns.join(',')}|${tail.key}`;
+  return sharedStatementCache(trx).statement(CARRYING_TAIL, key, 0, values, (bound) => {
+    const scope = boundTenant(bound);
+    const inserted: Row = {};
+    columns.forEach((column, i) => {
+      inserted[column] = bound[2 + i];
+    });
+    const { ctes, columns: answered } = tail.build(bound.slice(tailAt));
+    // The INSERT runs as a CTE nothing reads: PostgreSQL runs every data-modifying CTE once, read or not. The tail's
+    // CTEs are raw SQL, which Kysely does not parenthesize: the chain is untyped from here.
+    let statement = (trx as unknown as QueryCreator<any>).with('inserted', (cte) =>
+      insertScoped(cte, table, scope, [inserted]),
+    ) as unknown as CteChain;
+    for (const [name, cte] of ctes) statement = statement.with(name, () => sql`(${cte})`);
+    return [statement.selectNoFrom(answered)];
+  });
 }

@@ -39,7 +39,7 @@ import type {
   WriteContext,
   WriteDescriptor,
 } from '../descriptor.ts';
-import { insertStatement, isSqlFragment } from './insert-statement.ts';
+import { insertCarryingTail, insertStatement, isSqlFragment } from './insert-statement.ts';
 import { etagOf, matchHolds, takeEtag, VERSION_KEY, versionSql } from './etag.ts';
 import { NOW_VERSION_KEY, nextVersion, nowVersionSql } from '../../query/version.ts';
 import { getRecord } from './read-engine.ts';
@@ -283,10 +283,22 @@ export async function createRecord(
   return created.settled ? created.settled() : created.record;
 }
 
-/** The creation's plan of a resource without its own: its INSERT, answered with the row it returns. */
-const insertPlan = (d: ResourceDescriptor, ctx: WriteContext, values: Row): CreationPlan => ({
-  main: () => insertStatement(ctx.trx, d.table, ctx.tenant, [columnValues(d, values)], true),
-});
+/** The creation's plan of a resource without its own: its INSERT, answered with the row it returns, or from its
+ *  values (`answersFromValues`) with the write's tail carried by the INSERT when its values are all plain. */
+function insertPlan(d: ResourceDescriptor, ctx: WriteContext, values: Row): CreationPlan {
+  const row = columnValues(d, values);
+  const main = () => insertStatement(ctx.trx, d.table, ctx.tenant, [row], true);
+  if (!writeOf(d).rules?.answersFromValues) return { main };
+  const plain = !Object.values(row).some(isSqlFragment);
+  return {
+    main,
+    // A column the values leave out is null (outputRow), as the table stores it.
+    answered: { row: values, settled: {} },
+    ...(plain
+      ? { carriesTail: { main: (tail) => insertCarryingTail(ctx.trx, d.table, ctx.tenant, row, tail)!, settledInStatement: {} } }
+      : {}),
+  };
+}
 
 /** What sending a creation gives: its record, and when some fields were still placeholders, how to settle them. */
 interface SentCreation {

@@ -67,7 +67,9 @@ export const customerWrite: WriteDescriptor = {
   softDelete: { is_active: false },
   rules: {
     check: contactRule,
-    toInsert: (_ctx, body) => ({ ...body, is_active: true }),
+    // created_at from this process's clock, as a sale's: the answer is made from these values (answersFromValues).
+    toInsert: (ctx, body) => ({ ...body, is_active: true, created_at: new Date(ctx.now()).toISOString() }),
+    answersFromValues: true,
     // The contact rule reads the stored row only when the body touches the contact.
     unreadUpdate: (body) => ('email' in body || 'phone' in body ? undefined : { ...body }),
   },

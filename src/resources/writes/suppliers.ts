@@ -67,7 +67,9 @@ export const supplierWrite: WriteDescriptor = {
   softDelete: { is_active: false },
   rules: {
     check: nameRule,
-    toInsert: (_ctx, body) => ({ ...body, is_active: true }),
+    // created_at from this process's clock, as a sale's: the answer is made from these values (answersFromValues).
+    toInsert: (ctx, body) => ({ ...body, is_active: true, created_at: new Date(ctx.now()).toISOString() }),
+    answersFromValues: true,
     // The name rule reads the stored row only when the body touches a name.
     unreadUpdate: (body) => (NAMES.some((n) => n in body) ? undefined : { ...body }),
   },
