@@ -135,6 +135,11 @@ describe('customers, suppliers and expenses writes', () => {
       assert.equal(res.body.data.name, null);
       assert.deepEqual(res.body.data.pix_keys, [{ type: 'cnpj', key: '12.345.678/0001-90' }]);
       assert.equal(res.body.data.birth_date, '1980-01-01');
+      // The answer is made from the values inserted: a read of the record gives it exactly.
+      const read = await s.request('GET', `/v1/suppliers/${res.body.data.id}`, { key });
+      const dataText = (text: string) => text.slice(0, text.indexOf(',"meta":'));
+      assert.ok(dataText(res.text).startsWith('{"data":{"id":'), res.text);
+      assert.equal(dataText(read.text), dataText(res.text));
     });
 
     it('keeps at least one name on PATCH and ignores is_active there', async () => {
