@@ -26,6 +26,9 @@ function variants(team: string, key: string): Record<string, string[]> {
   const update = `update "customers" set "notes" = 'n' || :r, "updated_at" = greatest(now(), "customers"."updated_at" + interval '1 microsecond') where "team_id" = '${team}' and "mode" = 'live' and "id" = ${row} returning *, to_char("updated_at" at time zone 'UTC', 'YYYYMMDDHH24MISSUS') as "__version"`;
   const mark = `"origin" AS (SELECT balcao_mark_origin('{"key_id":"${key}","request_id":"' || gen_random_uuid() || '"}') AS mark)`;
   const log = `"beside_0" AS (INSERT INTO request_log (team_id, mode, id, api_key_id, request_id, method, path, status, idempotency_key, resource, resource_id) VALUES ('${team}', 'live', gen_random_uuid(), '${key}', gen_random_uuid()::text, 'PATCH', '/v1/customers/' || ${row}, 200, NULL, 'customers', ${row}))`;
+  // The same row into a copy of the table without its foreign key to accounts (LIKE copies no foreign key): what
+  // the key's check costs, a SELECT … FOR KEY SHARE of the account's row by every write.
+  const unchecked = log.replace('INSERT INTO request_log ', 'INSERT INTO request_log_unchecked ');
   const change = (tail: string[]) => {
     const counted = tail.some((cte) => cte.startsWith('"origin"')) ? ', (SELECT count(*) FROM origin) as "recorded"' : '';
     return `WITH "changed" AS (${update})${tail.map((cte) => `, ${cte}`).join('')} SELECT changed.*${counted}, 1 / (SELECT count(*) FROM changed) as "changed_count" FROM (SELECT 1) AS proof LEFT JOIN changed ON true;`;
@@ -39,6 +42,13 @@ function variants(team: string, key: string): Record<string, string[]> {
     'without BEGIN and COMMIT': [change([mark, log]), position],
     'without BEGIN, COMMIT and the write-log row': [change([mark]), position],
     'without BEGIN, COMMIT and the origin mark': [change([log]), position],
+    "Balcão's transaction, the write-log row unchecked": [
+      'begin;',
+      'set local plan_cache_mode = force_generic_plan;',
+      change([mark, unchecked]),
+      'commit;',
+      position,
+    ],
     'the change statement alone': [change([])],
   };
 }
@@ -83,6 +93,7 @@ try {
     [data.accountId],
   );
   await copy.unsafe('CREATE UNIQUE INDEX ON bench_patch_ids (n)');
+  await copy.unsafe('CREATE TABLE request_log_unchecked (LIKE request_log INCLUDING ALL)');
   const [key] = await copy.unsafe('SELECT id FROM api_keys WHERE account_id = $1 LIMIT 1', [data.accountId]);
   await copy.end();
   const runs = Object.entries(variants(data.accountId, String(key?.id))).map(([name, statements], i) => {
