@@ -219,9 +219,13 @@ export function markFailed(span: Span, err: unknown): void {
 const MAIN_KEYWORDS = new Set(['select', 'insert', 'update', 'delete', 'merge', 'values']);
 const TABLE_KEYWORDS = new Set(['from', 'into', 'update']);
 
+const CHANGES = new Set(['INSERT', 'UPDATE', 'DELETE']);
+
 /**
  * The statement's kind and first table, read outside every parenthesis: `with … as (…) insert into sales …` is an
- * INSERT of sales, and `extract(epoch from at)` names no table. Anything else (BEGIN, SET, COMMIT) is its first word.
+ * INSERT of sales, and `extract(epoch from at)` names no table. A SELECT of no table after CTEs that write is named
+ * by the first of them: `with inserted as (insert into customers …), … select count(*) …` is an INSERT of customers
+ * (a creation carrying its write's tail). Anything else (BEGIN, SET, COMMIT) is its first word.
  */
 function mainClause(text: string): { operation: string; table: string | undefined } {
   let depth = 0;
@@ -229,16 +233,29 @@ function mainClause(text: string): { operation: string; table: string | undefine
   let first: string | undefined;
   /** The keyword a table name may follow next (`from`, `into`, `update`), or none. */
   let before: string | undefined;
+  /** The last word read outside every parenthesis, and the bodies of the CTEs (`as (…)`) read so far. */
+  let previous: string | undefined;
+  let cteAt: number | undefined;
+  const ctes: string[] = [];
   const words = /"[^"]*"|[a-z_][\w.]*|[()]/gi;
   for (let match = words.exec(text); match; match = words.exec(text)) {
     const word = match[0];
-    if (word === '(') depth += 1;
-    else if (word === ')') depth = Math.max(0, depth - 1);
+    if (word === '(') {
+      if (depth === 0 && previous === 'as') cteAt = words.lastIndex;
+      depth += 1;
+    } else if (word === ')') {
+      depth = Math.max(0, depth - 1);
+      if (depth === 0 && cteAt !== undefined) {
+        ctes.push(text.slice(cteAt, match.index));
+        cteAt = undefined;
+      }
+    }
     if (depth > 0 || word === ')') {
       before = undefined;
       continue;
     }
     const lower = word.toLowerCase();
+    previous = lower;
     first ??= lower;
     if (before) {
       if (lower === 'only') continue;
@@ -255,6 +272,11 @@ function mainClause(text: string): { operation: string; table: string | undefine
     }
     if (operation && TABLE_KEYWORDS.has(lower)) before = lower;
   }
+  if (operation === 'SELECT')
+    for (const cte of ctes) {
+      const written = mainClause(cte);
+      if (CHANGES.has(written.operation) && written.table) return written;
+    }
   return { operation: operation ?? first?.toUpperCase() ?? 'SQL', table: undefined };
 }
 
