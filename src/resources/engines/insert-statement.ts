@@ -3,9 +3,9 @@
 // inserts with Kysely on every request (ten item rows of fourteen values) was the largest share of
 // Kysely in the profile of `POST /v1/sales` (docs/performance.md).
 import type { KeyMode } from '../../domain/api-keys.ts';
-import { boundTenant, type Tenant, tenantValues } from '../../domain/tenant.ts';
+import type { Tenant } from '../../domain/tenant.ts';
 import { type Compilable, type CompiledQuery, type QueryCreator, type RawBuilder, sql } from 'kysely';
-import type { Shaped } from '../../infra/db/statements/sql-shape.ts';
+import { builtShape, type Shaped } from '../../infra/db/statements/sql-shape.ts';
 import type { StatementTail } from '../descriptor.ts';
 import type { Db } from '../../infra/db/engine/database.ts';
 import { insertScoped } from '../../infra/db/tenancy/tenancy.ts';
@@ -50,11 +50,27 @@ export function insertStatement(trx: Db, table: string, tenant: Tenant, rows: re
 }
 
 /**
+ * The INSERT of one row with the write's tail (origin mark, write-log entry, key record) as CTEs of the same
+ * statement, answering the tail's columns: one statement where the INSERT and the tail took two, and nothing to await
+ * between them.
+ */
+export function insertCarryingTail(trx: Db, table: string, tenant: Tenant, row: Row, tail: Shaped<StatementTail>): CompiledQuery {
+  return insertsStatement(trx, tenant, [{ table, rows: [row] }], false, tail);
+}
+
+/**
  * One statement that inserts into several tables of the tenant:
  * each but the last as a CTE. One statement fewer than one per table: each costs its set-up and its messages
  * on both sides (docs/performance.md). The rows may not depend on one another (Citus runs such CTEs apart).
+ * With a write's `tail`, every insert is a CTE, the tail's CTEs follow, and the statement answers the tail's columns.
  */
-export function insertsStatement(trx: Db, tenant: Tenant, inserts: readonly TableRows[], returning: boolean): CompiledQuery {
+export function insertsStatement(
+  trx: Db,
+  tenant: Tenant,
+  inserts: readonly TableRows[],
+  returning: boolean,
+  tail?: Shaped<StatementTail>,
+): CompiledQuery {
   const values: unknown[] = [tenant.accountId, tenant.mode];
   let key: string | null = returning ? 'returning' : '';
   for (const { table, rows } of inserts) {
@@ -80,7 +96,12 @@ export function insertsStatement(trx: Db, tenant: Tenant, inserts: readonly Tabl
     }
     if (key === null) break;
   }
-  if (key === null) return buildInserts(trx, tenant, inserts, returning).compile();
+  if (key === null) return buildInserts(trx, tenant, inserts, returning, tail && builtShape(tail)).compile();
+  const tailAt = values.length;
+  if (tail) {
+    key += `|${tail.key}`;
+    for (const value of tail.values) values.push(value);
+  }
   return sharedStatementCache(trx).statement(ownerOf(inserts.map((i) => i.table).join('+')), key, 0, values, (bound) => {
     let next = 2;
     const rebuilt = inserts.map(({ table, rows }) => ({
@@ -95,18 +116,9 @@ export function insertsStatement(trx: Db, tenant: Tenant, inserts: readonly Tabl
         return out;
       }),
     }));
-    return [buildInserts(trx, { accountId: bound[0] as string, mode: bound[1] as KeyMode }, rebuilt, returning)];
+    const scope = { accountId: bound[0] as string, mode: bound[1] as KeyMode };
+    return [buildInserts(trx, scope, rebuilt, returning, tail?.build(bound.slice(tailAt)))];
   })!;
-}
-
-function buildInserts(trx: Db, tenant: Tenant, inserts: readonly TableRows[], returning: boolean) {
-  let db = trx as unknown as QueryCreator<any>;
-  for (const [i, { table, rows }] of inserts.slice(0, -1).entries()) {
-    db = db.with(`inserted_${i}`, (cte) => insertScoped(cte, table, tenant, rows));
-  }
-  const last = inserts[inserts.length - 1] as TableRows;
-  const insert = insertScoped(db, last.table, tenant, last.rows);
-  return returning ? insert.returningAll() : insert;
 }
 
 interface CteChain {
@@ -114,47 +126,19 @@ interface CteChain {
   selectNoFrom(selections: readonly unknown[]): Compilable;
 }
 
-/** The cache's owner of the inserts that carry a write's tail. */
-const CARRYING_TAIL = { statement: 'insert carrying the tail' };
-
-/**
- * The INSERT of one row with the write's tail (origin mark, write-log entry, key record) as CTEs of the same
- * statement, answering the tail's columns: one statement where the INSERT and the tail took two, and nothing to await
- * between them. Undefined for a row with a SQL fragment among its values (a JSON column's cast): that row's insert
- * and its tail go as two statements.
- */
-export function insertCarryingTail(
-  trx: Db,
-  table: string,
-  tenant: Tenant,
-  row: Row,
-  tail: Shaped<StatementTail>,
-): CompiledQuery | undefined {
-  const columns: string[] = [];
-  const values: unknown[] = tenantValues(tenant);
-  for (const column in row) {
-    const value = row[column];
-    if (value === undefined) continue;
-    if (isSqlFragment(value)) return undefined;
-    columns.push(column);
-    values.push(value);
+function buildInserts(trx: Db, tenant: Tenant, inserts: readonly TableRows[], returning: boolean, tail?: StatementTail): Compilable {
+  let db = trx as unknown as QueryCreator<any>;
+  for (const [i, { table, rows }] of (tail ? inserts : inserts.slice(0, -1)).entries()) {
+    db = db.with(`inserted_${i}`, (cte) => insertScoped(cte, table, tenant, rows));
   }
-  const tailAt = values.length;
-  for (const value of tail.values) values.push(value);
-  const key = `${table}|${columns.join(',')}|${tail.key}`;
-  return sharedStatementCache(trx).statement(CARRYING_TAIL, key, 0, values, (bound) => {
-    const scope = boundTenant(bound);
-    const inserted: Row = {};
-    columns.forEach((column, i) => {
-      inserted[column] = bound[2 + i];
-    });
-    const { ctes, columns: answered } = tail.build(bound.slice(tailAt));
-    // The INSERT runs as a CTE nothing reads: PostgreSQL runs every data-modifying CTE once, read or not. The tail's
+  if (tail) {
+    // The inserts run as CTEs nothing reads: PostgreSQL runs every data-modifying CTE once, read or not. The tail's
     // CTEs are raw SQL, which Kysely does not parenthesize: the chain is untyped from here.
-    let statement = (trx as unknown as QueryCreator<any>).with('inserted', (cte) =>
-      insertScoped(cte, table, scope, [inserted]),
-    ) as unknown as CteChain;
-    for (const [name, cte] of ctes) statement = statement.with(name, () => sql`(${cte})`);
-    return [statement.selectNoFrom(answered)];
-  });
+    let chain = db as unknown as CteChain;
+    for (const [name, cte] of tail.ctes) chain = chain.with(name, () => sql`(${cte})`);
+    return chain.selectNoFrom(tail.columns);
+  }
+  const last = inserts[inserts.length - 1] as TableRows;
+  const insert = insertScoped(db, last.table, tenant, last.rows);
+  return returning ? insert.returningAll() : insert;
 }

@@ -284,19 +284,16 @@ export async function createRecord(
 }
 
 /** The creation's plan of a resource without its own: its INSERT, answered with the row it returns, or from its
- *  values (`answersFromValues`) with the write's tail carried by the INSERT when its values are all plain. */
+ *  values (`answersFromValues`) with the write's tail carried by the INSERT. */
 function insertPlan(d: ResourceDescriptor, ctx: WriteContext, values: Row): CreationPlan {
   const row = columnValues(d, values);
   const main = () => insertStatement(ctx.trx, d.table, ctx.tenant, [row], true);
   if (!writeOf(d).rules?.answersFromValues) return { main };
-  const plain = !Object.values(row).some(isSqlFragment);
   return {
     main,
     // A column the values leave out is null (outputRow), as the table stores it.
     answered: { row: values, settled: {} },
-    ...(plain
-      ? { carriesTail: { main: (tail) => insertCarryingTail(ctx.trx, d.table, ctx.tenant, row, tail)!, settledInStatement: {} } }
-      : {}),
+    carriesTail: { main: (tail) => insertCarryingTail(ctx.trx, d.table, ctx.tenant, row, tail), settledInStatement: {} },
   };
 }
 

@@ -4,7 +4,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { FieldError } from '../../errors/app-error.ts';
 import type { Body, Row, WriteDescriptor } from '../descriptor.ts';
 import { TEXT_BOUNDS } from '../../schemas/bounds.ts';
-import { optional, partialOf, W } from './fields.ts';
+import { activeFromNow, optional, partialOf, W } from './fields.ts';
 import { externalIdInput } from '../engines/external-id.ts';
 
 const MAX = TEXT_BOUNDS.customers;
@@ -67,8 +67,7 @@ export const customerWrite: WriteDescriptor = {
   softDelete: { is_active: false },
   rules: {
     check: contactRule,
-    // created_at from this process's clock, as a sale's: the answer is made from these values (answersFromValues).
-    toInsert: (ctx, body) => ({ ...body, is_active: true, created_at: new Date(ctx.now()).toISOString() }),
+    toInsert: activeFromNow,
     answersFromValues: true,
     // The contact rule reads the stored row only when the body touches the contact.
     unreadUpdate: (body) => ('email' in body || 'phone' in body ? undefined : { ...body }),

@@ -2,6 +2,7 @@
 // every resource spells "money", "date" or "nullable e-mail" the same way.
 import { type TOptional, type TSchema, type TUnion, Type, type TUnsafe } from '@sinclair/typebox';
 import { LENGTH, MAX_LIST_ITEMS, NO_NUL_PATTERN } from '../../schemas/bounds.ts';
+import type { Body, Row, WriteContext } from '../descriptor.ts';
 
 /** numeric(14, 2) and numeric(14, 3) columns: larger values would not fit. */
 export const MAX_MONEY = 999_999_999_999.99;
@@ -67,3 +68,11 @@ export function partialOf<T extends Record<string, TSchema>>(properties: T, opts
   }
   return Type.Object(out as { [K in keyof T]: TOptional<T[K]> }, opts);
 }
+
+/** A new record's columns for a resource answered from its values (`answersFromValues`): active, and dated by this
+ *  process's clock, as a sale is. */
+export const activeFromNow = (ctx: WriteContext, body: Body): Row => ({
+  ...body,
+  is_active: true,
+  created_at: new Date(ctx.now()).toISOString(),
+});
