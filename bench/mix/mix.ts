@@ -11,9 +11,10 @@
 // BENCH_DIR (the cluster, kept: a second run of the same scale reuses its loaded template). To find where a ratio
 // comes from: BENCH_MIX_ONLY (operations of MIX by name, separated by ';': only those are sent) and BENCH_MIX_SIDES
 // (balcao,bare,pgbench: the sides measured; pgbench replays the whole mix whatever BENCH_MIX_ONLY says);
-// BENCH_MIX_PROFILE=<folder>: `balcao serve` runs with `--cpu-prof` into that folder, one profile per round.
-// BENCH_MIX_NODE_FLAGS: more flags for `balcao serve`'s node (`--trace-deopt`), BENCH_MIX_STDOUT=<file>: where its
-// output goes (appended).
+// BENCH_MIX_PROFILE=<folder>: `balcao serve` runs with `--cpu-prof` into that folder, one profile per round (the
+// bare server into <folder>/bare). BENCH_MIX_NODE_FLAGS: more flags for `balcao serve`'s node (`--trace-deopt`),
+// BENCH_MIX_ENV: more environment for it, `NAME=value` pairs separated by spaces (`LOG_LEVEL=warn`), to price a
+// part by turning it off; BENCH_MIX_STDOUT=<file>: where its output goes (appended).
 // BENCH_MIX_PERF=<folder>: each measured round is recorded by `perf record -a -g` (every process and the kernel,
 // on-CPU time only), into <folder>/<side>-<round>.data; the servers run with `--perf-basic-prof` so that their
 // JavaScript frames have names (`perf report -i <file> --sort comm,dso,sym`).
@@ -82,6 +83,10 @@ async function startBalcao(databaseUrl: string, redisUrl: string): Promise<Serve
   const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, PORT: '0', HOST: '127.0.0.1' } as Record<string, string>;
   delete env.LOG_LEVEL;
   env.BALCAO_WEBHOOK_ALLOW_PRIVATE = '1'; // the receiver is on loopback
+  for (const pair of (process.env.BENCH_MIX_ENV ?? '').split(' ').filter(Boolean)) {
+    const at = pair.indexOf('=');
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
   const profile = process.env.BENCH_MIX_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_MIX_PROFILE)}`] : [];
   if (PERF_DIR) profile.push('--perf-basic-prof');
   if (process.env.BENCH_MIX_NODE_FLAGS) profile.push(...process.env.BENCH_MIX_NODE_FLAGS.split(' '));
@@ -97,7 +102,9 @@ async function startBalcao(databaseUrl: string, redisUrl: string): Promise<Serve
 }
 
 async function startBare(databaseUrl: string): Promise<Server> {
-  const child = spawn(process.execPath, [...(PERF_DIR ? ['--perf-basic-prof'] : []), path.join(root, 'bench/mix/bare-mix-server.js')], {
+  const flags = PERF_DIR ? ['--perf-basic-prof'] : [];
+  if (process.env.BENCH_MIX_PROFILE) flags.push('--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_MIX_PROFILE, 'bare')}`);
+  const child = spawn(process.execPath, [...flags, path.join(root, 'bench/mix/bare-mix-server.js')], {
     env: { ...process.env, DATABASE_URL: databaseUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,

@@ -15,7 +15,7 @@
 // requests go straight to the memory counters until a background probe (or a reconnection) shows Redis works.
 //
 // Atomicity: one Lua script (EVALSHA via `defineCommand`) increments every layer of a request and sets the
-// expiry of new counters in ONE round trip, so N instances sharing Redis let exactly as many requests through
+// expiry of new counters in ONE round trip (the charges of one turn of the event loop share it, pipelined), so N instances sharing Redis let exactly as many requests through
 // as one instance would. The window start is in the key and the expiry is relative to the caller's clock, so
 // an injected clock works against a real Redis. Instances derive windows from their own clocks: keep them on
 // NTP (a skew only matters for requests within that skew of a window boundary).
@@ -66,6 +66,13 @@ return counts
 `;
 const COMMAND_IF_FITS = 'balcaoRateLimitChargeIfFits';
 type ChargeCommand = (numKeys: number, ...keysThenTtls: (string | number)[]) => Promise<number[]>;
+/** One request's charge waiting for its turn's pipeline. */
+interface QueuedCharge {
+  keys: string[];
+  ttls: number[];
+  resolve: (counts: number[]) => void;
+  reject: (err: unknown) => void;
+}
 
 /** Counters live a little past their window so an instance whose clock lags slightly still finds them. */
 const EXPIRY_SLACK_MS = 5_000;
@@ -108,6 +115,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   /** Settles once Redis answered or the start-up wait ran out: only requests arriving before it wait, once. */
   private starting: Promise<void> | undefined;
   private settleStart: (() => void) | undefined;
+  private queued: QueuedCharge[] = [];
 
   constructor(options: RedisStoreOptions) {
     this.logger = options.logger;
@@ -226,12 +234,47 @@ export class RedisRateLimitStore implements RateLimitStore {
     await this.fallback.close();
   }
 
+  /** Queues one request's charge for the end of this turn of the event loop (`sendCharges`). */
   private count(subject: string, layers: readonly Layer[], now: number): Promise<number[]> {
     const keys = layers.map((layer) => counterKey(this.prefix, subject, layer, now));
     const ttls = layers.map((layer) => layer.windowMs - (now % layer.windowMs) + EXPIRY_SLACK_MS);
-    const command = (this.client as unknown as Record<string, ChargeCommand>)[COMMAND] as ChargeCommand;
-    return within(command.call(this.client, keys.length, ...keys, ...ttls), this.commandTimeoutMs, this.deadline);
+    return new Promise<number[]>((resolve, reject) => {
+      if (this.queued.push({ keys, ttls, resolve, reject }) === 1) setImmediate(this.sendCharges);
+    });
   }
+
+  /**
+   * Sends the charges queued during this turn of the event loop as one pipeline: one socket write and one read
+   * for every request the turn received, not one each (as postgres.js gathers its statements). Each charge stays
+   * its own script call over its own subject's counters (one Redis Cluster slot), atomic as before.
+   */
+  private readonly sendCharges = (): void => {
+    const charges = this.queued;
+    this.queued = [];
+    const command = (client: object) => (client as Record<string, ChargeCommand>)[COMMAND] as ChargeCommand;
+    if (charges.length === 1) {
+      const [only] = charges as [QueuedCharge];
+      within(command(this.client).call(this.client, only.keys.length, ...only.keys, ...only.ttls), this.commandTimeoutMs, this.deadline).then(
+        only.resolve,
+        only.reject,
+      );
+      return;
+    }
+    const pipeline = this.client.pipeline();
+    for (const charge of charges) command(pipeline).call(pipeline, charge.keys.length, ...charge.keys, ...charge.ttls);
+    within(pipeline.exec(), this.commandTimeoutMs, this.deadline).then(
+      (answers) => {
+        for (const [i, charge] of charges.entries()) {
+          const [err, counts] = answers?.[i] ?? [new Error('Redis: no answer in the pipeline')];
+          if (err) charge.reject(err);
+          else charge.resolve(counts as number[]);
+        }
+      },
+      (err: unknown) => {
+        for (const charge of charges) charge.reject(err);
+      },
+    );
+  };
 
   private markUp(): void {
     if (this.closed || this.state === 'up') return;
