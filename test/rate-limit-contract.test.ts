@@ -210,6 +210,24 @@ for (const storeCase of cases) {
       for (const r of results) if (!r.ok) assert.equal(r.error.detail, 'per second');
     });
 
+    test('simultaneous requests of several keys are each counted against their own key only', async () => {
+      const { limiter } = limiterAt(T0 + 600);
+      const keys = [
+        { limit: 5, requests: 5 },
+        { limit: 5, requests: 15 },
+        { limit: 1, requests: 3 },
+      ].map((k) => ({ ...k, auth: authWith({ burst_per_second: k.limit }) }));
+      // Sent in one turn of the event loop: on Redis their charges leave together, in one pipeline.
+      const results = await Promise.all(
+        keys.map(({ auth, requests }) => Promise.all(Array.from({ length: requests }, () => charge(limiter, auth, 'read')))),
+      );
+      assert.deepEqual(
+        results.map(allowed),
+        keys.map((k) => k.limit),
+      );
+      for (const r of results.flat()) if (!r.ok) assert.equal(r.error.detail, 'per second');
+    });
+
     test('anonymous requests: 30 per minute per client IP, then 429 "per minute" with Retry-After 60 and no key headers', async () => {
       const { clock, limiter } = limiterAt(T0 + 30_000);
       const ip = `198.51.100.${Math.floor(Math.random() * 250) + 1}`;

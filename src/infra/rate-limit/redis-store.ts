@@ -254,10 +254,11 @@ export class RedisRateLimitStore implements RateLimitStore {
     const command = (client: object) => (client as Record<string, ChargeCommand>)[COMMAND] as ChargeCommand;
     if (charges.length === 1) {
       const [only] = charges as [QueuedCharge];
-      within(command(this.client).call(this.client, only.keys.length, ...only.keys, ...only.ttls), this.commandTimeoutMs, this.deadline).then(
-        only.resolve,
-        only.reject,
-      );
+      within(
+        command(this.client).call(this.client, only.keys.length, ...only.keys, ...only.ttls),
+        this.commandTimeoutMs,
+        this.deadline,
+      ).then(only.resolve, only.reject);
       return;
     }
     const pipeline = this.client.pipeline();
