@@ -50,7 +50,8 @@ describe('webhooks', () => {
       const { key } = await writer(s);
       const created = await endpoint(s, key, receiver.url, { enabled_events: ['customer.created', 'sale.*'], description: 'ERP' });
       assert.match(created.secret, /^whsec_[A-Za-z0-9+/]{32}$/);
-      const customer = await s.request('POST', '/v1/customers', { key, body: { full_name: 'Ana', email: 'ana@example.com' } });
+      // Not ASCII: the signature is over the body's UTF-8 bytes.
+      const customer = await s.request('POST', '/v1/customers', { key, body: { full_name: 'Ana Conceição', email: 'ana@example.com' } });
       await s.request('PATCH', `/v1/customers/${customer.body.data.id}`, { key, body: { notes: 'not subscribed' } });
       await receiver.until((r) => r.length >= 1);
       const [got] = receiver.received;
