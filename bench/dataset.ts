@@ -57,7 +57,12 @@ async function forgetEarlierWrites(url: string, loadedAt: string): Promise<numbe
         removed += Number(result.numAffectedRows ?? 0);
       }
     });
-    if (removed > 0) await sql.raw(`VACUUM ANALYZE ${WRITTEN_TABLES.join(', ')}`).execute(database.db);
+    // On one connection without the statement timeout: after many runs the vacuum outlasts a request's timeout too.
+    if (removed > 0)
+      await database.db.connection().execute(async (connection) => {
+        await sql`SET statement_timeout = 0`.execute(connection);
+        await sql.raw(`VACUUM ANALYZE ${WRITTEN_TABLES.join(', ')}`).execute(connection);
+      });
     return removed;
   } finally {
     await database.close();
