@@ -12,6 +12,7 @@ import { openDatabase } from '../../src/infra/db/engine/database.ts';
 import { prepareDatabase } from '../../src/events/capture/setup.ts';
 import { distributeCitusDatabase, dropCitusDatabase, onCitus, prepareCitusDatabase } from './citus.ts';
 import { copyEmbeddedDataDir, databaseUrl } from './db-templates.ts';
+import { dropTestDatabase } from './drop-database.ts';
 
 // Servers a test started and did not stop (it failed before it could): killed once the file's tests end, so a
 // failure is reported instead of the file waiting for ever on a child that keeps its event loop alive.
@@ -67,9 +68,7 @@ export async function scratchEnv(options: ScratchOptions = {}): Promise<ScratchE
   return {
     env: { DATABASE_URL: databaseUrl(adminUrl, name), BALCAO_DATA_DIR: dir },
     cleanup: async () => {
-      const again = postgres(adminUrl, { max: 1, onnotice: () => {} });
-      await again.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await again.end();
+      await dropTestDatabase(adminUrl, name);
       if (onCitus()) await dropCitusDatabase(name);
       fs.rmSync(dir, { recursive: true, force: true });
     },

@@ -19,6 +19,7 @@ import type { ResourceDescriptor } from '../../src/resources/descriptor.ts';
 import { Contract } from './contract.ts';
 import { distributeCitusDatabase, dropCitusDatabase, onCitus, prepareCitusDatabase } from './citus.ts';
 import { databaseUrl, migratedEmbeddedSnapshot, postgresTemplate } from './db-templates.ts';
+import { dropTestDatabase } from './drop-database.ts';
 
 /** How long the test server keeps an idle keep-alive connection (longer than any test file runs). */
 const IDLE_CONNECTION_MS = 900_000;
@@ -115,9 +116,7 @@ export async function openTestDatabase(): Promise<Database & { drop: () => Promi
   return {
     ...database,
     drop: async () => {
-      const again = postgres(adminUrl, { max: 1, onnotice: () => {} });
-      await again.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await again.end();
+      await dropTestDatabase(adminUrl, name);
       if (onCitus()) await dropCitusDatabase(name);
     },
   };
