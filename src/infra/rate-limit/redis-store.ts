@@ -15,8 +15,8 @@
 // requests go straight to the memory counters until a background probe (or a reconnection) shows Redis works.
 //
 // Atomicity: one Lua script (EVALSHA via `defineCommand`) increments every layer of a request and sets the
-// expiry of new counters in ONE round trip (the charges of one turn of the event loop share it, pipelined), so N instances sharing Redis let exactly as many requests through
-// as one instance would. The window start is in the key and the expiry is relative to the caller's clock, so
+// expiry of new counters in ONE round trip (the charges of one turn of the event loop share it, pipelined), so
+// N instances sharing Redis let exactly as many requests through as one instance would. The window start is in the key and the expiry is relative to the caller's clock, so
 // an injected clock works against a real Redis. Instances derive windows from their own clocks: keep them on
 // NTP (a skew only matters for requests within that skew of a window boundary).
 import { createRequire } from 'node:module';
@@ -251,18 +251,9 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly sendCharges = (): void => {
     const charges = this.queued;
     this.queued = [];
-    const command = (client: object) => (client as Record<string, ChargeCommand>)[COMMAND] as ChargeCommand;
-    if (charges.length === 1) {
-      const [only] = charges as [QueuedCharge];
-      within(
-        command(this.client).call(this.client, only.keys.length, ...only.keys, ...only.ttls),
-        this.commandTimeoutMs,
-        this.deadline,
-      ).then(only.resolve, only.reject);
-      return;
-    }
     const pipeline = this.client.pipeline();
-    for (const charge of charges) command(pipeline).call(pipeline, charge.keys.length, ...charge.keys, ...charge.ttls);
+    const command = (pipeline as unknown as Record<string, ChargeCommand>)[COMMAND] as ChargeCommand;
+    for (const charge of charges) command.call(pipeline, charge.keys.length, ...charge.keys, ...charge.ttls);
     within(pipeline.exec(), this.commandTimeoutMs, this.deadline).then(
       (answers) => {
         for (const [i, charge] of charges.entries()) {
