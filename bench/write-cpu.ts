@@ -3,8 +3,10 @@
 // same PATCHes alone. For each, user and system CPU (from /proc) over a fixed count of requests after a warm-up: what
 // the HTTP write costs apart from its event. A sampling profile counts a process waiting for a core inside the system
 // call it made (a socket write that woke PostgreSQL): /proc's system time is what the kernel really spent.
+// PostgreSQL's CPU per request is counted too (every process of the cluster, the capture's walsender included).
 // Env: BENCH_CUSTOMERS (50000), BENCH_REQUESTS (5000) measured after BENCH_WARMUP_REQUESTS (6000), BENCH_CONNECTIONS (8),
-// BENCH_PAIRS (2).
+// BENCH_PAIRS (2); BENCH_OTHER_BUILD, the folder of another built checkout, served as a third side ("other") to compare
+// two builds in one run; BENCH_WRITE_PROFILE, a folder for a --cpu-prof of each serving Balcão.
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,7 +15,7 @@ import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { benchPostgres } from './bench-postgres.ts';
 import { ensureDataset } from './dataset.ts';
-import { stopChild, waitForLine } from './throwaway-servers.ts';
+import { cpuSeconds, stopChild, waitForLine } from './throwaway-servers.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CUSTOMERS = Number(process.env.BENCH_CUSTOMERS ?? 50_000);
@@ -49,7 +51,11 @@ try {
     child.stderr?.resume();
     return { child, line };
   };
-  const balcao = ['--max-old-space-size=512', path.join(root, 'bin/balcao.js'), 'serve', '--json'];
+  const balcaoOf = (checkout: string) => ['--max-old-space-size=512', path.join(checkout, 'bin/balcao.js'), 'serve', '--json'];
+  const balcao = balcaoOf(root);
+  const other = process.env.BENCH_OTHER_BUILD;
+  const profileDir = process.env.BENCH_WRITE_PROFILE;
+  const profiled = (args: string[]) => (profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...args] : args);
   // Started first, it takes the replication slot; the serving instance then only serves.
   const capturer = await start(balcao, 'capturing balcao serve');
   await new Promise((resolve) => setTimeout(resolve, 2_000));
@@ -58,9 +64,12 @@ try {
   );
   let n = 0;
   for (let pair = 0; pair < PAIRS; pair++) {
-    for (const side of pair % 2 === 0 ? ['balcao', 'bare'] : ['bare', 'balcao']) {
+    const sides = other ? ['balcao', 'other', 'bare'] : ['balcao', 'bare'];
+    for (const side of pair % 2 === 0 ? sides : sides.reverse()) {
       const bare = side === 'bare';
-      const server = bare ? await start([path.join(root, 'bench/bare-server.js')], 'bare server') : await start(balcao, 'balcao serve');
+      const server = bare
+        ? await start([path.join(root, 'bench/bare-server.js')], 'bare server')
+        : await start(profiled(side === 'other' ? balcaoOf(other as string) : balcao), 'balcao serve');
       const url = bare ? `http://127.0.0.1:${server.line.trim()}` : String(JSON.parse(server.line).url);
       const run = (amount: number) =>
         autocannon({
@@ -87,12 +96,14 @@ try {
       const pid = server.child.pid!;
       const before = cpuMs(pid);
       const capturedBefore = cpuMs(capturer.child.pid!);
+      const postgresBefore = cpuSeconds(pg.pids());
       const result = await run(REQUESTS);
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       const after = cpuMs(pid);
       const captured = cpuMs(capturer.child.pid!);
+      const postgresMs = (cpuSeconds(pg.pids()) - postgresBefore) * 1000;
       const per = (ms: number) => (ms / REQUESTS).toFixed(3);
-      const line = `  ${side.padEnd(7)} serving: user ${per(after.user - before.user)} ms, system ${per(after.sys - before.sys)} ms per request (${result.non2xx} not 2xx)`;
+      const line = `  ${side.padEnd(7)} serving: user ${per(after.user - before.user)} ms, system ${per(after.sys - before.sys)} ms per request; PostgreSQL ${per(postgresMs)} ms (${result.non2xx} not 2xx)`;
       console.log(
         bare
           ? line

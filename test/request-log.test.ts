@@ -1,6 +1,7 @@
 // GET /v1/requests (issue 28): a key's own committed writes over 24 hours, with their X-Request-Id and the
 // record written; filters, sort and cursors through the list engine; never another key's, account's or mode's.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from './helpers/harness.ts';
 import { item, UNLIMITED, writer } from './helpers/write-fixtures.ts';
@@ -34,7 +35,8 @@ describe('the write log', () => {
     assert.equal(patch.status, 200);
     const del = await s.request('DELETE', `/v1/sales/${id}`, { key, headers: { 'x-request-id': 'client-req-3' } });
     assert.equal(del.status, 204);
-    // Not committed: a 422, a 404, a 412; a replay is not a second write.
+    // Not committed: a 422, a 404, a 412; a replay is not a second write. The 404s are a sale's and a customer's
+    // change made in one statement, whose write-log entry goes in that statement (which then commits nothing).
     assert.equal((await s.request('POST', '/v1/sales', { key, body: { items: [] }, headers: { 'x-request-id': 'bad-1' } })).status, 422);
     assert.equal(
       (
@@ -46,6 +48,8 @@ describe('the write log', () => {
       ).status,
       412,
     );
+    for (const path of [`/v1/sales/${randomUUID()}`, `/v1/customers/${randomUUID()}`])
+      assert.equal((await s.request('PATCH', path, { key, body: { notes: 'x' }, headers: { 'x-request-id': 'bad-3' } })).status, 404);
     const replay = await s.request('POST', '/v1/sales', {
       key,
       body: { items: sale.body.data.items.map(() => item()) },

@@ -112,6 +112,7 @@ async function transact<T>(
   options: WriteOptions,
   lane: string | undefined,
   fn: (tx: WriteTransaction, after: (work: AfterCommit) => void, mayAssume: boolean) => Promise<T>,
+  alone = false,
 ): Promise<T> {
   const works: AfterCommit[] = [];
   const after = (work: AfterCommit) => works.push(work);
@@ -120,7 +121,7 @@ async function transact<T>(
     for (const work of works) options.afterCommit?.(work);
     return result;
   }
-  const begin = { lane, commitPosition: options.commitPosition };
+  const begin = { lane, commitPosition: options.commitPosition, alone };
   let result: T;
   try {
     result = await writeTransaction(db, begin, (tx) => fn(tx, after, true));
@@ -494,7 +495,10 @@ async function changeRow(
   );
 }
 
-/** A change in one statement, with its BEGIN and COMMIT in one round trip: the answer is the row it returned. */
+/** A transaction of one statement (`WriteTransactionOptions.alone`). */
+const ALONE = true;
+
+/** A change in one statement, committed by itself in one round trip: the answer is the row it returned. */
 async function changeUnread(
   db: Db,
   d: ResourceDescriptor,
@@ -505,13 +509,19 @@ async function changeUnread(
   changed: ChangedColumns,
 ): Promise<TaggedRecord> {
   const tail = options.parts?.({ descriptor: d, tenant, id, action, before: null });
-  const sent = await transact(db, options, undefined, async (tx, after) => {
-    const statement = unreadChangeStatement(tx.db, d, tenant, id, changed, tail?.shape);
-    const meaning = tail ? everyMeaning([unreadChangeMeaning, tail.meaning]) : unreadChangeMeaning;
-    const answer = await tx.sendAhead(statement, meaning);
-    if (tail) after(tail.committed);
-    return answer;
-  });
+  const sent = await transact(
+    db,
+    options,
+    undefined,
+    async (tx, after) => {
+      const statement = unreadChangeStatement(tx.db, d, tenant, id, changed, tail?.shape);
+      const meaning = tail ? everyMeaning([unreadChangeMeaning, tail.meaning]) : unreadChangeMeaning;
+      const answer = await tx.sendAhead(statement, meaning);
+      if (tail) after(tail.committed);
+      return answer;
+    },
+    ALONE,
+  );
   const [row] = (await sent.rows) as Row[];
   if (!row) throw errors.internal(new Error(`${d.name}: a committed change answered no row`));
   const meta = descriptorMeta(d);

@@ -135,6 +135,9 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
   private lane: OnLane | undefined;
   /** A write transaction's: where its COMMIT's position is noted. */
   private commitPosition: CommitPosition | undefined;
+  /** A write transaction of one statement sent without BEGIN and COMMIT (`WriteTransactionOptions.alone`): the
+   *  statement commits by itself. `sent` once it went; its commit position's query, when sent right behind it. */
+  private lone: { sent: boolean; position?: Promise<unknown> } | undefined;
   /** Statements of the transaction sent but not yet awaited (its BEGIN, statements sent ahead): their
    *  answers are awaited with the next statement, whose result waits for theirs. */
   private inFlight: Promise<unknown>[] = [];
@@ -177,6 +180,7 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
     } else this.reserved?.release();
     this.reserved = undefined;
     this.commitPosition = undefined;
+    this.lone = undefined;
     this.inFlight = [];
   }
 
@@ -189,24 +193,55 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
   async beginWrite(options: WriteTransactionOptions): Promise<void> {
     await this.reserve(options.lane);
     this.commitPosition = options.commitPosition;
-    await this.open();
+    // Behind a transaction pooler every transaction carries its SET LOCALs (the timeouts): it is always opened.
+    if (options.alone && !this.pooler) this.lone = { sent: false };
+    else await this.open();
   }
 
   async sendAhead(query: CompiledQuery, statement: DeferredStatement): Promise<void> {
     if (!this.reserved) throw new Error('a statement sent ahead outside a transaction');
+    if (this.lone) {
+      if (this.lone.sent) throw new Error('a second statement in a transaction of one statement');
+      this.lone.sent = true;
+    }
     const parameters = [...query.parameters] as never[];
     this.send(
       this.onConnection(this.reserved.unsafe(query.sql, parameters, { prepare: parameters.length <= MAX_PREPARED_PARAMETERS })),
       statement,
     );
+    if (this.lone && this.commitPosition) {
+      // Read once the statement has committed: the server answers a connection's statements in order. Padded, it
+      // leaves with the statement in one write, as behind a COMMIT.
+      const position = this.onConnection(this.reserved.unsafe(POSITION_BEHIND_COMMIT, [], { prepare: false }).execute());
+      position.catch(() => {}); // awaited once the statement succeeded
+      this.lone.position = position;
+    }
   }
 
   commitWrite(): Promise<void> {
-    return this.commit();
+    return this.lone ? this.committedAlone() : this.commit();
   }
 
   rollbackWrite(): Promise<void> {
-    return this.rollback();
+    if (!this.lone) return this.rollback();
+    // A statement that failed committed nothing, and there is no transaction to end.
+    this.endOnLane();
+    const inFlight = this.inFlight;
+    this.inFlight = [];
+    return Promise.allSettled(inFlight).then(() => undefined);
+  }
+
+  /** The end of a transaction of one statement: its answer, then its commit position. */
+  private async committedAlone(): Promise<void> {
+    const scope = this.commitPosition;
+    const sentBehind = this.lone?.position;
+    this.endOnLane();
+    await this.drainInFlight();
+    if (!scope) return;
+    const rows = (await Promise.resolve(sentBehind ?? this.reserved?.unsafe(COMMIT_POSITION, [], { prepare: false }).execute()).catch(
+      () => [],
+    )) as unknown as { lsn: string }[];
+    noteCommit(scope, lsnToNumber(rows[0]?.lsn));
   }
 
   /** The transaction's end is sent: the lane's next transaction may follow it. */
@@ -295,6 +330,7 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const parameters = [...query.parameters] as never[];
+    if (this.lone) throw new Error('a statement awaited in a transaction of one statement sent ahead');
     if (!this.reserved && this.pooler)
       return resultOf(await within(this.alone(query.sql, parameters), this.bounds.queryMs, this.answerDeadline));
     const running = this.reserved

@@ -26,6 +26,9 @@ export interface WriteTransactionOptions {
   lane?: string | undefined;
   /** Where the driver notes the commit's WAL position (read-your-writes), when it can read one. */
   commitPosition?: CommitPosition | undefined;
+  /** The transaction is one statement, sent ahead: where the driver can, it goes without BEGIN and COMMIT and commits
+   *  by itself (PostgreSQL makes a lone statement its own transaction), two messages and their work fewer. */
+  alone?: boolean | undefined;
 }
 
 /** A write's open transaction: its Kysely handle, and what the driver can do for its statements. */
