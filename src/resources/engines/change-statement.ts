@@ -1,5 +1,5 @@
 // A PATCH or DELETE whose columns follow from its body alone (`WriteRules.unreadUpdate`) is one statement, its own
-// transaction (no BEGIN or COMMIT: `WriteTransactionOptions.alone`), in one round trip: the row locked and changed, its
+// transaction (no BEGIN or COMMIT: `WriteTransaction.sendAhead`'s `last`), in one round trip: the row locked and changed, its
 // version moved on, its follow-ups (a sale's status history) and the write's tail (origin mark, write-log entry)
 // written, and the record answered. The locked
 // path (write-engine.ts `changeRow`) reads the row first, in a round trip of its own, and then sends its change:

@@ -112,16 +112,17 @@ async function transact<T>(
   options: WriteOptions,
   lane: string | undefined,
   fn: (tx: WriteTransaction, after: (work: AfterCommit) => void, mayAssume: boolean) => Promise<T>,
-  alone = false,
 ): Promise<T> {
   const works: AfterCommit[] = [];
   const after = (work: AfterCommit) => works.push(work);
   if (options.transaction) {
-    const result = await fn(options.transaction, after, false);
+    // The caller's transaction goes on after this write: no statement of the write is its last.
+    const shared = options.transaction;
+    const result = await fn({ db: shared.db, sendAhead: (query, meaning) => shared.sendAhead(query, meaning) }, after, false);
     for (const work of works) options.afterCommit?.(work);
     return result;
   }
-  const begin = { lane, commitPosition: options.commitPosition, alone };
+  const begin = { lane, commitPosition: options.commitPosition };
   let result: T;
   try {
     result = await writeTransaction(db, begin, (tx) => fn(tx, after, true));
@@ -343,7 +344,7 @@ async function sendCreation(
   const tail = parts?.(creation(d, tenant, record, placeholders, w));
   let sent: SentAhead;
   if (carried && tail) {
-    sent = await tx.sendAhead(carried.main(tail.shape), everyMeaning([meaning, tail.meaning]));
+    sent = await tx.sendAhead(carried.main(tail.shape), everyMeaning([meaning, tail.meaning]), LAST);
     after(tail.committed);
   } else {
     sent = await tx.sendAhead(plan.main(), meaning);
@@ -495,8 +496,8 @@ async function changeRow(
   );
 }
 
-/** A transaction of one statement (`WriteTransactionOptions.alone`). */
-const ALONE = true;
+/** A statement nothing but the COMMIT follows (`WriteTransaction.sendAhead`). */
+const LAST = true;
 
 /** A change in one statement, committed by itself in one round trip: the answer is the row it returned. */
 async function changeUnread(
@@ -509,19 +510,13 @@ async function changeUnread(
   changed: ChangedColumns,
 ): Promise<TaggedRecord> {
   const tail = options.parts?.({ descriptor: d, tenant, id, action, before: null });
-  const sent = await transact(
-    db,
-    options,
-    undefined,
-    async (tx, after) => {
-      const statement = unreadChangeStatement(tx.db, d, tenant, id, changed, tail?.shape);
-      const meaning = tail ? everyMeaning([unreadChangeMeaning, tail.meaning]) : unreadChangeMeaning;
-      const answer = await tx.sendAhead(statement, meaning);
-      if (tail) after(tail.committed);
-      return answer;
-    },
-    ALONE,
-  );
+  const sent = await transact(db, options, undefined, async (tx, after) => {
+    const statement = unreadChangeStatement(tx.db, d, tenant, id, changed, tail?.shape);
+    const meaning = tail ? everyMeaning([unreadChangeMeaning, tail.meaning]) : unreadChangeMeaning;
+    const answer = await tx.sendAhead(statement, meaning, LAST);
+    if (tail) after(tail.committed);
+    return answer;
+  });
   const [row] = (await sent.rows) as Row[];
   if (!row) throw errors.internal(new Error(`${d.name}: a committed change answered no row`));
   const meta = descriptorMeta(d);

@@ -135,9 +135,11 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
   private lane: OnLane | undefined;
   /** A write transaction's: where its COMMIT's position is noted. */
   private commitPosition: CommitPosition | undefined;
-  /** A write transaction of one statement sent without BEGIN and COMMIT (`WriteTransactionOptions.alone`): the
-   *  statement commits by itself. `sent` once it went; its commit position's query, when sent right behind it. */
-  private lone: { sent: boolean; position?: Promise<unknown> } | undefined;
+  /** A write transaction whose BEGIN waits for its first statement: sent with it, or never when that statement is
+   *  also its last (`sendAhead`'s `last`), which then commits by itself. */
+  private beginPending = false;
+  /** That lone statement's transaction: its commit position's query, when sent right behind it. */
+  private lone: { position?: Promise<unknown> } | undefined;
   /** Statements of the transaction sent but not yet awaited (its BEGIN, statements sent ahead): their
    *  answers are awaited with the next statement, whose result waits for theirs. */
   private inFlight: Promise<unknown>[] = [];
@@ -180,6 +182,7 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
     } else this.reserved?.release();
     this.reserved = undefined;
     this.commitPosition = undefined;
+    this.beginPending = false;
     this.lone = undefined;
     this.inFlight = [];
   }
@@ -193,17 +196,25 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
   async beginWrite(options: WriteTransactionOptions): Promise<void> {
     await this.reserve(options.lane);
     this.commitPosition = options.commitPosition;
-    // Behind a transaction pooler every transaction carries its SET LOCALs (the timeouts): it is always opened.
-    if (options.alone && !this.pooler) this.lone = { sent: false };
-    else await this.open();
+    // Behind a transaction pooler every transaction carries its SET LOCALs (the timeouts): it is opened at once.
+    if (this.pooler) await this.open();
+    else this.beginPending = true;
   }
 
-  async sendAhead(query: CompiledQuery, statement: DeferredStatement): Promise<void> {
+  /** Sends the BEGIN a write transaction still owes, ahead of its next statement. */
+  private async opened(): Promise<void> {
+    if (!this.beginPending) return;
+    this.beginPending = false;
+    await this.open();
+  }
+
+  async sendAhead(query: CompiledQuery, statement: DeferredStatement, last = false): Promise<void> {
     if (!this.reserved) throw new Error('a statement sent ahead outside a transaction');
-    if (this.lone) {
-      if (this.lone.sent) throw new Error('a second statement in a transaction of one statement');
-      this.lone.sent = true;
-    }
+    if (this.lone) throw new Error('a statement after the last of a transaction');
+    if (last && this.beginPending) {
+      this.beginPending = false;
+      this.lone = {};
+    } else await this.opened();
     const parameters = [...query.parameters] as never[];
     this.send(
       this.onConnection(this.reserved.unsafe(query.sql, parameters, { prepare: parameters.length <= MAX_PREPARED_PARAMETERS })),
@@ -219,20 +230,26 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
   }
 
   commitWrite(): Promise<void> {
-    return this.lone ? this.committedAlone() : this.commit();
+    return this.lone || this.beginPending ? this.committedAlone() : this.commit();
   }
 
   rollbackWrite(): Promise<void> {
-    if (!this.lone) return this.rollback();
-    // A statement that failed committed nothing, and there is no transaction to end.
+    if (!this.lone && !this.beginPending) return this.rollback();
+    // A lone statement that failed committed nothing, and there is no transaction to end.
+    this.beginPending = false;
     this.endOnLane();
     const inFlight = this.inFlight;
     this.inFlight = [];
     return Promise.allSettled(inFlight).then(() => undefined);
   }
 
-  /** The end of a transaction of one statement: its answer, then its commit position. */
+  /** The end of a transaction of one statement (or of none: nothing to commit): its answer, then its commit position. */
   private async committedAlone(): Promise<void> {
+    if (this.beginPending) {
+      this.beginPending = false;
+      this.endOnLane();
+      return;
+    }
     const scope = this.commitPosition;
     const sentBehind = this.lone?.position;
     this.endOnLane();
@@ -330,7 +347,8 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const parameters = [...query.parameters] as never[];
-    if (this.lone) throw new Error('a statement awaited in a transaction of one statement sent ahead');
+    if (this.lone) throw new Error('a statement after the last of a transaction');
+    await this.opened();
     if (!this.reserved && this.pooler)
       return resultOf(await within(this.alone(query.sql, parameters), this.bounds.queryMs, this.answerDeadline));
     const running = this.reserved
@@ -377,6 +395,7 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
   }
 
   async *streamQuery<R>(query: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
+    await this.opened();
     await this.drainInFlight();
     const cursor = (this.reserved ?? this.sql).unsafe(query.sql, [...query.parameters] as never[]).cursor(chunkSize);
     for await (const rows of cursor) yield { rows: rows as R[] };

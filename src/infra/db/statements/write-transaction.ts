@@ -26,9 +26,6 @@ export interface WriteTransactionOptions {
   lane?: string | undefined;
   /** Where the driver notes the commit's WAL position (read-your-writes), when it can read one. */
   commitPosition?: CommitPosition | undefined;
-  /** The transaction is one statement, sent ahead: where the driver can, it goes without BEGIN and COMMIT and commits
-   *  by itself (PostgreSQL makes a lone statement its own transaction), two messages and their work fewer. */
-  alone?: boolean | undefined;
 }
 
 /** A write's open transaction: its Kysely handle, and what the driver can do for its statements. */
@@ -38,15 +35,18 @@ export interface WriteTransaction {
    * Runs `query` without waiting for its answer where the driver can (PostgreSQL): it travels with the next
    * statement or the COMMIT, and its failure (through `meaning`) fails that one, so a statement whose failure must
    * stop the write has to fail in SQL. Where it cannot (PGlite) it runs at once and a failure is thrown here.
+   * `last`: nothing but the COMMIT follows it. Where it is also the first (PostgreSQL, no transaction pooler), it is
+   * sent without BEGIN and COMMIT and commits by itself, all or nothing: two messages fewer.
    */
-  sendAhead(query: CompiledQuery, meaning?: FailureMeaning): Promise<SentAhead>;
+  sendAhead(query: CompiledQuery, meaning?: FailureMeaning, last?: boolean): Promise<SentAhead>;
 }
 
 /** The driver abilities a connection offers write transactions. */
 export interface WriteConnection {
   beginWrite(options: WriteTransactionOptions): Promise<void>;
-  /** Sends `query`; `statement` hears its answer. May resolve before the answer (PostgreSQL). */
-  sendAhead(query: CompiledQuery, statement: DeferredStatement): Promise<void>;
+  /** Sends `query`; `statement` hears its answer. May resolve before the answer (PostgreSQL). `last`: see
+   *  WriteTransaction. */
+  sendAhead(query: CompiledQuery, statement: DeferredStatement, last?: boolean): Promise<void>;
   commitWrite(): Promise<void>;
   rollbackWrite(): Promise<void>;
 }
@@ -91,7 +91,7 @@ export async function writeTransaction<T>(db: Db, options: WriteTransactionOptio
     const connection: WriteConnection = tracer
       ? {
           beginWrite: (options) => abilities.beginWrite(options),
-          sendAhead: (query, statement) => tracer.statement(query.sql, () => abilities.sendAhead(query, statement)),
+          sendAhead: (query, statement, last) => tracer.statement(query.sql, () => abilities.sendAhead(query, statement, last)),
           commitWrite: () => tracer.statement('COMMIT', () => abilities.commitWrite()),
           rollbackWrite: () => tracer.statement('ROLLBACK', () => abilities.rollbackWrite()),
         }
@@ -104,10 +104,10 @@ export async function writeTransaction<T>(db: Db, options: WriteTransactionOptio
     });
     const tx: WriteTransaction = {
       db: handle,
-      async sendAhead(query, meaning = asItIs) {
+      async sendAhead(query, meaning = asItIs, last = false) {
         const { statement, rows } = deferredStatement(meaning);
         try {
-          await connection.sendAhead(query, statement);
+          await connection.sendAhead(query, statement, last);
         } catch (err) {
           const meant = meaning(err);
           statement.failed(err);
