@@ -221,9 +221,9 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
       statement,
     );
     if (this.lone && this.commitPosition) {
-      // Read once the statement has committed: the server answers a connection's statements in order. Prepared (no
-      // transaction pooler here), and not padded: the two leave together at the end of the turn, and no lock waits.
-      const position = this.onConnection(this.reserved.unsafe(COMMIT_POSITION, [], { prepare: true }).execute());
+      // Read once the statement has committed: the server answers a connection's statements in order. Not padded:
+      // the two leave together at the end of the turn (no lock waits for it), and the server parses 40 bytes, not 1 KiB.
+      const position = this.onConnection(this.reserved.unsafe(COMMIT_POSITION).execute());
       position.catch(() => {}); // awaited once the statement succeeded
       this.lone.position = position;
     }
