@@ -2,12 +2,12 @@
 // terminal, JSON lines otherwise (for collectors), and JSON on stderr with --json, whose stdout
 // carries one object only.
 //
-// JSON lines are written asynchronously (sonic-boom, `sync: false`), and the lines of one turn of the
-// event loop leave in one write (TurnBatchedLines): under load a turn finishes several requests, and
-// a write per line was most of what the access log cost (docs/performance.md). There is no minimum
-// batch and no timer, so a quiet server's line appears at the end of the turn that wrote it; what is
-// pending is written synchronously when the process exits. A kill -9 can lose the lines of the last
-// few milliseconds.
+// JSON lines are written asynchronously (sonic-boom, `sync: false`), and lines written close together leave in one
+// write (TurnBatchedLines): each asynchronous write is a hop through libuv's thread pool, and a write per line, then
+// per turn of the event loop, was most of what the access log cost (docs/performance.md). The first line after a
+// quiet spell leaves at the end of its turn; under load, at most one write per WRITE_EVERY_MS carries what
+// gathered. What is pending is written synchronously when the process exits. A kill -9 can lose the lines of the
+// last few milliseconds.
 import fs from 'node:fs';
 import type { FastifyServerOptions } from 'fastify';
 import pino from 'pino';
@@ -16,12 +16,20 @@ export type LoggerOptions = Exclude<FastifyServerOptions['logger'], undefined | 
 
 type Destination = ReturnType<typeof pino.destination>;
 
-/** A pino stream that hands the lines written during one event-loop turn to `destination` together. */
+/** How often, at most, the lines go to the destination under load. */
+export const WRITE_EVERY_MS = 10;
+
+/** A pino stream that hands the lines written close together (one turn; under load, WRITE_EVERY_MS) to `destination`
+ *  together. */
 export class TurnBatchedLines {
   private pending: string[] = [];
   private scheduled = false;
+  private lastWrite = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly destination: Destination) {
+  constructor(
+    private readonly destination: Destination,
+    private readonly everyMs = WRITE_EVERY_MS,
+  ) {
     // pino flushes its own destination at exit; this one it does not know about.
     process.once('exit', () => this.flushSync());
   }
@@ -30,13 +38,17 @@ export class TurnBatchedLines {
     this.pending.push(line);
     if (!this.scheduled) {
       this.scheduled = true;
-      setImmediate(this.flush);
+      const wait = this.lastWrite + this.everyMs - performance.now();
+      // Unreferenced: lines never keep a process alive (it writes them on exit).
+      if (wait <= 0) setImmediate(this.flush);
+      else setTimeout(this.flush, wait).unref();
     }
     return true;
   }
 
   private readonly flush = (): void => {
     this.scheduled = false;
+    this.lastWrite = performance.now();
     const lines = this.pending;
     if (lines.length === 0) return;
     this.pending = [];
