@@ -235,12 +235,13 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
 
   rollbackWrite(): Promise<void> {
     if (!this.lone && !this.beginPending) return this.rollback();
-    // A lone statement that failed committed nothing, and there is no transaction to end.
+    // A lone statement that failed committed nothing, and there is no transaction to end. Its position query is
+    // awaited too: the connection goes back to the pool with nothing of this write still to answer.
     this.beginPending = false;
     this.endOnLane();
-    const inFlight = this.inFlight;
+    const sent = [...this.inFlight, this.lone?.position];
     this.inFlight = [];
-    return Promise.allSettled(inFlight).then(() => undefined);
+    return Promise.allSettled(sent).then(() => undefined);
   }
 
   /** The end of a transaction of one statement (or of none: nothing to commit): its answer, then its commit position. */
