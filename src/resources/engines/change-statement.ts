@@ -1,8 +1,8 @@
 // A PATCH or DELETE whose columns follow from its body alone (`WriteRules.unreadUpdate`) is one statement, its own
-// transaction (no BEGIN or COMMIT: `WriteTransaction.sendAhead`'s `last`), in one round trip: the row locked and changed, its
-// version moved on, its follow-ups (a sale's status history) and the write's tail (origin mark, write-log entry)
-// written, and the record answered. The locked
-// path (write-engine.ts `changeRow`) reads the row first, in a round trip of its own, and then sends its change:
+// transaction (no BEGIN or COMMIT: `WriteTransaction.sendAhead`'s `last`), in one round trip: the row locked and
+// changed, its version moved on, its follow-ups (a sale's status history) and the write's tail (origin mark, write-log
+// entry) written, and the record answered. The locked path (write-engine.ts `changeRow`) reads the row first, in a
+// round trip of its own, and then sends its change:
 // it stays for If-Match, upserts, atomic batches, external ids and the bodies whose rules need the stored row.
 // With no row to change the statement fails on its own check (`unlessNoneProve`) and nothing of it commits: 404.
 import { type Compilable, type CompiledQuery, type RawBuilder, sql } from 'kysely';

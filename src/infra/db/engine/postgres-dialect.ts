@@ -252,13 +252,12 @@ class PostgresJsConnection implements DatabaseConnection, WriteConnection {
       return;
     }
     const scope = this.commitPosition;
-    const sentBehind = this.lone?.position;
+    // Sent right behind the statement whenever the write notes a position (sendAhead).
+    const position = this.lone?.position;
     this.endOnLane();
     await this.drainInFlight();
-    if (!scope) return;
-    const rows = (await Promise.resolve(sentBehind ?? this.reserved?.unsafe(COMMIT_POSITION, [], { prepare: false }).execute()).catch(
-      () => [],
-    )) as unknown as { lsn: string }[];
+    if (!scope || !position) return;
+    const rows = (await position.catch(() => [])) as { lsn: string }[];
     noteCommit(scope, lsnToNumber(rows[0]?.lsn));
   }
 
