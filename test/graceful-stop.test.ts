@@ -46,12 +46,14 @@ describe('graceful stop of balcao serve', () => {
     const scratch = await scratchWithKey();
     scratches.push(scratch);
     // 100 sales queue for 10 pooled connections on a loaded machine: the pool wait is not what is tested here.
-    // A grace far longer than the few steps between the signal and the readiness probes below.
+    // A grace far longer than the few steps between the signal and the readiness probes below. The stop's bound is
+    // the next test's: on the embedded database, with two suites at once, the 100 sales outlasted its 25 s default.
     const server = await spawnServe({
       ...scratch.env,
       BALCAO_DB_ACQUIRE_TIMEOUT_MS: '120000',
       BALCAO_DB_STATEMENT_TIMEOUT_MS: '120000',
       BALCAO_SHUTDOWN_GRACE_MS: '5000',
+      BALCAO_SHUTDOWN_TIMEOUT_MS: '120000',
     });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 100 });
     const items = Array.from({ length: 20 }, () => item());
@@ -90,7 +92,7 @@ describe('graceful stop of balcao serve', () => {
       Array(100).fill(201),
     );
     for (const a of answers) assert.equal(a.headers.connection, 'close', 'keep-alive ends after the response');
-    assert.equal(await server.exited, 0);
+    assert.equal(await server.exited, 0, server.logs().slice(-3000));
     await assert.rejects(send(server.url, 'GET', '/health/live', { agent: new http.Agent() }), 'the listener is closed');
     agent.destroy();
     readinessAgent.destroy();
