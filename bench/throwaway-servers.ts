@@ -242,3 +242,32 @@ export const stopChild = (child: ChildProcess) =>
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });
+
+interface Stoppable {
+  stop(): Promise<void>;
+}
+
+/**
+ * A server started beside another that must run first (the bare server beside a capturing `balcao serve`): `stop`
+ * stops the server, then the one beside it, which is also stopped if the server fails to start.
+ */
+export async function startBeside<B extends Stoppable, S extends Stoppable>(
+  beside: () => Promise<B>,
+  server: (beside: B) => Promise<S>,
+): Promise<{ beside: B; server: S; stop(): Promise<void> }> {
+  const first = await beside();
+  try {
+    const second = await server(first);
+    return {
+      beside: first,
+      server: second,
+      stop: async () => {
+        await second.stop();
+        await first.stop();
+      },
+    };
+  } catch (error) {
+    await first.stop();
+    throw error;
+  }
+}

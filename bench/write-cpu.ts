@@ -57,7 +57,10 @@ try {
   const profileDir = process.env.BENCH_WRITE_PROFILE;
   const profiled = (args: string[]) => (profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...args] : args);
   // Started first, it takes the replication slot; the serving instance then only serves.
-  const capturer = await start(balcao, 'capturing balcao serve');
+  const capturer = await start(
+    profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}/capture`, ...balcao] : balcao,
+    'capturing balcao serve',
+  );
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   console.log(
     `write CPU: PATCH of a customer's notes over 1 000 customers, ${WARMUP} requests to warm up, ${REQUESTS} measured, ${CONNECTIONS} connections`,

@@ -10,7 +10,8 @@
 // BENCH_PAIRS (quick 2, full 3), BENCH_WARMUP (quick 3, full 8), BENCH_CONNECTIONS (50), BENCH_WRK_THREADS (1),
 // BENCH_DIR (the cluster, kept: a second run of the same scale reuses its loaded template). To find where a ratio
 // comes from: BENCH_MIX_ONLY (operations of MIX by name, separated by ';': only those are sent) and BENCH_MIX_SIDES
-// (balcao,bare,pgbench: the sides measured; pgbench replays the whole mix whatever BENCH_MIX_ONLY says);
+// (balcao,bare,bare+capture,pgbench: the sides measured; bare+capture is the bare server beside a `balcao serve` that
+// serves nothing and captures its writes; pgbench replays the whole mix whatever BENCH_MIX_ONLY says);
 // BENCH_MIX_PROFILE=<folder>: `balcao serve` runs with `--cpu-prof` into that folder, one profile per round (the
 // bare server into <folder>/bare). BENCH_MIX_NODE_FLAGS: more flags for `balcao serve`'s node (`--trace-deopt`),
 // BENCH_MIX_ENV: more environment for it, `NAME=value` pairs separated by spaces (`LOG_LEVEL=warn`), to price a
@@ -25,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { childrenOf, rssMb, startPostgres, startRedis, stopChild, waitForLine } from '../throwaway-servers.ts';
+import { childrenOf, rssMb, startBeside, startPostgres, startRedis, stopChild, waitForLine } from '../throwaway-servers.ts';
 import { wrkInstalled } from '../wrk.ts';
 import { pgbenchMix } from './ceiling.ts';
 import { ACCOUNTS, customersOf, ensureMixTemplate, hasWebhook, runDatabase, salesOf } from './mix-data.ts';
@@ -50,12 +51,16 @@ const WRK_THREADS = Number(process.env.BENCH_WRK_THREADS ?? 1);
 const SEQUENCE_LENGTH = 20_000;
 const dir = process.env.BENCH_DIR ?? path.join(os.tmpdir(), 'balcao-bench-mix');
 const ONLY = process.env.BENCH_MIX_ONLY ? new Set(process.env.BENCH_MIX_ONLY.split(';').map((n) => n.trim())) : undefined;
-const SIDES = new Set((process.env.BENCH_MIX_SIDES ?? 'balcao,bare,pgbench').split(','));
+const SIDES = new Set((process.env.BENCH_MIX_SIDES ?? 'balcao,bare,bare+capture,pgbench').split(','));
 for (const name of ONLY ?? []) if (!(name in MIX)) throw new Error(`BENCH_MIX_ONLY: no operation named ${JSON.stringify(name)}`);
 
 interface Server {
   base: string;
   pid: number;
+  /** Other processes whose CPU counts as the server's (a capturing instance beside the bare server). */
+  helpers?: number[];
+  /** Where the capture's readiness is read, when not at `base`. */
+  captureBase?: string;
   stop(): Promise<void>;
 }
 
@@ -111,6 +116,19 @@ async function startBare(databaseUrl: string): Promise<Server> {
   });
   const port = await waitForLine(child, 'bare mix server');
   return { base: `http://127.0.0.1:${port}`, pid: child.pid!, stop: () => stopChild(child) };
+}
+
+/**
+ * The bare server with a `balcao serve` beside it that serves nothing: it captures the bare server's writes as any
+ * outside writer's, makes their events and delivers their webhooks. Its rate over the bare server's is the most a
+ * server that meets the change feed's contract (every write captured) can reach on this mix.
+ */
+async function startBareCaptured(databaseUrl: string, redisUrl: string): Promise<Server> {
+  const pair = await startBeside(
+    () => startBalcao(databaseUrl, redisUrl),
+    () => startBare(databaseUrl),
+  );
+  return { base: pair.server.base, pid: pair.server.pid, helpers: [pair.beside.pid], captureBase: pair.beside.base, stop: pair.stop };
 }
 
 /** CPU seconds of a process (user + system). */
@@ -186,7 +204,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function settled(server: Server, sql: postgres.Sql): Promise<boolean> {
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
-    const ready = (await fetch(`${server.base}/health/ready`)
+    const ready = (await fetch(`${server.captureBase ?? server.base}/health/ready`)
       .then((r) => r.json())
       .catch(() => undefined)) as { capture?: { state: string; lag_bytes: number | null } } | undefined;
     const captured = ready?.capture?.state === 'capturing' && (ready.capture.lag_bytes ?? 0) < 256 * 1024;
@@ -229,7 +247,9 @@ async function measure(
   perfFile?: string,
 ): Promise<Round> {
   const transactionsBefore = await transactions(sql);
-  const nodeBefore = processCpu(server.pid);
+  const nodeProcesses = [server.pid, ...(server.helpers ?? [])];
+  const nodeCpu = () => nodeProcesses.reduce((sum, pid) => sum + processCpu(pid), 0);
+  const nodeBefore = nodeCpu();
   const pgBefore = postgresCpu(postmaster);
   const redisBefore = processCpu(redisPid);
   const machineBefore = machineCpu();
@@ -241,7 +261,7 @@ async function measure(
   try {
     const r = await wrkSequence({ base: server.base, requests, connections: CONNECTIONS, seconds, threads: WRK_THREADS });
     const total = r.requests || 1;
-    const nodeCpuMs = ((processCpu(server.pid) - nodeBefore) * 1000) / total;
+    const nodeCpuMs = ((nodeCpu() - nodeBefore) * 1000) / total;
     const pgCpuMs = ((postgresCpu(postmaster) - pgBefore) * 1000) / total;
     const redisCpuMs = ((processCpu(redisPid) - redisBefore) * 1000) / total;
     const machineCpuMs = ((machineCpu() - machineBefore) * 1000) / total;
@@ -388,10 +408,11 @@ try {
   const toBare = ops.map((op) => bareRequest(op));
   const opNames = ops.map((op) => op.name);
 
-  const rounds = { balcao: [] as Round[], bare: [] as Round[], pgbench: [] as Round[] };
+  const rounds = { balcao: [] as Round[], bare: [] as Round[], 'bare+capture': [] as Round[], pgbench: [] as Round[] };
   const dbName = new URL(database.url).pathname.slice(1);
   for (let pair = 0; pair < PAIRS; pair++) {
-    const order = pair % 2 === 0 ? (['balcao', 'bare', 'pgbench'] as const) : (['pgbench', 'bare', 'balcao'] as const);
+    const order =
+      pair % 2 === 0 ? (['balcao', 'bare', 'bare+capture', 'pgbench'] as const) : (['pgbench', 'bare+capture', 'bare', 'balcao'] as const);
     for (const side of order) {
       if (!SIDES.has(side)) continue;
       if (side === 'pgbench') {
@@ -426,21 +447,25 @@ try {
         });
         continue;
       }
-      const server = side === 'balcao' ? await startBalcao(database.url, redis.url) : await startBare(database.url);
+      const server =
+        side === 'balcao'
+          ? await startBalcao(database.url, redis.url)
+          : side === 'bare+capture'
+            ? await startBareCaptured(database.url, redis.url)
+            : await startBare(database.url);
       running.add(server);
+      const captured = side !== 'bare';
       try {
         const requests = side === 'balcao' ? toBalcao : toBare;
-        if (side === 'balcao' && !(await settled(server, sql))) console.log('  (capture or deliveries not settled after 2 minutes)');
+        if (captured && !(await settled(server, sql))) console.log('  (capture or deliveries not settled after 2 minutes)');
         if (pair === 0) await probe(side, server.base, opNames, requests);
         await wrkSequence({ base: server.base, requests, connections: CONNECTIONS, seconds: WARMUP_SECONDS, threads: WRK_THREADS });
-        if (side === 'balcao') {
-          await settled(server, sql);
-          receiver.record = true;
-        }
+        if (captured) await settled(server, sql);
+        if (side === 'balcao') receiver.record = true;
         rounds[side].push(
           await measure(server, requests, SECONDS, postmaster, redis.pid, sql, PERF_DIR && path.join(PERF_DIR, `${side}-${pair}.data`)),
         );
-        if (side === 'balcao') {
+        if (captured) {
           // The deliveries of the round's events, bounded: a backlog left at the stop is said, not hidden.
           if (!(await settled(server, sql))) console.log('  (webhook deliveries still pending 2 minutes after the round)');
           receiver.record = false;
@@ -456,6 +481,7 @@ try {
   console.log(`\nthe mix (medians of ${PAIRS} rounds each; RSS the largest seen)`);
   const b = summary('balcao', rounds.balcao);
   const bare = summary('bare', rounds.bare);
+  const bareCaptured = summary('bare+capture', rounds['bare+capture']);
   const ceiling = summary('pgbench -M prepared', rounds.pgbench);
   const ratios = rounds.balcao.map((r, i) => r.rps / (rounds.bare[i]?.rps ?? Number.NaN));
   const ceilingRatios = rounds.balcao.map((r, i) => r.rps / (rounds.pgbench[i]?.rps ?? Number.NaN));
@@ -467,6 +493,10 @@ try {
     `  balcao ÷ bare req/s        ${median(ratios).toFixed(2)}× (pairs ${ratios.map((x) => x.toFixed(2)).join(', ')}; target ≥ 0.9: ${check(median(ratios) >= 0.9)})`,
   );
   console.log(`  balcao ÷ bare p99          ${(b.p99 / bare.p99).toFixed(2)}× (target ≤ 2: ${check(b.p99 <= 2 * bare.p99)})`);
+  const capturedRatios = rounds['bare+capture'].map((r, i) => r.rps / (rounds.bare[i]?.rps ?? Number.NaN));
+  console.log(
+    `  bare+capture ÷ bare req/s  ${median(capturedRatios).toFixed(2)}× (pairs ${capturedRatios.map((x) => x.toFixed(2)).join(', ')}): the most a server whose writes are captured can reach; balcao ÷ bare+capture ${(b.rps / bareCaptured.rps).toFixed(2)}×`,
+  );
   console.log(`  balcao ÷ pgbench req/s     ${median(ceilingRatios).toFixed(2)}× (bare ÷ pgbench ${(bare.rps / ceiling.rps).toFixed(2)}×)`);
   console.log(
     `  node CPU per request       balcao ${b.nodeCpuMs.toFixed(2)} ms ÷ bare ${bare.nodeCpuMs.toFixed(2)} ms = ${(b.nodeCpuMs / bare.nodeCpuMs).toFixed(2)}×`,
