@@ -12,6 +12,7 @@
 // comes from: BENCH_MIX_ONLY (operations of MIX by name, separated by ';': only those are sent) and BENCH_MIX_SIDES
 // (balcao,bare,bare+capture,pgbench: the sides measured; bare+capture is the bare server beside a `balcao serve` that
 // serves nothing and captures its writes; pgbench replays the whole mix whatever BENCH_MIX_ONLY says);
+// BENCH_MIX_WEBHOOKS=0: no endpoint is enabled, to price the deliveries apart from the capture;
 // BENCH_MIX_PROFILE=<folder>: `balcao serve` runs with `--cpu-prof` into that folder, one profile per round (the
 // bare server into <folder>/bare). BENCH_MIX_NODE_FLAGS: more flags for `balcao serve`'s node (`--trace-deopt`),
 // BENCH_MIX_ENV: more environment for it, `NAME=value` pairs separated by spaces (`LOG_LEVEL=warn`), to price a
@@ -399,7 +400,13 @@ try {
   sql = postgres(database.url, { max: 1, onnotice: () => {} });
   receiver = await startReceiver();
   await sql`UPDATE webhook_endpoints SET url = ${receiver.url}`;
-  const endpoints = Array.from({ length: ACCOUNTS }, (_, k) => k + 1).filter(hasWebhook).length;
+  if (process.env.BENCH_MIX_WEBHOOKS === '0') {
+    // A diagnosis switch: the same mix with no endpoint, to tell the deliveries' cost from the capture's.
+    await sql`UPDATE webhook_endpoints SET enabled = false`;
+    await sql`UPDATE tenant_counters SET has_endpoints = false`;
+  }
+  const endpoints =
+    process.env.BENCH_MIX_WEBHOOKS === '0' ? 0 : Array.from({ length: ACCOUNTS }, (_, k) => k + 1).filter(hasWebhook).length;
   console.log(`  ${endpoints} accounts with a webhook endpoint; Redis at ${redis.url}`);
 
   const ops = mixSequence(SEQUENCE_LENGTH, SCALE, SEED).filter((op) => !ONLY || ONLY.has(op.name));
