@@ -120,8 +120,8 @@ async function startBare(databaseUrl: string, accountId: string): Promise<Server
 /**
  * The bare server with a `balcao serve` beside it that serves nothing and captures the bare server's writes, as it
  * captures any outside writer's: the bare write plus the capture every write now carries (the change decoded by a
- * walsender, read by Balcão, its event inserted). Its rate over the bare server's is the most any server whose writes
- * are captured can reach. CPU per request counts both processes.
+ * walsender, read by Balcão, its event inserted). Its rate over the bare server's is the most a server whose writes
+ * are captured this way can reach. CPU per request counts both processes.
  */
 async function startBareCaptured(databaseUrl: string, accountId: string): Promise<Server> {
   const pair = await startBeside(
@@ -389,14 +389,14 @@ async function paired(title: string, a: Side, b: Side, pgPids: () => number[], o
   const ratios = ra.map((r, i) => r.rps / rb[i]!.rps);
   const ratio = median(ratios);
   console.log(`  ratio ${a[0]} ÷ ${b[0]}: ${ratio.toFixed(2)}× (pairs ${ratios.map((x) => x.toFixed(2)).join(', ')})`);
+  const ceilings = rc.map((r, i) => r.rps / rb[i]!.rps);
   if (options.ceiling) {
     summary(options.ceiling[0], rc);
-    const ceilings = rc.map((r, i) => r.rps / rb[i]!.rps);
     console.log(
       `  ratio ${options.ceiling[0]} ÷ ${b[0]}: ${median(ceilings).toFixed(2)}× (pairs ${ceilings.map((x) => x.toFixed(2)).join(', ')}): the most a server whose writes are captured can reach`,
     );
   }
-  return { a: sa, b: sb, ratio, ceiling: median(rc.map((r, i) => r.rps / rb[i]!.rps)) };
+  return { a: sa, b: sb, ratio, ceiling: ceilings.length > 0 ? median(ceilings) : Number.NaN };
 }
 
 /**

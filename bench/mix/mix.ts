@@ -122,7 +122,7 @@ async function startBare(databaseUrl: string): Promise<Server> {
 /**
  * The bare server with a `balcao serve` beside it that serves nothing: it captures the bare server's writes as any
  * outside writer's, makes their events and delivers their webhooks. Its rate over the bare server's is the most a
- * server that meets the change feed's contract (every write captured) can reach on this mix.
+ * server whose every write is captured this way (the change feed's contract) can reach on this mix.
  */
 async function startBareCaptured(databaseUrl: string, redisUrl: string): Promise<Server> {
   const pair = await startBeside(
