@@ -6,7 +6,8 @@
 // PostgreSQL's CPU per request is counted too (every process of the cluster, the capture's walsender included).
 // Env: BENCH_CUSTOMERS (50000), BENCH_REQUESTS (5000) measured after BENCH_WARMUP_REQUESTS (6000), BENCH_CONNECTIONS (8),
 // BENCH_PAIRS (2); BENCH_OTHER_BUILD, the folder of another built checkout, served as a third side ("other") to compare
-// two builds in one run; BENCH_WRITE_PROFILE, a folder for a --cpu-prof of each serving Balcão (the capturing one into <folder>/capture).
+// two builds in one run; BENCH_WRITE_PROFILE, a folder for a --cpu-prof of each serving Balcão (the capturing one
+// into <folder>/capture).
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
